@@ -1,0 +1,186 @@
+"""The shell classifier: read-only only when sure, since a wrong "yes" bypasses plan mode."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planbook.engine.shell_classifier import classify, is_read_only
+
+READ_ONLY = [
+    "ls",
+    "ls -la src",
+    "cat README.md",
+    "head -n 20 data.csv",
+    "tail -5 log.txt",
+    "wc -l *.py",
+    "grep -rn 'def main' planbook",
+    "rg TODO --glob '*.py'",
+    "find . -name '*.csv'",
+    "find . -type f -newer setup.py",
+    "pwd",
+    "echo hello world",
+    "git status",
+    "git log --oneline -5",
+    "git diff HEAD~1",
+    "git show HEAD:README.md",
+    "python --version",
+    "python3 -V",
+    "pip list",
+    "pip show pandas",
+    "python -m pip list",
+    "cat data.csv | head -3",
+    "grep -c x a.txt | sort -n | uniq",
+    "ls && pwd",
+    "ls || echo none",
+    "ls; pwd;",
+    "grep '>' notes.txt",
+    "grep '|' notes.txt",
+    "echo 'a; rm -rf /'",
+    'echo "a && rm -rf /"',
+    "grep -E 'a|b' x.txt",
+    "date +%Y",
+    "grep x '|' rm y",  # quoted: grep searches files named `|`, `rm` and `y`
+]
+
+WRITES = [
+    "rm -rf build",
+    "touch x",
+    "ls > listing.txt",
+    "ls >> listing.txt",
+    "cat < in.txt",
+    "ls 2>&1",
+    "echo $(rm -rf x)",
+    "echo `rm x`",
+    "echo $HOME",
+    'echo "$(whoami)"',
+    "cat <(ls)",
+    "diff <(ls a) <(ls b)",
+    "ls | tee out.txt",
+    "ls | xargs rm",
+    "cat x | sh",
+    "ls && rm x",
+    "ls; rm x",
+    "ls & rm x",
+    "(ls)",
+    "find . -delete",
+    "find . -name x -exec rm {} ;",
+    "find . -execdir cat x ';'",
+    "find . -fprint out.txt",
+    "find . -name *.py",
+    "sort -o out.txt in.txt",
+    "sort -ro out.txt in.txt",
+    "sort --out=o.txt in.txt",
+    "sort --compress-program=sh big.txt",
+    "uniq in.txt out.txt",
+    "rg --pre ./evil x",
+    "git commit -m x",
+    "git push",
+    "git -c core.pager=sh log",
+    "git diff --output=patch.txt",
+    "git diff --ext-diff",
+    "git checkout .",
+    "python script.py",
+    "python -c 'import os'",
+    "pip install requests",
+    "pip list --log out.txt",
+    "date -s 2020-01-01",
+    "date 010100002020",
+    "/bin/ls",
+    "./ls",
+    "PAGER=sh git log",
+    "ls\nrm x",
+    "ls #; rm x",
+    "! ls",
+    "{ ls; }",
+    "echo 'unbalanced",
+    'echo "unbalanced',
+    "",
+    "   ",
+    "|",
+    "ls | | pwd",
+    "ls \\",
+    "find . -name '|' -delete",
+]
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+def test_read_only_commands_are_recognised(command: str) -> None:
+    verdict = classify(command)
+    assert verdict.read_only, verdict.reason
+    assert verdict.reason.startswith("read-only")
+
+
+@pytest.mark.parametrize("command", WRITES)
+def test_anything_unsure_is_a_write(command: str) -> None:
+    verdict = classify(command)
+    assert not verdict.read_only
+    assert verdict.reason  # the person sees why
+
+
+def test_quoted_pipe_stays_an_argument_and_keeps_the_find_check() -> None:
+    # shlex would split this into `find . -name` and `ls -delete` (both "read-only").
+    assert not is_read_only("find . -name '|' ls -delete")
+
+
+def test_reasons_name_the_problem() -> None:
+    assert "rm" in classify("rm x").reason
+    assert "redirection" in classify("ls > x").reason
+    assert "-delete" in classify("find . -delete").reason
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+_safe_word = st.text(alphabet="abcdefgh.-_/0123456789", min_size=1, max_size=8).filter(
+    lambda w: not w.startswith("-")
+)
+_reader = st.one_of(
+    st.builds(lambda p, a: f"{p} {a}", st.sampled_from(["ls", "cat", "head", "wc", "grep x"]),
+              _safe_word),
+    st.just("pwd"),
+    st.just("git status"),
+    st.builds(lambda a: f"find {a} -type f", _safe_word),
+)
+_joiner = st.sampled_from([" | ", " && ", " || ", "; "])
+
+
+@st.composite
+def _read_only_pipeline(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(_reader, min_size=1, max_size=4))
+    out = parts[0]
+    for part in parts[1:]:
+        out += draw(_joiner) + part
+    return out
+
+
+@given(_read_only_pipeline())
+def test_chains_of_readers_are_read_only(command: str) -> None:
+    assert is_read_only(command), classify(command).reason
+
+
+@given(
+    _read_only_pipeline(),
+    st.sampled_from([
+        " > out", " >> out", " < in", " | rm -rf x", " && touch x", "; sh", " | tee x",
+        " $(rm x)", " `rm x`", " & ls", "\nrm x", " | xargs rm",
+    ]),
+)
+def test_adding_a_writer_anywhere_makes_it_a_write(command: str, suffix: str) -> None:
+    assert not is_read_only(command + suffix)
+
+
+@given(_read_only_pipeline(), st.sampled_from(["rm x", "touch y", "sh -c ls", "tee z", "mv a b"]))
+def test_a_writer_in_front_makes_it_a_write(command: str, writer: str) -> None:
+    assert not is_read_only(f"{writer} ; {command}")
+    assert not is_read_only(f"{command} | {writer}")
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=60))
+def test_never_raises_and_redirects_are_never_read_only(text: str) -> None:
+    verdict = classify(text)
+    if verdict.read_only:
+        # Nothing the shell would treat as syntax can survive outside quotes.
+        assert "`" not in text and "$" not in text and "\n" not in text
+        assert not any(tok in {"rm", "sh", "tee", "xargs"} for tok in text.split())
