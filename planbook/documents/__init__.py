@@ -1,0 +1,1 @@
+"""Where the notebook lives: memory, a file on disk, or a live collaboration room."""

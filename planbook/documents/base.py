@@ -1,0 +1,79 @@
+"""The notebook as planbook sees it: an ordered list of cells with ids, plus metadata.
+
+Three backends implement ``NotebookDocument``: ``MemoryNotebook`` (tests, unreachable
+frontends), ``FileNotebook`` (nbformat on disk, atomic save) and ``LiveNotebook`` (the shared
+document of a JupyterLab collaboration room). The engine only ever talks to this protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CellType = Literal["code", "markdown", "raw"]
+
+
+class Cell(BaseModel):
+    """One cell, in nbformat 4.5 terms (outputs are nbformat output dicts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    cell_type: CellType = "code"
+    source: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    execution_count: int | None = None
+    attachments: dict[str, Any] | None = None
+
+
+@runtime_checkable
+class NotebookDocument(Protocol):
+    """What the engine needs from a notebook. Every mutation happens inside ``transaction()``:
+    a backend applies the whole transaction or none of it (the file backend saves once, at the
+    end; the live backend sends one CRDT update)."""
+
+    #: "memory", "file" or "live".
+    backend: str
+    #: One line for the person: where the notebook lives and why this backend was chosen.
+    description: str
+
+    def cells(self) -> list[Cell]:
+        """The cells in order (fresh: reflects changes made by others since the last call)."""
+        ...
+
+    def get_metadata(self, key: str) -> Any | None:
+        """``notebook.metadata[key]`` (a JSON value), or None."""
+        ...
+
+    def set_metadata(self, key: str, value: Any) -> None: ...
+
+    def insert_cell(self, index: int, cell: Cell) -> None: ...
+
+    def replace_cell(self, cell: Cell) -> None:
+        """Replace the cell with ``cell.id`` (type, source, metadata, outputs, count)."""
+        ...
+
+    def delete_cell(self, cell_id: str) -> None: ...
+
+    def move_cell(self, cell_id: str, index: int) -> None:
+        """Move a cell so that it ends up at ``index`` of the resulting list."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group changes; on an exception inside, none of them is applied."""
+        ...
+
+
+def index_of(cells: list[Cell], cell_id: str) -> int | None:
+    for i, cell in enumerate(cells):
+        if cell.id == cell_id:
+            return i
+    return None
+
+
+def iter_ids(cells: list[Cell]) -> Iterator[str]:
+    return (c.id for c in cells)

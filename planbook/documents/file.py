@@ -1,0 +1,74 @@
+"""A notebook file on disk, read with nbformat and saved atomically after each transaction.
+
+The file is re-read whenever it changed on disk, so edits made by someone else between two
+transactions are seen (and a step whose target they changed becomes a conflict).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from planbook.documents.nbnode import NodeNotebook, ensure_ids
+from planbook.errors import MetadataError
+
+
+class FileNotebook(NodeNotebook):
+    backend = "file"
+
+    def __init__(self, path: str | os.PathLike[str], *, description: str | None = None) -> None:
+        self.path = Path(path).resolve()
+        self._stamp: tuple[int, int] | None = None
+        self._needs_save = False
+        super().__init__(self._read())
+        self.description = description or f"file: {self.path.name} (saved by planbook on disk)"
+        if self._needs_save:
+            with self.transaction():
+                pass
+
+    def _read(self) -> nbformat.NotebookNode:
+        try:
+            stat = self.path.stat()
+            nb = nbformat.read(self.path, as_version=4)
+        except FileNotFoundError:
+            raise MetadataError(
+                f"notebook {str(self.path)!r} does not exist; check the path or create it first"
+            ) from None
+        except Exception as exc:  # nbformat raises several unrelated types for a bad file
+            raise MetadataError(
+                f"{self.path.name} is not a readable notebook ({type(exc).__name__}: {exc}); "
+                "fix the file or pass another one"
+            ) from None
+        self._stamp = (stat.st_mtime_ns, stat.st_size)
+        self._needs_save = ensure_ids(nb)
+        return nb
+
+    def _load(self) -> None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            raise MetadataError(
+                f"notebook {str(self.path)!r} was removed; planbook cannot edit it"
+            ) from None
+        if (stat.st_mtime_ns, stat.st_size) != self._stamp:
+            self._nb = self._read()
+
+    def _commit(self) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                nbformat.write(self._nb, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if self.path.exists():
+                os.chmod(tmp, self.path.stat().st_mode & 0o7777)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        stat = self.path.stat()
+        self._stamp = (stat.st_mtime_ns, stat.st_size)
+        self._needs_save = False

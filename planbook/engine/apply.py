@@ -1,0 +1,123 @@
+"""Turn one operation into document and workspace calls. No checks of approval here."""
+
+from __future__ import annotations
+
+from planbook.documents.base import Cell, NotebookDocument, index_of
+from planbook.engine.checkpoints import Targets, cell_state_hash
+from planbook.engine.hashing import ABSENT, bytes_hash
+from planbook.engine.projection import apply_text_edits
+from planbook.errors import ConflictError, UnknownCell
+from planbook.model.operations import (
+    AnyOperation,
+    DeleteCell,
+    DeleteFile,
+    EditCell,
+    EditFile,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    Shell,
+    WriteFile,
+)
+from planbook.workspace import Workspace, decode_text
+
+
+def targets_of(op: AnyOperation) -> Targets:
+    match op:
+        case InsertCell() | EditCell() | DeleteCell() | MoveCell() | RunCell():
+            return Targets(cells=[op.cell_id])
+        case WriteFile() | EditFile() | DeleteFile():
+            return Targets(files=[op.path])
+        case Shell():
+            return Targets()
+
+
+def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Workspace) -> str:
+    match op:
+        case InsertCell() | EditCell() | DeleteCell() | MoveCell() | RunCell():
+            return cell_state_hash(document.cells(), op.cell_id)
+        case WriteFile() | EditFile() | DeleteFile():
+            return bytes_hash(workspace.read_bytes(op.path))
+        case Shell():
+            return ABSENT
+
+
+def check_drift(op: AnyOperation, base: str, document: NotebookDocument, workspace: Workspace) -> None:
+    """Refuse with `ConflictError` when the target is not as it was when the step was staged."""
+    now = current_hash(op, document, workspace)
+    if now != base:
+        if isinstance(op, InsertCell):
+            what = f"a cell with id {op.cell_id!r} already exists"
+        elif base == ABSENT:
+            what = f"{_name(op)} exists now but did not when the step was staged"
+        elif now == ABSENT:
+            what = f"{_name(op)} no longer exists"
+        else:
+            what = f"{_name(op)} changed after the step was staged"
+        raise ConflictError(f"conflict: {what}; nothing was applied: revise or re-stage this step")
+    cells = document.cells()
+    anchors = [op.after, op.before] if isinstance(op, InsertCell) else (
+        [op.after] if isinstance(op, MoveCell) else []
+    )
+    for anchor in anchors:
+        if anchor is not None and index_of(cells, anchor) is None:
+            raise ConflictError(
+                f"conflict: anchor cell {anchor!r} no longer exists; nothing was applied: "
+                "revise or re-stage this step"
+            )
+
+
+def _name(op: AnyOperation) -> str:
+    if isinstance(op, WriteFile | EditFile | DeleteFile):
+        return f"file {op.path!r}"
+    return f"cell {getattr(op, 'cell_id', '?')!r}"
+
+
+def apply_cell_op(document: NotebookDocument, op: InsertCell | EditCell | DeleteCell | MoveCell) -> None:
+    cells = document.cells()
+    match op:
+        case InsertCell():
+            if op.after is not None:
+                at = _index(cells, op.after) + 1
+            elif op.before is not None:
+                at = _index(cells, op.before)
+            else:
+                at = len(cells)
+            document.insert_cell(at, Cell(id=op.cell_id, cell_type=op.cell_type, source=op.source))
+        case EditCell():
+            cell = cells[_index(cells, op.cell_id)]
+            document.replace_cell(cell.model_copy(update={"source": op.source}))
+        case DeleteCell():
+            document.delete_cell(op.cell_id)
+        case MoveCell():
+            rest = [c for c in cells if c.id != op.cell_id]
+            at = 0 if op.after is None else _index(rest, op.after) + 1
+            document.move_cell(op.cell_id, at)
+
+
+def new_file_bytes(op: WriteFile | EditFile | DeleteFile, workspace: Workspace) -> bytes | None:
+    """The file's content after ``op`` (None: deleted), computed before anything is written."""
+    match op:
+        case WriteFile():
+            return op.content.encode()
+        case EditFile():
+            data = workspace.read_bytes(op.path)
+            if data is None:
+                raise ConflictError(f"conflict: file {op.path!r} no longer exists; nothing was applied")
+            return apply_text_edits(decode_text(data, op.path), op.edits, op.path).encode()
+        case DeleteFile():
+            return None
+
+
+def write_file_bytes(workspace: Workspace, path: str, data: bytes | None) -> None:
+    if data is None:
+        workspace.delete(path)
+    else:
+        workspace.write_bytes(path, data)
+
+
+def _index(cells: list[Cell], cell_id: str) -> int:
+    i = index_of(cells, cell_id)
+    if i is None:
+        raise UnknownCell(cell_id)
+    return i

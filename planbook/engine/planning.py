@@ -1,0 +1,163 @@
+"""Stage, skip, reorder, reject and revise steps of a plan. Pure plan edits: no document writes.
+
+A revision with an approval is never edited in place: the next edit forks a new revision that
+starts as a copy, so every approval keeps naming exactly what it approved.
+"""
+
+from __future__ import annotations
+
+from planbook.documents.base import Cell
+from planbook.engine.projection import Projection
+from planbook.engine.risk import risk_of
+from planbook.errors import UnknownStep, UsageMistake
+from planbook.model.operations import AnyOperation, InsertCell, MoveCell, target_of
+from planbook.model.plan import Plan, Revision, Step
+from planbook.workspace import Workspace
+
+#: Steps whose effect the projection replays: what will exist once the plan runs.
+PROJECTED = ("pending", "approved", "running")
+
+
+def projection(plan: Plan | None, cells: list[Cell], workspace: Workspace | None,
+               until: int | None = None) -> Projection:
+    """The notebook and files as they will be after the open steps before index ``until``."""
+    proj = Projection(cells, workspace)
+    if plan is not None:
+        for step in plan.steps[:until]:
+            if step.status in PROJECTED:
+                proj.apply(step.operation, step.id)
+    return proj
+
+
+def editable(plan: Plan, note: str) -> Revision:
+    """The current revision, or a fresh copy of it when it already has an approval."""
+    current = plan.current
+    if any(a.revision == current.number for a in plan.approvals):
+        fork = Revision(
+            number=current.number + 1,
+            parent=current.number,
+            summary=current.summary,
+            feedback=note,
+            steps=[s.model_copy(deep=True) for s in current.steps],
+        )
+        plan.revisions.append(fork)
+        return fork
+    return current
+
+
+def stage(plan: Plan, op: AnyOperation, *, reason: str, cells: list[Cell],
+          workspace: Workspace | None, run_at_approval: bool = False) -> Step:
+    proj = projection(plan, cells, workspace)
+    proj.check(op)
+    depends = [proj.touched_by[target_of(op)]] if target_of(op) in proj.touched_by else []
+    anchors = [op.after, op.before] if isinstance(op, InsertCell) else (
+        [op.after] if isinstance(op, MoveCell) else [])
+    for anchor in anchors:
+        if anchor is not None and f"cell:{anchor}" in proj.touched_by:
+            depends.append(proj.touched_by[f"cell:{anchor}"])
+    step = Step(
+        operation=op,
+        reason=reason,
+        risk=risk_of(op, proj),
+        base=proj.target_hash(op),
+        depends_on=tuple(dict.fromkeys(depends)),
+        run_at_approval=run_at_approval,
+    )
+    editable(plan, "added a step").steps.append(step)
+    plan.fire("stage")
+    return step
+
+
+def step_at(plan: Plan, number: int) -> Step:
+    if not 1 <= number <= len(plan.steps):
+        raise UnknownStep(number, len(plan.steps))
+    return plan.steps[number - 1]
+
+
+def set_skipped(plan: Plan, number: int, skipped: bool) -> Step:
+    step = step_at(plan, number)
+    want_from, want_to = ("pending", "skipped") if skipped else ("skipped", "pending")
+    if step.status != want_from:
+        raise UsageMistake(f"step {number} is {step.status}; only a {want_from} step can be "
+                           f"{'skipped' if skipped else 'unskipped'}")
+    step.status = want_to  # type: ignore[assignment]
+    return step
+
+
+def move(plan: Plan, number: int, before: int) -> None:
+    """Move step ``number`` so that it stands just before step ``before`` (len+1: to the end)."""
+    steps = plan.steps
+    step_at(plan, number)
+    if not 1 <= before <= len(steps) + 1:
+        raise UnknownStep(before, len(steps))
+    if steps[number - 1].status not in ("pending", "skipped"):
+        raise UsageMistake(f"step {number} is {steps[number - 1].status}; only pending steps move")
+    order = list(steps)
+    moving = order[number - 1]
+    target = order[before - 1] if before <= len(order) else None
+    order.remove(moving)
+    order.insert(order.index(target) if target is not None else len(order), moving)
+    _check_order(order)
+    editable(plan, f"moved step {number} before {before}").steps[:] = [
+        s.model_copy(deep=True) for s in order
+    ]
+
+
+def _check_order(order: list[Step]) -> None:
+    seen: set[str] = set()
+    for n, step in enumerate(order, start=1):
+        for dep in step.depends_on:
+            if dep not in seen and any(s.id == dep for s in order):
+                raise UsageMistake(
+                    f"that order would put step {n} before the step it builds on; "
+                    "move the other step too, or skip this one"
+                )
+        seen.add(step.id)
+
+
+def revise(plan: Plan, feedback: str) -> Revision:
+    """Start revision n+1 from the steps not yet run; the old revision is kept as it was."""
+    if not feedback.strip():
+        raise UsageMistake('say what should change: `%plan revise "use a bar chart instead"`')
+    current = plan.current
+    plan.fire("request_revision")
+    revision = Revision(
+        number=current.number + 1,
+        parent=current.number,
+        summary=current.summary,
+        feedback=feedback,
+        steps=[s.model_copy(deep=True) for s in current.steps],
+    )
+    plan.revisions.append(revision)
+    return revision
+
+
+def diff_revisions(plan: Plan, a: int, b: int) -> list[str]:
+    """What changed between two revisions, a line each: added, removed, changed, moved steps."""
+    old, new = plan.revision(a), plan.revision(b)
+    old_by = {s.id: (i, s) for i, s in enumerate(old.steps, start=1)}
+    new_by = {s.id: (i, s) for i, s in enumerate(new.steps, start=1)}
+    lines = []
+    if old.summary != new.summary:
+        lines.append("summary changed")
+    if new.feedback and new.parent == a:
+        lines.append(f"feedback: {new.feedback}")
+    for sid, (i, s) in new_by.items():
+        if sid not in old_by:
+            lines.append(f"+ step {i} added: {describe(s)}")
+        else:
+            j, o = old_by[sid]
+            if o.operation != s.operation:
+                lines.append(f"~ step {i} changed: {describe(s)}")
+            elif i != j:
+                lines.append(f"> step {j} moved to {i}: {describe(s)}")
+    for sid, (j, o) in old_by.items():
+        if sid not in new_by:
+            lines.append(f"- step {j} removed: {describe(o)}")
+    return lines or ["no differences"]
+
+
+def describe(step: Step) -> str:
+    from planbook.render import step_title
+
+    return step_title(step)

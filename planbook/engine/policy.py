@@ -1,0 +1,41 @@
+"""Who may do what, per mode (DESIGN.md's table), refined by permission rules.
+
+Writes in plan mode are staged whatever a rule says: a rule can refuse a change or ask about
+it, never let it bypass the plan.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from planbook.errors import PlanbookError
+from planbook.model.operations import AnyOperation, RunCell, Shell
+from planbook.model.store import MODES, Mode
+
+Decision = Literal["stage", "apply"]
+RuleVerdict = Literal["allow", "ask", "deny"] | None
+
+
+class PolicyDenied(PlanbookError):
+    """A permission rule forbids this change."""
+
+
+def check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise PlanbookError(f"unknown mode `{mode}`: choose one of {', '.join(MODES)}")
+    return mode  # type: ignore[return-value]
+
+
+def decide(mode: Mode, op: AnyOperation, rule: RuleVerdict = None, *, runs: bool = False) -> Decision:
+    """``stage``: it waits in the plan for the person; ``apply``: it runs now, with a checkpoint."""
+    if rule == "deny":
+        raise PolicyDenied(
+            f"refused by a permission rule: {op.kind} is denied here; change [tool.planbook] "
+            "in pyproject.toml if it should be allowed"
+        )
+    if mode in ("plan", "ask") or rule == "ask":
+        return "stage"
+    executes = runs or isinstance(op, RunCell | Shell)
+    if mode == "auto-edit" and executes and rule != "allow":
+        return "stage"
+    return "apply"

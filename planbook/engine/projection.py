@@ -1,0 +1,180 @@
+"""What the notebook and files would look like once the open steps ran.
+
+Staging validates a new operation against this projection (so a step may build on an earlier
+staged one: run a cell that step 1 inserts, edit a file that step 2 creates), and records the
+hash of its target here as the step's ``base``. Diffs are computed from it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planbook.documents.base import Cell
+from planbook.engine.hashing import ABSENT, cell_hash, sha256
+from planbook.errors import UnknownCell, UsageMistake
+from planbook.model.operations import (
+    AnyOperation,
+    DeleteCell,
+    DeleteFile,
+    EditCell,
+    EditFile,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    Shell,
+    TextEdit,
+    WriteFile,
+    target_of,
+)
+from planbook.workspace import Workspace
+
+
+@dataclass
+class ProjectedCell:
+    id: str
+    cell_type: str
+    source: str
+
+
+def apply_text_edits(text: str, edits: tuple[TextEdit, ...], path: str) -> str:
+    for number, edit in enumerate(edits, start=1):
+        count = text.count(edit.search)
+        if count != 1:
+            found = "is not in" if count == 0 else f"occurs {count} times in"
+            raise UsageMistake(
+                f"edit {number} for {path!r}: the search text {found} the file; "
+                "give a search text that occurs exactly once"
+            )
+        text = text.replace(edit.search, edit.replace, 1)
+    return text
+
+
+class Projection:
+    def __init__(self, cells: list[Cell], workspace: Workspace | None) -> None:
+        self.cells = [ProjectedCell(c.id, c.cell_type, c.source) for c in cells]
+        self.workspace = workspace
+        self._files: dict[str, str | None] = {}
+        #: target key -> id of the last open step that touched it
+        self.touched_by: dict[str, str] = {}
+
+    # --- reading -----------------------------------------------------------------------------
+    def index(self, cell_id: str) -> int | None:
+        for i, cell in enumerate(self.cells):
+            if cell.id == cell_id:
+                return i
+        return None
+
+    def cell(self, cell_id: str) -> ProjectedCell:
+        i = self.index(cell_id)
+        if i is None:
+            raise UnknownCell(cell_id)
+        return self.cells[i]
+
+    def file_text(self, path: str) -> str | None:
+        if path not in self._files:
+            if self.workspace is None:
+                raise UsageMistake("this session has no workspace for file steps")
+            self._files[path] = self.workspace.read_text(path)
+        return self._files[path]
+
+    def target_hash(self, op: AnyOperation) -> str:
+        match op:
+            case InsertCell():
+                return ABSENT
+            case EditCell() | DeleteCell() | MoveCell() | RunCell():
+                cell = self.cell(op.cell_id)
+                return cell_hash(cell.cell_type, cell.source)
+            case WriteFile() | EditFile() | DeleteFile():
+                text = self.file_text(op.path)
+                return ABSENT if text is None else sha256(text.encode())
+            case Shell():
+                return ABSENT
+
+    def before_after(self, op: AnyOperation) -> tuple[str, str]:
+        """The target's text before and after ``op`` (empty text for absent)."""
+        match op:
+            case InsertCell():
+                return "", op.source
+            case EditCell():
+                return self.cell(op.cell_id).source, op.source
+            case DeleteCell():
+                return self.cell(op.cell_id).source, ""
+            case MoveCell() | RunCell():
+                source = self.cell(op.cell_id).source
+                return source, source
+            case WriteFile():
+                return self.file_text(op.path) or "", op.content
+            case EditFile():
+                before = self.file_text(op.path) or ""
+                return before, apply_text_edits(before, op.edits, op.path)
+            case DeleteFile():
+                return self.file_text(op.path) or "", ""
+            case Shell():
+                return "", ""
+
+    # --- checking and applying ----------------------------------------------------------------
+    def check(self, op: AnyOperation) -> None:
+        """Raise a clear error when ``op`` cannot apply to the projected state."""
+        match op:
+            case InsertCell():
+                if self.index(op.cell_id) is not None:
+                    raise UsageMistake(f"a cell with id {op.cell_id!r} already exists")
+                for anchor in (op.after, op.before):
+                    if anchor is not None:
+                        self.cell(anchor)
+            case EditCell() | DeleteCell():
+                self.cell(op.cell_id)
+            case MoveCell():
+                self.cell(op.cell_id)
+                if op.after is not None:
+                    self.cell(op.after)
+                    if op.after == op.cell_id:
+                        raise UsageMistake("a cell cannot be moved after itself")
+            case RunCell():
+                if self.cell(op.cell_id).cell_type != "code":
+                    raise UsageMistake(
+                        f"cell {op.cell_id!r} is a {self.cell(op.cell_id).cell_type} cell; "
+                        "only code cells can run"
+                    )
+            case WriteFile():
+                self.file_text(op.path)
+            case EditFile():
+                if self.file_text(op.path) is None:
+                    raise UsageMistake(
+                        f"{op.path!r} does not exist; propose write_file to create it"
+                    )
+                self.before_after(op)
+            case DeleteFile():
+                if self.file_text(op.path) is None:
+                    raise UsageMistake(f"{op.path!r} does not exist, so it cannot be deleted")
+            case Shell():
+                pass
+
+    def apply(self, op: AnyOperation, step_id: str | None = None) -> None:
+        match op:
+            case InsertCell():
+                new = ProjectedCell(op.cell_id, op.cell_type, op.source)
+                if op.after is not None:
+                    self.cells.insert(self.index(op.after) + 1, new)  # type: ignore[operator]
+                elif op.before is not None:
+                    self.cells.insert(self.index(op.before), new)  # type: ignore[arg-type]
+                else:
+                    self.cells.append(new)
+            case EditCell():
+                self.cell(op.cell_id).source = op.source
+            case DeleteCell():
+                del self.cells[self.index(op.cell_id)]  # type: ignore[arg-type]
+            case MoveCell():
+                moving = self.cells.pop(self.index(op.cell_id))  # type: ignore[arg-type]
+                at = 0 if op.after is None else self.index(op.after) + 1  # type: ignore[operator]
+                self.cells.insert(at, moving)
+            case WriteFile():
+                self._files[op.path] = op.content
+            case EditFile():
+                self._files[op.path] = self.before_after(op)[1]
+            case DeleteFile():
+                self._files[op.path] = None
+            case RunCell() | Shell():
+                pass
+        if step_id is not None:
+            self.touched_by[target_of(op)] = step_id

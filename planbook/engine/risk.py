@@ -1,0 +1,40 @@
+"""How much could go wrong: a risk level derived from the operation, never chosen by the agent."""
+
+from __future__ import annotations
+
+from planbook.engine.projection import Projection
+from planbook.model.operations import (
+    AnyOperation,
+    DeleteCell,
+    DeleteFile,
+    EditCell,
+    EditFile,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    Shell,
+    WriteFile,
+)
+from planbook.model.plan import Risk
+
+
+def shell_is_read_only(command: str) -> bool:
+    try:
+        from planbook.engine.shell_classifier import is_read_only
+    except ImportError:  # the classifier is optional here: without it, every command is a write
+        return False
+    return is_read_only(command)
+
+
+def risk_of(op: AnyOperation, proj: Projection) -> Risk:
+    match op:
+        case InsertCell() | MoveCell():
+            return "low"
+        case EditCell() | RunCell() | EditFile():
+            return "medium"
+        case WriteFile():
+            return "low" if proj.file_text(op.path) is None else "medium"
+        case DeleteCell() | DeleteFile():
+            return "high"
+        case Shell():
+            return "low" if shell_is_read_only(op.command) else "high"

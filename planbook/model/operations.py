@@ -1,0 +1,121 @@
+"""The changes a plan can hold: a discriminated union on ``kind``.
+
+Pure data. Targets are cell ids (nbformat 4.5), never indexes, so a step keeps meaning the same
+cell when other cells are added above it. The field docs reach the agent's tool schemas too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CellType = Literal["code", "markdown", "raw"]
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextEdit(BaseModel):
+    """Replace one exact occurrence of `search` with `replace`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    search: str = Field(min_length=1, description="Exact text to find; it must occur exactly once.")
+    replace: str = Field(description="Text that takes its place.")
+
+
+class InsertCell(_Op):
+    """Insert a new cell next to an existing one (or at the end)."""
+
+    kind: Literal["insert_cell"] = "insert_cell"
+    cell_id: str = Field(description="Id the new cell gets; assigned when the step is staged.")
+    source: str = Field(description="The new cell's source.")
+    cell_type: CellType = Field(default="code", description="code, markdown or raw.")
+    after: str | None = Field(default=None, description="Insert after the cell with this id.")
+    before: str | None = Field(default=None, description="Insert before the cell with this id.")
+
+    @model_validator(mode="after")
+    def _one_anchor(self) -> InsertCell:
+        if self.after is not None and self.before is not None:
+            raise ValueError("give `after` or `before`, not both")
+        return self
+
+
+class EditCell(_Op):
+    """Give an existing cell a new source."""
+
+    kind: Literal["edit_cell"] = "edit_cell"
+    cell_id: str = Field(description="Id of the cell to change.")
+    source: str = Field(description="The cell's complete new source.")
+
+
+class DeleteCell(_Op):
+    """Remove a cell."""
+
+    kind: Literal["delete_cell"] = "delete_cell"
+    cell_id: str = Field(description="Id of the cell to remove.")
+
+
+class MoveCell(_Op):
+    """Move a cell after another one (after=None moves it to the top)."""
+
+    kind: Literal["move_cell"] = "move_cell"
+    cell_id: str = Field(description="Id of the cell to move.")
+    after: str | None = Field(description="Id of the cell it goes after; None for the top.")
+
+
+class RunCell(_Op):
+    """Execute a code cell in the kernel and store its outputs in the cell."""
+
+    kind: Literal["run_cell"] = "run_cell"
+    cell_id: str = Field(description="Id of the code cell to run.")
+
+
+class WriteFile(_Op):
+    """Create or overwrite a text file in the workspace."""
+
+    kind: Literal["write_file"] = "write_file"
+    path: str = Field(description="Path relative to the workspace root.")
+    content: str = Field(description="The file's complete new text.")
+
+
+class EditFile(_Op):
+    """Apply search/replace edits to a text file in the workspace."""
+
+    kind: Literal["edit_file"] = "edit_file"
+    path: str = Field(description="Path relative to the workspace root.")
+    edits: tuple[TextEdit, ...] = Field(min_length=1, description="Edits applied in order.")
+
+
+class DeleteFile(_Op):
+    """Delete a file in the workspace."""
+
+    kind: Literal["delete_file"] = "delete_file"
+    path: str = Field(description="Path relative to the workspace root.")
+
+
+class Shell(_Op):
+    """Run a shell command in the workspace root."""
+
+    kind: Literal["shell"] = "shell"
+    command: str = Field(min_length=1, description="The command line, run by /bin/sh.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds before it is stopped.")
+
+
+AnyOperation = (
+    InsertCell | EditCell | DeleteCell | MoveCell | RunCell | WriteFile | EditFile | DeleteFile | Shell
+)
+Operation = Annotated[AnyOperation, Field(discriminator="kind")]
+CellOperation = InsertCell | EditCell | DeleteCell | MoveCell | RunCell
+FileOperation = WriteFile | EditFile | DeleteFile
+
+
+def target_of(op: AnyOperation) -> str:
+    """A stable key for what the operation touches: ``cell:<id>``, ``file:<path>`` or ``shell``."""
+    if isinstance(op, CellOperation):
+        return f"cell:{op.cell_id}"
+    if isinstance(op, FileOperation):
+        return f"file:{op.path}"
+    return "shell"

@@ -1,0 +1,182 @@
+"""Steps, revisions, approvals and the plan's state machine. Pure data, no I/O.
+
+A revision's steps are fixed once it has an approval: later changes go into a new revision, so
+two revisions can always be diffed and an approval always names what it approved.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planbook.errors import PlanStateError
+from planbook.model.operations import Operation
+
+Risk = Literal["low", "medium", "high"]
+StepStatus = Literal[
+    "pending", "approved", "skipped", "rejected", "running", "done", "failed", "conflict",
+    "rolled_back",
+]
+PlanState = Literal[
+    "idle", "drafting", "awaiting_approval", "reviewing", "executing", "completed", "cancelled"
+]
+PlanEvent = Literal[
+    "stage", "present", "review", "approve", "finish", "pause", "reject", "request_revision",
+    "reopen",
+]
+
+#: Steps that still wait for a decision or a run; the rest are settled.
+OPEN_STATUSES: frozenset[str] = frozenset({"pending", "approved", "running"})
+
+#: (state, event) -> next state. Anything not listed is refused with the state and event named.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    ("idle", "stage"): "drafting",
+    ("idle", "reject"): "cancelled",
+    ("drafting", "stage"): "drafting",
+    ("drafting", "present"): "awaiting_approval",
+    ("drafting", "review"): "reviewing",
+    ("drafting", "approve"): "executing",
+    ("drafting", "reject"): "cancelled",
+    ("drafting", "request_revision"): "drafting",
+    ("drafting", "finish"): "completed",
+    ("awaiting_approval", "stage"): "awaiting_approval",
+    ("awaiting_approval", "present"): "awaiting_approval",
+    ("awaiting_approval", "review"): "reviewing",
+    ("awaiting_approval", "approve"): "executing",
+    ("awaiting_approval", "reject"): "cancelled",
+    ("awaiting_approval", "request_revision"): "drafting",
+    ("awaiting_approval", "finish"): "completed",
+    ("reviewing", "stage"): "reviewing",
+    ("reviewing", "present"): "reviewing",
+    ("reviewing", "review"): "reviewing",
+    ("reviewing", "approve"): "executing",
+    ("reviewing", "reject"): "cancelled",
+    ("reviewing", "request_revision"): "drafting",
+    ("reviewing", "finish"): "completed",
+    ("executing", "pause"): "awaiting_approval",
+    ("executing", "finish"): "completed",
+    ("completed", "reopen"): "awaiting_approval",
+    ("cancelled", "reopen"): "awaiting_approval",
+}
+
+
+def next_state(state: str, event: str) -> PlanState:
+    try:
+        return TRANSITIONS[(state, event)]  # type: ignore[return-value]
+    except KeyError:
+        raise PlanStateError(
+            f"a plan that is {state.replace('_', ' ')} cannot {event.replace('_', ' ')}; "
+            "see its state with `%plan`"
+        ) from None
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Step(BaseModel):
+    """One proposed change, with what its target looked like when it was staged."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    id: str = Field(default_factory=new_id)
+    operation: Operation
+    reason: str = Field(default="", description="Why the change is wanted.")
+    risk: Risk = "low"
+    base: str = Field(description="Content hash of the target when staged, or 'absent'.")
+    depends_on: tuple[str, ...] = Field(default=(), description="Ids of steps this one builds on.")
+    status: StepStatus = "pending"
+    error: str | None = Field(default=None, description="Why the step failed or conflicted.")
+    checkpoint: str | None = Field(default=None, description="Checkpoint written before it ran.")
+    run_at_approval: bool = Field(
+        default=False, description="For an inserted or edited cell: run it once approved."
+    )
+
+
+class Revision(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    number: int
+    parent: int | None = None
+    summary: str = ""
+    feedback: str | None = Field(default=None, description="What the person asked to change.")
+    steps: list[Step] = Field(default_factory=list)
+    created: datetime = Field(default_factory=now)
+
+
+class Approval(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    revision: int
+    step_ids: tuple[str, ...]
+    sha256: str
+    at: datetime = Field(default_factory=now)
+    by: str = ""
+
+
+class StepResult(BaseModel):
+    """One line of the audit trail: what happened when a step ran."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: str
+    status: Literal["done", "failed", "conflict", "refused", "interrupted", "rolled_back"]
+    message: str = ""
+    checkpoint: str | None = None
+    at: datetime = Field(default_factory=now)
+    seconds: float = 0.0
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    id: str = Field(default_factory=new_id)
+    task: str = ""
+    state: PlanState = "idle"
+    revisions: list[Revision] = Field(default_factory=lambda: [Revision(number=1)])
+    approvals: list[Approval] = Field(default_factory=list)
+    results: list[StepResult] = Field(default_factory=list)
+    created: datetime = Field(default_factory=now)
+
+    @property
+    def current(self) -> Revision:
+        return self.revisions[-1]
+
+    @property
+    def steps(self) -> list[Step]:
+        return self.current.steps
+
+    def fire(self, event: PlanEvent) -> PlanState:
+        self.state = next_state(self.state, event)
+        return self.state
+
+    def revision(self, number: int) -> Revision:
+        for rev in self.revisions:
+            if rev.number == number:
+                return rev
+        raise PlanStateError(
+            f"there is no revision {number}: this plan has revisions 1 to {len(self.revisions)}"
+        )
+
+    def find_step(self, step_id: str) -> Step | None:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        return None
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for step in self.steps:
+            out[step.status] = out.get(step.status, 0) + 1
+        return out
+
+    @property
+    def is_open(self) -> bool:
+        return self.state not in ("completed", "cancelled")

@@ -1,0 +1,36 @@
+"""The shape of ``notebook.metadata["planbook"]``: versioned, validated on load."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planbook.model.checkpoint import Checkpoint
+from planbook.model.plan import Plan
+
+SCHEMA_VERSION = 1
+Mode = Literal["plan", "ask", "auto-edit", "act"]
+MODES: tuple[Mode, ...] = ("plan", "ask", "auto-edit", "act")
+
+
+class LogEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at: str
+    by: str
+    event: str
+    detail: str = ""
+
+
+class PlanbookState(BaseModel):
+    """Everything planbook keeps in a notebook. Blobs are zlib+base64, keyed by their SHA-256."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    mode: Mode = "plan"
+    plans: list[Plan] = Field(default_factory=list)
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    blobs: dict[str, str] = Field(default_factory=dict)
+    log: list[LogEntry] = Field(default_factory=list)

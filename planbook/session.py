@@ -1,0 +1,350 @@
+"""The Session: one per kernel. Wires document, workspace, store, policy and executor, owns the
+mode and tells its surfaces what happened through events.
+
+Everything that wants to change the notebook or the files comes through ``propose`` (or the
+agent's tools, which call it): the policy decides whether the change is staged or applied, and
+only the executor ever writes, and only approved steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from planbook.documents.base import Cell, NotebookDocument
+from planbook.engine import planning
+from planbook.engine.apply import check_drift
+from planbook.engine.approval import StepSelection, approval_hash, select
+from planbook.engine.checkpoints import CheckpointWriter
+from planbook.engine.executor import Executor, RunReport, StepOutcome
+from planbook.engine.policy import RuleVerdict, check_mode, decide
+from planbook.engine.rollback import find_checkpoint, rollback
+from planbook.engine.runner import CodeRunner, default_runner
+from planbook.engine.store import Store
+from planbook.errors import PlanbookError, UsageMistake
+from planbook.events import Event, EventBus, Listener
+from planbook.model.checkpoint import Checkpoint
+from planbook.model.operations import AnyOperation
+from planbook.model.plan import Approval, Plan, Revision, Step
+from planbook.model.store import Mode
+from planbook.proposer import Proposer
+from planbook.render import checkpoints_text, plan_markdown, plan_text
+from planbook.views import StepView, step_views
+from planbook.workspace import Workspace
+
+if TYPE_CHECKING:
+    from planbook.plan_handle import PlanHandle
+
+RuleHook = Callable[[AnyOperation], RuleVerdict]
+
+
+class Session:
+    def __init__(
+        self,
+        document: NotebookDocument,
+        workspace: Workspace | None = None,
+        *,
+        runner: Callable[[], CodeRunner] = default_runner,
+        notebook_path: Path | None = None,
+    ) -> None:
+        self.document = document
+        self.notebook_path = notebook_path
+        self.workspace = workspace or Workspace(
+            notebook_path.parent if notebook_path else Path.cwd(),
+            protected=(notebook_path,) if notebook_path else (),
+        )
+        self.events = EventBus()
+        self.store = Store(document)
+        self.executor = Executor(self.store, document, self.workspace, runner, self.events.emit)
+        self.propose = Proposer(self)
+        #: Permission rules (set by the agent layer); None means the mode alone decides.
+        self.rule_for: RuleHook | None = None
+        #: Extensions (the agent, the panel) keep their per-session objects here.
+        self.extras: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
+
+    # --- observing ---------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        return self.events.subscribe(listener)
+
+    def _changed(self, kind: str = "plan_changed", plan: Plan | None = None, message: str = "",
+                 **data: Any) -> None:
+        self.events.emit(Event(kind=kind, plan_id=plan.id if plan else None,  # type: ignore[arg-type]
+                               message=message, data=data))
+
+    # --- mode --------------------------------------------------------------------------------
+    @property
+    def mode(self) -> Mode:
+        return self.store.state.mode
+
+    def set_mode(self, mode: str) -> Mode:
+        with self._lock:
+            self.store.sync()
+            self.store.state.mode = check_mode(mode)
+            self.store.log("mode", mode)
+            self.store.save()
+        self._changed("mode_changed", message=mode)
+        return self.store.state.mode
+
+    # --- plans -------------------------------------------------------------------------------
+    @property
+    def plan(self) -> PlanHandle:
+        """The current plan: shows itself in Jupyter; ``await session.plan(task)`` asks the agent."""
+        from planbook.plan_handle import PlanHandle
+
+        return PlanHandle(self)
+
+    def current_plan(self) -> Plan | None:
+        """The open plan, or else the most recent one."""
+        self.store.sync()
+        plans = self.store.state.plans
+        for plan in reversed(plans):
+            if plan.is_open:
+                return plan
+        return plans[-1] if plans else None
+
+    def _require_plan(self) -> Plan:
+        plan = self.current_plan()
+        if plan is None:
+            raise UsageMistake("there is no plan yet: stage a step with `%%propose` first")
+        return plan
+
+    def _open_plan(self, task: str = "") -> Plan:
+        plan = self.current_plan()
+        if plan is None or not plan.is_open:
+            plan = Plan(task=task)
+            self.store.state.plans.append(plan)
+            self.store.log("plan", f"started {plan.id}" + (f": {task}" if task else ""))
+        return plan
+
+    def new_plan(self, task: str) -> Plan:
+        """Start a plan for ``task``; an open plan with no steps is reused."""
+        with self._lock:
+            plan = self.current_plan()
+            if plan is not None and plan.is_open and plan.steps:
+                raise UsageMistake(
+                    "a plan with steps is still open: approve or `%reject` it before a new task"
+                )
+            plan = self._open_plan(task)
+            plan.task = task
+            self.store.save()
+        self._changed(plan=plan)
+        return plan
+
+    def stage(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step:
+        """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint."""
+        with self._lock:
+            self.store.sync()
+            verdict = self.rule_for(op) if self.rule_for else None
+            decision = decide(self.mode, op, verdict, runs=run)
+            plan = self._open_plan()
+            if plan.state == "executing":
+                raise UsageMistake("a run is in progress: stage new steps when it has finished")
+            step = planning.stage(plan, op, reason=reason, cells=self.document.cells(),
+                                  workspace=self.workspace, run_at_approval=run)
+            self.store.log("staged", f"{step.id} {op.kind}")
+            self.store.save()
+        self.events.emit(Event(kind="staged", plan_id=plan.id, step_id=step.id,
+                               status=step.status, message=step.operation.kind))
+        if decision == "apply":
+            number = plan.steps.index(step) + 1
+            report = self.approve(f"{number}-{number}", by=f"policy ({self.mode} mode)")
+            applied = self._require_plan().find_step(step.id) or step
+            if not report.ok:
+                raise PlanbookError(f"{self.mode} mode applied step {number}, which "
+                                    f"{applied.status}: {applied.error or report}")
+            return applied
+        return step
+
+    # --- deciding ----------------------------------------------------------------------------
+    def approve(self, steps: StepSelection = None, *, dry_run: bool = False,
+                by: str | None = None) -> RunReport:
+        """Approve pending steps (all, the first n, or "1,3-5") and run exactly those."""
+        with self._lock:
+            self.store.sync()
+            plan = self._require_plan()
+            if plan.state == "executing":
+                raise UsageMistake("a run is already in progress: wait for it or stop it")
+            if not plan.steps:
+                raise UsageMistake("nothing to approve: the plan has no steps yet")
+            if not any(s.status == "pending" for s in plan.steps):
+                raise UsageMistake("nothing to approve: no step is pending; see `%plan`")
+            chosen = select(plan, steps, statuses=("pending",))
+            self._check_selection(plan, chosen)
+            if dry_run:
+                return self._dry_run(plan, chosen)
+            approval = Approval(revision=plan.current.number, step_ids=tuple(s.id for s in chosen),
+                                sha256=approval_hash(chosen), by=by or self.store.user)
+            plan.approvals.append(approval)
+            for step in chosen:
+                step.status = "approved"
+            plan.fire("approve")
+            self.store.log("approved", f"{plan.id} steps {','.join(approval.step_ids)} "
+                           f"sha256={approval.sha256}")
+            self.store.save()
+            self._changed(plan=plan)
+            return self.executor.run(plan.id, approval)
+
+    def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
+        numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
+        ids = {s.id for s in chosen}
+        for step in chosen:
+            if step.status != "pending":
+                raise UsageMistake(f"step {numbers[step.id]} is {step.status}, not pending; "
+                                   "only pending steps can be approved")
+            for dep in step.depends_on:
+                dep_step = plan.find_step(dep)
+                if dep_step is not None and dep not in ids and dep_step.status != "done":
+                    raise UsageMistake(
+                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
+                        f"{dep_step.status}: approve {numbers[dep]} too, or skip {numbers[step.id]}"
+                    )
+
+    def _dry_run(self, plan: Plan, chosen: Sequence[Step]) -> RunReport:
+        report = RunReport(stopped="dry run: nothing was applied")
+        proj_ok = {s.id for s in chosen}
+        for step in chosen:
+            number = plan.steps.index(step) + 1
+            try:
+                if not step.depends_on or not (set(step.depends_on) & proj_ok):
+                    check_drift(step.operation, step.base, self.document, self.workspace)
+                outcome = StepOutcome(number, step.id, step.operation.kind, "would run")
+            except PlanbookError as exc:
+                outcome = StepOutcome(number, step.id, step.operation.kind, "would conflict", str(exc))
+            report.outcomes.append(outcome)
+        return report
+
+    def reject(self, steps: StepSelection = None) -> list[Step]:
+        """Reject pending steps (all by default). A plan left with nothing open is closed."""
+        with self._lock:
+            self.store.sync()
+            plan = self._require_plan()
+            if plan.state == "executing":
+                raise UsageMistake("a run is in progress: stop it before rejecting steps")
+            if isinstance(steps, str) and steps.strip().isdigit():
+                steps = [int(steps)]
+            elif isinstance(steps, int) and not isinstance(steps, bool):
+                steps = [steps]
+            chosen = select(plan, steps, statuses=("pending", "skipped"))
+            if not chosen:
+                raise UsageMistake("nothing to reject: no step is pending")
+            for step in chosen:
+                if step.status not in ("pending", "skipped"):
+                    raise UsageMistake(f"step {plan.steps.index(step) + 1} is {step.status}; "
+                                       "only pending steps can be rejected")
+                step.status = "rejected"
+            if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
+                plan.fire("finish" if any(s.status == "done" for s in plan.steps) else "reject")
+            self.store.log("rejected", ",".join(s.id for s in chosen))
+            self.store.save()
+        self._changed(plan=plan)
+        return chosen
+
+    def _edit_plan(self, change: Callable[[Plan], Any], log: str) -> Any:
+        with self._lock:
+            self.store.sync()
+            plan = self._require_plan()
+            if plan.state == "executing":
+                raise UsageMistake("a run is in progress: change the plan when it has finished")
+            result = change(plan)
+            self.store.log("plan", log)
+            self.store.save()
+        self._changed(plan=plan)
+        return result
+
+    def skip(self, number: int) -> Step:
+        return self._edit_plan(lambda p: planning.set_skipped(p, number, True), f"skip {number}")  # type: ignore[no-any-return]
+
+    def unskip(self, number: int) -> Step:
+        return self._edit_plan(lambda p: planning.set_skipped(p, number, False), f"unskip {number}")  # type: ignore[no-any-return]
+
+    def move(self, number: int, *, before: int) -> None:
+        self._edit_plan(lambda p: planning.move(p, number, before), f"move {number} before {before}")
+
+    def revise(self, feedback: str) -> Revision:
+        return self._edit_plan(lambda p: planning.revise(p, feedback), f"revise: {feedback}")  # type: ignore[no-any-return]
+
+    def set_summary(self, summary: str) -> None:
+        """The agent's ``present_plan``: the plan now waits for the person's approval."""
+        def change(plan: Plan) -> None:
+            planning.editable(plan, "presented").summary = summary
+            plan.fire("present")
+        self._edit_plan(change, "presented")
+
+    def request_stop(self) -> None:
+        """End a run cleanly between steps."""
+        self.executor.stop_requested = True
+
+    # --- checkpoints -------------------------------------------------------------------------
+    def checkpoints(self) -> list[Checkpoint]:
+        self.store.sync()
+        return list(self.store.state.checkpoints)
+
+    def rollback(self, checkpoint: str | None = None, *, force: bool = False) -> Checkpoint:
+        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable."""
+        with self._lock:
+            self.store.sync()
+            if not self.store.state.checkpoints:
+                raise UsageMistake("nothing to roll back: no step has run yet")
+            target = find_checkpoint(self.store, checkpoint)
+            writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
+            record = rollback(self.store, writer, target, force=force)
+        self.events.emit(Event(kind="rolled_back", message=record.label,
+                               data={"checkpoint": record.id, "undid": record.undid}))
+        self._changed()
+        return record
+
+    # --- reading -----------------------------------------------------------------------------
+    def cells(self) -> list[Cell]:
+        return self.document.cells()
+
+    def step_views(self, plan: Plan | None = None, revision: int | None = None) -> list[StepView]:
+        plan = plan or self.current_plan()
+        if plan is None:
+            return []
+        if revision is not None and revision != plan.current.number:
+            plan = plan.model_copy(update={"revisions": [plan.revision(revision)]})
+        return step_views(plan, self.document.cells(), self.workspace,
+                          self.store.state.checkpoints, self.store.blobs)
+
+    def render_markdown(self) -> str:
+        plan = self.current_plan()
+        if plan is None:
+            return (f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
+                    "Stage a step with `%%propose --after <cell id>`.")
+        return plan_markdown(plan, self.step_views(plan), mode=self.mode,
+                             backend=self.document.description)
+
+    def render_text(self, *, color: bool = False) -> str:
+        plan = self.current_plan()
+        if plan is None:
+            return f"no plan yet (mode: {self.mode}; notebook: {self.document.description})\n"
+        return plan_text(plan, self.step_views(plan), mode=self.mode,
+                         backend=self.document.description, color=color)
+
+    def checkpoints_text(self) -> str:
+        return checkpoints_text(self.checkpoints())
+
+    def history(self) -> str:
+        plan = self._require_plan()
+        lines = []
+        for rev in plan.revisions:
+            approved = [a for a in plan.approvals if a.revision == rev.number]
+            lines.append(f"revision {rev.number}" + (f" (from {rev.parent})" if rev.parent else "")
+                         + f": {len(rev.steps)} steps" + (f"; feedback: {rev.feedback}" if rev.feedback else "")
+                         + (f"; approved {len(approved)}x" if approved else ""))
+        return "\n".join(lines)
+
+    def diff_revisions(self, a: int, b: int) -> str:
+        return "\n".join(planning.diff_revisions(self._require_plan(), a, b))
+
+    def review(self) -> Any:
+        """The review panel for this session (an anywidget)."""
+        from planbook.widget import ReviewPanel
+
+        return ReviewPanel(self)
