@@ -1,0 +1,309 @@
+// planbook: the review panel, an anywidget front end. Plain ES module, no build step.
+// State comes from the kernel as one JSON trait (`view`); every action goes back as a custom
+// message and the kernel answers with a new view (or an error in it). Only presentation state
+// (selection, focus, folding, diff layout, a pending confirmation) lives here.
+
+import { h } from "./diff-view.js";
+import { commandFor } from "./keyboard.js";
+import { renderAgent, renderHeader, renderProgress, renderRevisions, renderTimeline }
+  from "./sections.js";
+import { button, OPEN_LIMIT, renderStep } from "./step-row.js";
+
+/**
+ * @typedef {{ header: import("./sections.js").Header,
+ *   steps: import("./step-row.js").StepJSON[],
+ *   checkpoints: import("./sections.js").CheckpointJSON[],
+ *   revisions: import("./sections.js").RevisionJSON[],
+ *   revision_diff: import("./sections.js").RevisionDiff | null,
+ *   progress: import("./sections.js").Progress, error: string | null,
+ *   agent: any }} View
+ * @typedef {{ get(name: string): any, on(name: string, cb: Function): void,
+ *   off(name: string, cb: Function): void, send(msg: object): void }} Model
+ */
+
+/**
+ * Build the panel inside `el`; returns the cleanup function anywidget calls on removal.
+ * @param {{ model: Model, el: HTMLElement }} ctx
+ */
+export function createPanel({ model, el }) {
+  const doc = el.ownerDocument;
+  const root = h(doc, "div", "planbook-panel");
+  // Keep JupyterLab's notebook shortcuts (j, k, a, s...) from firing while the panel has focus.
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.setAttribute("role", "region");
+  root.setAttribute("aria-label", "planbook review panel");
+  el.append(root);
+
+  const ui = {
+    /** Steps the person unticked; every other pending step is selected. */
+    deselected: new Set(/** @type {string[]} */ ([])),
+    /** Steps whose diff is shown (or hidden) by choice; others follow OPEN_LIMIT. */
+    openChoice: new Map(/** @type {Array<[string, boolean]>} */ ([])),
+    expanded: new Set(/** @type {string[]} */ ([])),
+    focus: /** @type {string | null} */ (null),
+    mode: /** @type {"unified" | "split"} */ ("unified"),
+    confirming: /** @type {string | null} */ (null),
+    localError: /** @type {string | null} */ (null),
+    feedback: "",
+  };
+
+  /**
+   * The element of the panel with this data-key (keys survive a re-render; elements do not).
+   * @param {string} key
+   * @returns {HTMLElement | null}
+   */
+  const byKey = (key) => {
+    for (const node of root.querySelectorAll("[data-key]")) {
+      if (/** @type {HTMLElement} */ (node).dataset.key === key) return /** @type {HTMLElement} */ (node);
+    }
+    return null;
+  };
+  /** @returns {View} */
+  const view = () => model.get("view") || { header: null, steps: [] };
+  /** @param {object} msg */
+  const send = (msg) => {
+    ui.localError = null;
+    model.send(msg);
+  };
+  const revision = () => view().header?.revision ?? 0;
+  const busy = () => Boolean(view().progress?.running);
+  /** @param {string} id */
+  const stepOf = (id) => view().steps.find((s) => s.id === id);
+  /** @param {import("./step-row.js").StepJSON} s */
+  const isOpen = (s) => ui.openChoice.get(s.id) ?? view().steps.length <= OPEN_LIMIT;
+  const selectedIds = () => view().steps
+    .filter((s) => s.status === "pending" && !ui.deselected.has(s.id)).map((s) => s.id);
+
+  /** @param {string[]} order */
+  const reorder = (order) => send({ action: "reorder", order, revision: revision() });
+  const actions = {
+    /** @param {string} id */
+    toggleSelect(id) {
+      if (ui.deselected.has(id)) ui.deselected.delete(id); else ui.deselected.add(id);
+      ui.focus = id;
+      render();
+    },
+    /** @param {string} id */
+    toggleSkip(id) {
+      const step = stepOf(id);
+      if (!step) return;
+      ui.focus = id;
+      send({ action: step.status === "skipped" ? "unskip" : "skip", step_id: id,
+        revision: revision() });
+    },
+    /** @param {string} id */
+    toggleOpen(id) {
+      const step = stepOf(id);
+      if (step) ui.openChoice.set(id, !isOpen(step));
+      render();
+    },
+    /** @param {string} id */
+    showMore(id) { ui.expanded.add(id); render(); },
+    /** @param {string} id @param {number} delta */
+    move(id, delta) {
+      const order = view().steps.map((s) => s.id);
+      const i = order.indexOf(id);
+      const j = i + delta;
+      if (i < 0 || j < 0 || j >= order.length) return;
+      [order[i], order[j]] = [order[j], order[i]];
+      ui.focus = id;
+      reorder(order);
+    },
+    /** @param {string} id */
+    focus(id) {
+      if (ui.focus === id) return;
+      ui.focus = id;
+      for (const li of root.querySelectorAll(".pb-step")) {
+        const mine = /** @type {HTMLElement} */ (li).dataset.stepId === id;
+        /** @type {HTMLElement} */ (li).tabIndex = mine ? 0 : -1;
+        li.classList.toggle("pb-focused", mine);
+      }
+    },
+    /** @param {string} dragged @param {string} target @param {boolean} after */
+    drop(dragged, target, after) {
+      const order = view().steps.map((s) => s.id).filter((x) => x !== dragged);
+      const at = order.indexOf(target);
+      if (at < 0) return;
+      order.splice(after ? at + 1 : at, 0, dragged);
+      ui.focus = dragged;
+      reorder(order);
+    },
+  };
+
+  const approveSelected = () => {
+    if (busy()) return;
+    const ids = selectedIds();
+    if (!ids.length) {
+      ui.localError = "Select at least one pending step to approve (tick its box or press a).";
+      render();
+      return;
+    }
+    send({ action: "approve", step_ids: ids, revision: revision() });
+  };
+
+  const textarea = /** @type {HTMLTextAreaElement} */ (h(doc, "textarea", "pb-feedback"));
+  textarea.rows = 2;
+  textarea.placeholder = "What should change? The agent drafts a new revision.";
+  textarea.setAttribute("aria-label", "Feedback for a new revision");
+  textarea.dataset.key = "revise:text";
+  textarea.addEventListener("input", () => { ui.feedback = textarea.value; });
+
+  function renderToolbar() {
+    const bar = h(doc, "div", "pb-toolbar");
+    bar.setAttribute("role", "toolbar");
+    bar.setAttribute("aria-label", "Plan actions");
+    const n = selectedIds().length;
+    const open = view().steps.some((s) => s.status === "pending");
+    const approve = button(doc, `Approve selected (${n})`, "action:approve", approveSelected,
+      "pb-btn pb-primary");
+    approve.title = "Ctrl+Enter";
+    const all = button(doc, "Approve all", "action:approve_all",
+      () => send({ action: "approve_all", revision: revision() }));
+    const reject = button(doc, "Reject", "action:reject",
+      () => send({ action: "reject", revision: revision() }), "pb-btn pb-danger");
+    for (const b of [approve, all, reject]) b.disabled = busy() || !open;
+    const layout = button(doc, ui.mode === "unified" ? "Side by side" : "Unified",
+      "action:layout", () => { ui.mode = ui.mode === "unified" ? "split" : "unified"; render(); },
+      "pb-btn pb-link");
+    layout.setAttribute("aria-label", ui.mode === "unified"
+      ? "Show diffs side by side" : "Show unified diffs");
+    bar.append(approve, all, reject, layout);
+    return bar;
+  }
+
+  function renderRevise() {
+    const form = h(doc, "div", "pb-revise");
+    textarea.value = ui.feedback;
+    textarea.disabled = busy();
+    const go = button(doc, "Revise", "action:revise", () => {
+      const feedback = textarea.value.trim();
+      if (!feedback) {
+        ui.localError = "Write what should change before asking for a revision.";
+        render();
+        return;
+      }
+      send({ action: "revise", feedback, revision: revision() });
+      ui.feedback = "";
+      textarea.value = "";
+    });
+    go.disabled = busy();
+    go.setAttribute("aria-label", "Revise the plan with this feedback");
+    form.append(textarea, go);
+    return form;
+  }
+
+  function render() {
+    const active = /** @type {HTMLElement | null} */ (doc.activeElement);
+    const key = active && root.contains(active) ? active.dataset.key : undefined;
+    const v = view();
+    const parts = [];
+    if (v.header) parts.push(renderHeader(doc, v.header));
+    const error = ui.localError || v.error;
+    if (error) {
+      const box = h(doc, "div", "pb-error");
+      box.setAttribute("role", "alert");
+      box.append(h(doc, "span", "", error), button(doc, "Dismiss", "action:dismiss", () => {
+        if (ui.localError) ui.localError = null; else send({ action: "dismiss" });
+        render();
+      }, "pb-btn pb-small"));
+      parts.push(box);
+    }
+    if (v.progress?.running) {
+      const cur = v.progress.current ? stepOf(v.progress.current) : undefined;
+      parts.push(renderProgress(doc, v.progress, cur ? `step ${cur.number} ${cur.target}` : "",
+        () => send({ action: "stop" })));
+    }
+    if (v.steps.length) {
+      parts.push(renderToolbar());
+      const list = h(doc, "ol", "pb-steps");
+      list.setAttribute("aria-label", "Steps (j/k to move, a approve, s skip, Alt+↑/↓ reorder)");
+      const ids = v.steps.map((s) => s.id);
+      if (!ui.focus || !ids.includes(ui.focus)) ui.focus = ids[0];
+      v.steps.forEach((step, i) => {
+        list.append(renderStep(doc, step, {
+          selected: !ui.deselected.has(step.id), open: isOpen(step),
+          expanded: ui.expanded.has(step.id), focused: step.id === ui.focus, mode: ui.mode,
+          busy: busy(), first: i === 0, last: i === v.steps.length - 1,
+        }, actions));
+      });
+      parts.push(list);
+      parts.push(renderRevise());
+    } else {
+      parts.push(h(doc, "p", "pb-muted pb-empty-plan",
+        "No steps yet: changes the agent proposes in plan mode appear here."));
+    }
+    if (v.revisions && v.revisions.length > 1) {
+      parts.push(renderRevisions(doc, v.revisions, v.revision_diff, {
+        compare: (from, to) => send({ action: "show_revision_diff", from, to }),
+        close: () => send({ action: "show_revision_diff", from: null, to: null }),
+      }));
+    }
+    if (v.checkpoints && v.checkpoints.length) {
+      parts.push(renderTimeline(doc, v.checkpoints, {
+        confirming: ui.confirming, busy: busy(),
+        ask: (id) => { ui.confirming = id; render(); },
+        rollback: (id) => {
+          ui.confirming = null;
+          send({ action: "rollback", checkpoint: id });
+          render();
+        },
+      }));
+    }
+    if (v.agent) parts.push(renderAgent(doc, v.agent));
+    root.replaceChildren(...parts);
+    if (key) {
+      const again = byKey(key);
+      if (again && !(/** @type {HTMLButtonElement} */ (again).disabled)) again.focus();
+      else if (ui.focus) byKey(`step:${ui.focus}`)?.focus();
+    }
+  }
+
+  /** @param {KeyboardEvent} event */
+  function onKey(event) {
+    const cmd = commandFor(event);
+    if (!cmd) return;
+    const steps = view().steps;
+    const i = steps.findIndex((s) => s.id === ui.focus);
+    const here = i >= 0 ? steps[i] : undefined;
+    event.preventDefault();
+    event.stopPropagation();
+    if (cmd === "approve-selected") { approveSelected(); return; }
+    if (cmd === "next" || cmd === "prev") {
+      const j = Math.min(steps.length - 1, Math.max(0, i + (cmd === "next" ? 1 : -1)));
+      if (!steps[j]) return;
+      actions.focus(steps[j].id);
+      byKey(`step:${steps[j].id}`)?.focus();
+      return;
+    }
+    if (!here || busy()) return;
+    if (cmd === "toggle-approve" && here.status === "pending") actions.toggleSelect(here.id);
+    else if (cmd === "toggle-skip") actions.toggleSkip(here.id);
+    else if (cmd === "move-up") actions.move(here.id, -1);
+    else if (cmd === "move-down") actions.move(here.id, 1);
+  }
+
+  const onChange = () => {
+    const steps = view().steps || [];
+    const ids = new Set(steps.map((s) => s.id));
+    for (const id of ui.deselected) if (!ids.has(id)) ui.deselected.delete(id);
+    if (ui.confirming && !(view().checkpoints || []).some((c) => c.id === ui.confirming)) {
+      ui.confirming = null;
+    }
+    render();
+  };
+  root.addEventListener("keydown", onKey);
+  model.on("change:view", onChange);
+  render();
+  return () => {
+    model.off("change:view", onChange);
+    root.removeEventListener("keydown", onKey);
+    root.remove();
+  };
+}
+
+export default {
+  /** @param {{ model: Model, el: HTMLElement }} ctx */
+  render({ model, el }) {
+    return createPanel({ model, el });
+  },
+};

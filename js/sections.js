@@ -1,0 +1,193 @@
+// planbook: the panel's smaller sections: header, progress, revisions, checkpoint timeline.
+
+import { h, renderDiff } from "./diff-view.js";
+import { button } from "./step-row.js";
+
+/**
+ * @typedef {{ plan_id: string | null, task: string, state: string, revision: number,
+ *   mode: string, backend: string, backend_description: string,
+ *   counts: Record<string, number> }} Header
+ * @typedef {{ running: boolean, total: number, done: number, current: string | null,
+ *   stopping: boolean, message: string }} Progress
+ * @typedef {{ id: string, seq: number, kind: string, label: string, step: number | null,
+ *   at: string, active: boolean }} CheckpointJSON
+ * @typedef {{ number: number, summary: string, feedback: string | null, steps: number }}
+ *   RevisionJSON
+ * @typedef {{ change: string, kind: string, target: string,
+ *   diff: import("./diff-view.js").Diff }} RevisionChange
+ * @typedef {{ from: number, to: number, changes: RevisionChange[] }} RevisionDiff
+ */
+
+/**
+ * @param {Document} doc
+ * @param {Header} head
+ */
+export function renderHeader(doc, head) {
+  const box = h(doc, "header", "pb-header");
+  const title = h(doc, "h3", "pb-title", head.task ? `Plan: ${head.task}` : "Plan");
+  const meta = h(doc, "div", "pb-meta");
+  meta.append(
+    h(doc, "span", `pb-badge pb-state pb-state-${head.state}`, head.state.replace("_", " ")),
+    h(doc, "span", "pb-badge", `revision ${head.revision}`),
+    h(doc, "span", "pb-badge", `${head.mode} mode`),
+  );
+  if (head.backend) meta.append(h(doc, "span", "pb-badge", head.backend));
+  const counts = h(doc, "ul", "pb-counts");
+  counts.setAttribute("aria-label", "Step counts");
+  for (const [name, n] of Object.entries(head.counts)) {
+    const item = h(doc, "li", `pb-count pb-count-${name}`);
+    item.append(h(doc, "strong", "", String(n)), ` ${name.replace("_", " ")}`);
+    counts.append(item);
+  }
+  box.append(title, meta, counts);
+  if (head.backend_description) {
+    box.append(h(doc, "p", "pb-muted pb-backend", head.backend_description));
+  }
+  return box;
+}
+
+/**
+ * @param {Document} doc
+ * @param {Progress} progress
+ * @param {string} currentLabel
+ * @param {() => void} onStop
+ */
+export function renderProgress(doc, progress, currentLabel, onStop) {
+  const box = h(doc, "div", "pb-progress");
+  box.setAttribute("role", "status");
+  const bar = /** @type {HTMLProgressElement} */ (h(doc, "progress"));
+  bar.max = Math.max(progress.total, 1);
+  bar.value = progress.done;
+  bar.setAttribute("aria-label", "Run progress");
+  const text = progress.stopping
+    ? "Stopping after the current step…"
+    : `Running ${progress.done + (progress.current ? 1 : 0)} of ${progress.total}`
+      + (currentLabel ? `: ${currentLabel}` : "");
+  const stop = button(doc, "Stop", "action:stop", onStop, "pb-btn pb-danger");
+  stop.disabled = progress.stopping;
+  stop.setAttribute("aria-label", "Stop the run after the current step");
+  box.append(bar, h(doc, "span", "pb-progress-text", text), stop);
+  return box;
+}
+
+/**
+ * @param {Document} doc
+ * @param {CheckpointJSON[]} checkpoints
+ * @param {{ confirming: string | null, busy: boolean, ask: (id: string | null) => void,
+ *   rollback: (id: string) => void }} opts
+ */
+export function renderTimeline(doc, checkpoints, opts) {
+  const box = h(doc, "section", "pb-timeline");
+  box.setAttribute("aria-label", "Checkpoints");
+  box.append(h(doc, "h4", "", "Checkpoints"));
+  const list = h(doc, "ol", "pb-checkpoints");
+  for (const cp of checkpoints) {
+    const item = h(doc, "li", `pb-checkpoint${cp.active ? "" : " pb-inactive"}`);
+    item.dataset.checkpoint = cp.id;
+    const time = h(doc, "time", "pb-muted", cp.at.replace("T", " ").slice(0, 19));
+    time.setAttribute("datetime", cp.at);
+    item.append(h(doc, "span", "pb-cp-label", cp.label), " ", time);
+    if (!cp.active) item.append(" ", h(doc, "span", "pb-badge", "undone"));
+    if (opts.confirming === cp.id) {
+      const ask = h(doc, "div", "pb-confirm");
+      ask.setAttribute("role", "alertdialog");
+      ask.setAttribute("aria-label", "Confirm rollback");
+      ask.append(h(doc, "span", "", `Roll back to “${cp.label}”? Cells and files changed `
+        + "since then return to how they were; variables in the kernel stay as they are."));
+      const yes = button(doc, "Roll back", `cp:${cp.id}:yes`, () => opts.rollback(cp.id),
+        "pb-btn pb-danger");
+      const no = button(doc, "Cancel", `cp:${cp.id}:no`, () => opts.ask(null));
+      ask.append(yes, no);
+      item.append(ask);
+    } else if (cp.active) {
+      const b = button(doc, "Rollback", `cp:${cp.id}:rollback`, () => opts.ask(cp.id),
+        "pb-btn pb-small");
+      b.setAttribute("aria-label", `Rollback to ${cp.label}`);
+      b.disabled = opts.busy;
+      item.append(" ", b);
+    }
+    list.append(item);
+  }
+  box.append(list);
+  return box;
+}
+
+/**
+ * @param {Document} doc
+ * @param {RevisionJSON[]} revisions
+ * @param {RevisionDiff | null} diff
+ * @param {{ compare: (from: number, to: number) => void, close: () => void }} opts
+ */
+export function renderRevisions(doc, revisions, diff, opts) {
+  const box = h(doc, "section", "pb-revisions");
+  box.setAttribute("aria-label", "Revisions");
+  const form = h(doc, "div", "pb-rev-form");
+  /** @param {string} key @param {number} value @param {string} text */
+  const select = (key, value, text) => {
+    const label = h(doc, "label", "pb-rev-label", text);
+    const sel = /** @type {HTMLSelectElement} */ (h(doc, "select"));
+    sel.dataset.key = key;
+    for (const rev of revisions) {
+      const opt = /** @type {HTMLOptionElement} */ (h(doc, "option", "", `revision ${rev.number}`
+        + (rev.feedback ? `: ${rev.feedback.slice(0, 40)}` : "")));
+      opt.value = String(rev.number);
+      opt.selected = rev.number === value;
+      sel.append(opt);
+    }
+    label.append(sel);
+    return { label, sel };
+  };
+  const last = revisions[revisions.length - 1].number;
+  const from = select("rev:from", diff ? diff.from : last - 1, "Compare ");
+  const to = select("rev:to", diff ? diff.to : last, " with ");
+  const show = button(doc, "Show changes", "rev:show",
+    () => opts.compare(Number(from.sel.value), Number(to.sel.value)));
+  form.append(from.label, to.label, show);
+  box.append(form);
+  if (diff) {
+    const list = h(doc, "ul", "pb-rev-changes");
+    list.setAttribute("aria-label", `Changes from revision ${diff.from} to ${diff.to}`);
+    for (const ch of diff.changes) {
+      const item = h(doc, "li", `pb-rev-change pb-rev-${ch.change}`);
+      item.append(h(doc, "span", "pb-badge", ch.change), " ",
+        h(doc, "span", "pb-target", `${ch.kind.replace("_", " ")} ${ch.target}`));
+      if (ch.change !== "same") {
+        item.append(renderDiff(doc, ch.diff, {
+          language: "text", mode: "unified", expanded: true, onShowMore: () => {},
+        }));
+      }
+      list.append(item);
+    }
+    if (!diff.changes.length) list.append(h(doc, "li", "pb-muted", "No steps in either."));
+    box.append(list, button(doc, "Hide changes", "rev:close", opts.close, "pb-btn pb-small"));
+  }
+  return box;
+}
+
+/**
+ * Agent activity, todos and decisions, when the session has an agent.
+ * @param {Document} doc
+ * @param {{ activity?: string[], todos?: Array<{ text: string, done: boolean }>,
+ *   decisions?: string[] }} agent
+ */
+export function renderAgent(doc, agent) {
+  const box = h(doc, "section", "pb-agent");
+  box.setAttribute("aria-label", "Agent");
+  box.append(h(doc, "h4", "", "Agent"));
+  if (agent.todos?.length) {
+    const list = h(doc, "ul", "pb-todos");
+    for (const todo of agent.todos) {
+      list.append(h(doc, "li", todo.done ? "pb-done" : "", `${todo.done ? "☑" : "☐"} ${todo.text}`));
+    }
+    box.append(list);
+  }
+  for (const [name, items] of /** @type {const} */ ([["Decisions", agent.decisions],
+    ["Activity", agent.activity]])) {
+    if (!items?.length) continue;
+    const list = h(doc, "ul", "pb-agent-list");
+    list.setAttribute("aria-label", name);
+    for (const text of items.slice(-8)) list.append(h(doc, "li", "", text));
+    box.append(list);
+  }
+  return box;
+}

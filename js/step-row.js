@@ -1,0 +1,170 @@
+// planbook: one row of the review panel: a step with its toggles and its diff.
+
+import { h, renderCell, renderDiff } from "./diff-view.js";
+
+/**
+ * @typedef {{ id: string, number: number, kind: string, target: string, reason: string,
+ *   risk: string, status: string, error: string | null, language: string,
+ *   cell: string | null, diff: import("./diff-view.js").Diff | null }} StepJSON
+ * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
+ *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
+ * @typedef {{ toggleSelect: (id: string) => void, toggleSkip: (id: string) => void,
+ *   toggleOpen: (id: string) => void, showMore: (id: string) => void,
+ *   move: (id: string, delta: number) => void, focus: (id: string) => void,
+ *   drop: (dragged: string, target: string, after: boolean) => void }} RowActions
+ */
+
+export const KIND = {
+  insert_cell: ["＋", "insert cell"],
+  edit_cell: ["✎", "edit cell"],
+  delete_cell: ["✕", "delete cell"],
+  move_cell: ["⇅", "move cell"],
+  run_cell: ["▶", "run cell"],
+  write_file: ["🗎", "write file"],
+  edit_file: ["✎", "edit file"],
+  delete_file: ["🗑", "delete file"],
+  shell: ["$", "shell command"],
+};
+
+/** Diffs past this many steps start folded, so a big plan renders fast. */
+export const OPEN_LIMIT = 20;
+
+/**
+ * @param {Document} doc
+ * @param {string} text
+ * @param {string} key
+ * @param {() => void} onClick
+ * @param {string} [cls]
+ */
+export function button(doc, text, key, onClick, cls = "pb-btn") {
+  const b = /** @type {HTMLButtonElement} */ (h(doc, "button", cls, text));
+  b.type = "button";
+  b.dataset.key = key;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/**
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @param {RowState} st
+ * @param {RowActions} act
+ * @returns {HTMLLIElement}
+ */
+export function renderStep(doc, step, st, act) {
+  const li = /** @type {HTMLLIElement} */ (h(doc, "li", `pb-step pb-status-${step.status}`));
+  li.dataset.stepId = step.id;
+  li.dataset.key = `step:${step.id}`;
+  li.tabIndex = st.focused ? 0 : -1;
+  li.setAttribute("aria-label", `Step ${step.number}: ${KIND[/** @type {keyof KIND} */
+    (step.kind)]?.[1] ?? step.kind} ${step.target}, ${step.status}`);
+  if (st.focused) li.classList.add("pb-focused");
+  li.addEventListener("focus", () => act.focus(step.id));
+
+  const pending = step.status === "pending";
+  const skipped = step.status === "skipped";
+  const head = h(doc, "div", "pb-step-head");
+
+  const grip = h(doc, "span", "pb-grip", "⋮⋮");
+  grip.setAttribute("aria-hidden", "true");
+  grip.title = "Drag to reorder (or Alt+↑/↓)";
+  li.draggable = pending && !st.busy;
+
+  const label = /** @type {HTMLLabelElement} */ (h(doc, "label", "pb-select"));
+  const box = /** @type {HTMLInputElement} */ (h(doc, "input"));
+  box.type = "checkbox";
+  box.checked = pending && st.selected;
+  box.disabled = !pending || st.busy;
+  box.dataset.key = `step:${step.id}:select`;
+  box.setAttribute("aria-label", `Approve step ${step.number}`);
+  box.addEventListener("change", () => act.toggleSelect(step.id));
+  label.append(box, h(doc, "span", "pb-sr", `Approve step ${step.number}`));
+
+  const skip = button(doc, skipped ? "Unskip" : "Skip", `step:${step.id}:skip`,
+    () => act.toggleSkip(step.id), "pb-btn pb-small");
+  skip.setAttribute("aria-pressed", String(skipped));
+  skip.setAttribute("aria-label", `${skipped ? "Unskip" : "Skip"} step ${step.number}`);
+  skip.disabled = st.busy || !(pending || skipped);
+
+  const num = h(doc, "span", "pb-number", String(step.number));
+  const [glyph, kindName] = KIND[/** @type {keyof KIND} */ (step.kind)] ?? ["•", step.kind];
+  const kind = h(doc, "span", "pb-kind", glyph);
+  kind.title = kindName;
+  kind.setAttribute("aria-label", kindName);
+  kind.setAttribute("role", "img");
+  const target = h(doc, "span", "pb-target", step.target);
+  target.title = step.target;
+  const risk = h(doc, "span", `pb-badge pb-risk-${step.risk}`, `${step.risk} risk`);
+  const status = h(doc, "span", `pb-badge pb-status-badge`, step.status.replace("_", " "));
+  status.setAttribute("aria-live", "polite");
+
+  const toggle = button(doc, st.open ? "Hide" : "Show", `step:${step.id}:open`,
+    () => act.toggleOpen(step.id), "pb-btn pb-small pb-link");
+  toggle.setAttribute("aria-expanded", String(st.open));
+  toggle.setAttribute("aria-label", `${st.open ? "Hide" : "Show"} the change of step ${step.number}`);
+
+  const up = button(doc, "↑", `step:${step.id}:up`, () => act.move(step.id, -1), "pb-btn pb-icon");
+  up.setAttribute("aria-label", `Move step ${step.number} up`);
+  up.disabled = st.first || !pending || st.busy;
+  const down = button(doc, "↓", `step:${step.id}:down`, () => act.move(step.id, 1),
+    "pb-btn pb-icon");
+  down.setAttribute("aria-label", `Move step ${step.number} down`);
+  down.disabled = st.last || !pending || st.busy;
+
+  if (step.diff && step.diff.kind !== "same") {
+    const stat = h(doc, "span", "pb-stat");
+    stat.append(h(doc, "span", "pb-stat-add", `+${step.diff.added}`), " ",
+      h(doc, "span", "pb-stat-del", `−${step.diff.removed}`));
+    stat.setAttribute("aria-label", `${step.diff.added} lines added, ${step.diff.removed} removed`);
+    head.append(grip, label, num, kind, target, stat, risk, status, skip, toggle, up, down);
+  } else {
+    head.append(grip, label, num, kind, target, risk, status, skip, toggle, up, down);
+  }
+  li.append(head);
+  if (step.reason) li.append(h(doc, "p", "pb-reason", step.reason));
+  if (step.error) {
+    const err = h(doc, "p", "pb-step-error", step.error);
+    err.setAttribute("role", "alert");
+    li.append(err);
+  }
+  if (st.open) {
+    const body = h(doc, "div", "pb-step-body");
+    if (step.cell !== null) {
+      body.append(renderCell(doc, step.cell, {
+        language: step.language, expanded: st.expanded, foldAt: 40,
+        onShowMore: () => act.showMore(step.id),
+        label: step.kind === "insert_cell" ? "New cell" : step.kind === "shell"
+          ? "Command" : "Cell",
+      }));
+    } else if (step.diff) {
+      body.append(renderDiff(doc, step.diff, {
+        language: step.language, mode: st.mode, expanded: st.expanded,
+        onShowMore: () => act.showMore(step.id),
+      }));
+    }
+    li.append(body);
+  }
+
+  li.addEventListener("dragstart", (ev) => {
+    ev.dataTransfer?.setData("text/x-planbook-step", step.id);
+    if (ev.dataTransfer) ev.dataTransfer.effectAllowed = "move";
+    li.classList.add("pb-dragging");
+  });
+  li.addEventListener("dragend", () => li.classList.remove("pb-dragging"));
+  li.addEventListener("dragover", (ev) => {
+    if (!pending || st.busy) return;
+    ev.preventDefault();
+    li.classList.add("pb-drop");
+  });
+  li.addEventListener("dragleave", () => li.classList.remove("pb-drop"));
+  li.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    li.classList.remove("pb-drop");
+    const dragged = ev.dataTransfer?.getData("text/x-planbook-step");
+    if (!dragged || dragged === step.id) return;
+    const rect = li.getBoundingClientRect();
+    const after = rect.height > 0 && ev.clientY > rect.top + rect.height / 2;
+    act.drop(dragged, step.id, after);
+  });
+  return li;
+}

@@ -1,0 +1,1 @@
+"""The review panel's Python side: diffs, the JSON view and the action messages."""

@@ -1,0 +1,98 @@
+"""The actions the panel's front end sends, validated before anything is touched.
+
+A discriminated union on ``action``; unknown fields are refused, so a typo in the front end
+shows up as a clear error in the panel instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class _OnRevision(_Action):
+    revision: int = Field(ge=1, description="The plan revision the person was looking at.")
+
+
+class Approve(_OnRevision):
+    """Approve these steps (ids, in plan order) and run exactly them."""
+
+    action: Literal["approve"]
+    step_ids: tuple[str, ...] = Field(min_length=1)
+
+
+class ApproveAll(_OnRevision):
+    action: Literal["approve_all"]
+
+
+class Reject(_OnRevision):
+    action: Literal["reject"]
+
+
+class Skip(_OnRevision):
+    action: Literal["skip", "unskip"]
+    step_id: str
+
+
+class Reorder(_OnRevision):
+    """The new order of all the steps of the current revision."""
+
+    action: Literal["reorder"]
+    order: tuple[str, ...] = Field(min_length=1)
+
+
+class Revise(_OnRevision):
+    action: Literal["revise"]
+    feedback: str = Field(min_length=1, max_length=10_000)
+
+
+class Stop(_Action):
+    action: Literal["stop"]
+
+
+class Rollback(_Action):
+    action: Literal["rollback"]
+    checkpoint: str = Field(min_length=1)
+
+
+class ShowRevisionDiff(_Action):
+    """Compare two revisions; ``from``/``to`` of None closes the comparison."""
+
+    action: Literal["show_revision_diff"]
+    from_: int | None = Field(default=None, alias="from")
+    to: int | None = None
+
+
+class Dismiss(_Action):
+    """Clear the error shown in the panel."""
+
+    action: Literal["dismiss"]
+
+
+Action = Annotated[
+    Approve | ApproveAll | Reject | Skip | Reorder | Revise | Stop | Rollback | ShowRevisionDiff
+    | Dismiss,
+    Field(discriminator="action"),
+]
+_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+
+
+class BadMessage(ValueError):
+    """A message from the front end that does not fit any action."""
+
+
+def parse(content: object) -> Action:
+    try:
+        return _ADAPTER.validate_python(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "message"
+        raise BadMessage(
+            f"the panel sent a message planbook cannot read ({where}: {first['msg']}); "
+            "nothing was changed: re-run the cell that shows the panel"
+        ) from None

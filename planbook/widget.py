@@ -1,0 +1,362 @@
+"""The review panel: an anywidget that shows the plan as diffs and runs only what is approved.
+
+State goes to the browser as one JSON trait (``view``, built by ``planbook.panel.view``); the
+person's actions come back as custom messages, validated (``planbook.panel.messages``) and then
+carried out through the Session exactly as the magics do. A bad message changes nothing and
+shows its reason in the panel.
+
+Approved steps run on the kernel's main thread. On ipykernel 7 a comm message is handled on the
+main thread's event loop, so the run is scheduled there as a task that yields between steps:
+the comm handler returns at once, progress streams to the page, and a Stop message gets in
+between two steps. Without a running loop (tests, plain Python) the steps run right away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from planbook.engine.approval import approval_hash
+from planbook.errors import PlanbookError, UsageMistake
+from planbook.events import Event
+from planbook.model.plan import Plan
+from planbook.panel.assets import css_path, esm_source
+from planbook.panel.messages import (
+    Action,
+    Approve,
+    ApproveAll,
+    BadMessage,
+    Dismiss,
+    Reject,
+    Reorder,
+    Revise,
+    Rollback,
+    ShowRevisionDiff,
+    Skip,
+    Stop,
+    parse,
+)
+from planbook.panel.reorder import moves_for
+from planbook.panel.view import Progress, build_view, revision_diff
+
+if TYPE_CHECKING:
+    from planbook.session import Session
+
+log = logging.getLogger("planbook")
+
+#: Agent activity lines kept for the panel (the newest ones).
+ACTIVITY_KEEP = 20
+
+
+class ReviewPanel(anywidget.AnyWidget):
+    """``ReviewPanel(session)``: live review of the session's current plan."""
+
+    _esm = esm_source()
+    _css = css_path()
+    view = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, session: Session, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._session = session
+        self._error: str | None = None
+        self._progress = Progress()
+        self._compare: tuple[int, int] | None = None
+        #: Step ids of the run this panel started, while it runs.
+        self._batch: list[str] | None = None
+        self._stop = False
+        self._task: asyncio.Task[None] | None = None
+        self._agent: dict[str, Any] = {}
+        self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
+        self.on_msg(self._on_msg)
+        self.refresh()
+
+    # --- state -------------------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def running(self) -> bool:
+        return self._batch is not None or self._progress.running
+
+    def refresh(self) -> None:
+        """Rebuild the whole view from the Session."""
+        session = self._session
+        try:
+            plan = session.current_plan()
+            steps = session.step_views(plan) if plan else []
+            compare = None
+            if plan is not None and self._compare is not None:
+                compare = revision_diff(plan, *self._compare)
+            self.view = build_view(
+                plan=plan,
+                steps=steps,
+                checkpoints=session.checkpoints(),
+                mode=session.mode,
+                backend=session.document.backend,
+                backend_description=session.document.description,
+                progress=self._progress,
+                error=self._error,
+                revision_diff=compare,
+                agent=self._agent or None,
+            )
+        except PlanbookError as exc:
+            self.view = {**self.view, "error": str(exc)}
+
+    def _show_error(self, message: str) -> None:
+        self._error = message
+        self.refresh()
+
+    def _push_progress(self) -> None:
+        """Send progress and step statuses without touching the Session (it may be mid-step)."""
+        self.view = {**self.view, "progress": self._progress.as_json()}
+
+    def _patch_step(self, step_id: str, status: str | None, error: str | None) -> None:
+        steps = []
+        for step in self.view.get("steps", []):
+            if step["id"] == step_id and status is not None:
+                step = {**step, "status": status, "error": error}
+            steps.append(step)
+        counts: dict[str, int] = dict.fromkeys(("pending", "approved", "done", "failed"), 0)
+        for step in steps:
+            counts[step["status"]] = counts.get(step["status"], 0) + 1
+        header = {**self.view.get("header", {}), "counts": counts}
+        self.view = {**self.view, "steps": steps, "header": header,
+                     "progress": self._progress.as_json()}
+
+    # --- session events ----------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        progress = self._progress
+        mine = self._batch is not None
+        if event.kind == "run_started" and not mine:
+            self._progress = Progress(running=True, step_ids=list(event.data.get("steps", [])))
+            self._push_progress()
+        elif event.kind == "step_started" and event.step_id:
+            progress.current = event.step_id
+            self._patch_step(event.step_id, "running", None)
+        elif event.kind == "step_finished" and event.step_id:
+            progress.current = None
+            progress.finished.append(event.step_id)
+            self._patch_step(event.step_id, event.status,
+                             event.message if event.status != "done" else None)
+        elif event.kind == "run_finished" and not mine:
+            self._progress = Progress()
+            self.refresh()
+        elif event.kind in ("agent_activity", "todos_changed", "decision_needed",
+                            "decision_made"):
+            self._on_agent_event(event)
+        elif event.kind in ("checkpoint_written", "run_started", "run_finished", "error"):
+            if event.kind == "error" and event.message:
+                self._error = event.message
+                if not self.running:
+                    self.refresh()
+        elif not self.running:
+            self.refresh()
+
+    def _on_agent_event(self, event: Event) -> None:
+        agent = self._agent
+        if event.kind == "agent_activity" and event.message:
+            agent["activity"] = [*agent.get("activity", []), event.message][-ACTIVITY_KEEP:]
+        elif event.kind == "todos_changed":
+            todos = event.data.get("todos", [])
+            agent["todos"] = [
+                {"text": str(t.get("text", t.get("content", ""))),
+                 "done": bool(t.get("done", t.get("status") == "done"))}
+                for t in todos if isinstance(t, dict)
+            ]
+        elif event.kind == "decision_needed" and event.message:
+            agent["decisions"] = [*agent.get("decisions", []), event.message][-ACTIVITY_KEEP:]
+        self.view = {**self.view, "agent": dict(agent)}
+
+    # --- actions -----------------------------------------------------------------------------
+    def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
+        self.handle(content)
+
+    def handle(self, content: object) -> None:
+        """Carry out one message from the front end; any problem shows as the panel's error."""
+        try:
+            action = parse(content)
+            self._apply(action)
+        except (BadMessage, PlanbookError) as exc:
+            self._show_error(str(exc))
+        except Exception as exc:  # the panel must say so, not die silently
+            log.exception("planbook: the review panel failed on %r", content)
+            self._show_error(f"unexpected error: {type(exc).__name__}: {exc}; see the kernel log")
+
+    def _plan_at(self, revision: int) -> Plan:
+        plan = self._session.current_plan()
+        if plan is None:
+            raise UsageMistake("there is no plan: stage a step with `%%propose` first")
+        if plan.current.number != revision:
+            raise UsageMistake(
+                f"the plan changed while you looked at revision {revision}: it is now at "
+                f"revision {plan.current.number}; nothing was applied: review it and try again"
+            )
+        return plan
+
+    def _number(self, plan: Plan, step_id: str) -> int:
+        for number, step in enumerate(plan.steps, start=1):
+            if step.id == step_id:
+                return number
+        raise UsageMistake(
+            f"there is no step {step_id!r} in revision {plan.current.number}; nothing was "
+            "applied: the panel may be stale, re-run `%plan`"
+        )
+
+    def _not_running(self, doing: str) -> None:
+        plan = self._session.current_plan()
+        if self.running or (plan is not None and plan.state == "executing"):
+            raise UsageMistake(f"a run is in progress: {doing} when it has finished, or press Stop")
+
+    def _apply(self, action: Action) -> None:
+        session = self._session
+        if isinstance(action, Stop):
+            self._request_stop()
+            return
+        if isinstance(action, Dismiss):
+            self._error = None
+            self.refresh()
+            return
+        if isinstance(action, ShowRevisionDiff):
+            self._show_revisions(action)
+            return
+        if isinstance(action, Rollback):
+            self._not_running("roll back")
+            self._error = None
+            session.rollback(action.checkpoint)
+            self.refresh()
+            return
+        plan = self._plan_at(action.revision)
+        if isinstance(action, Approve | ApproveAll):
+            self._not_running("approve")
+            ids = (list(action.step_ids) if isinstance(action, Approve)
+                   else [s.id for s in plan.steps if s.status == "pending"])
+            self._approve(plan, ids)
+            return
+        self._not_running("change the plan")
+        self._error = None
+        if isinstance(action, Reject):
+            session.reject()
+        elif isinstance(action, Skip):
+            number = self._number(plan, action.step_id)
+            session.skip(number) if action.action == "skip" else session.unskip(number)
+        elif isinstance(action, Reorder):
+            for number, before in moves_for([s.id for s in plan.steps], list(action.order),
+                                            {s.id: s.status for s in plan.steps}):
+                session.move(number, before=before)
+        elif isinstance(action, Revise):
+            session.revise(action.feedback)
+        self.refresh()
+
+    def _show_revisions(self, action: ShowRevisionDiff) -> None:
+        if action.from_ is None or action.to is None:
+            self._compare = None
+        else:
+            plan = self._session.current_plan()
+            if plan is None:
+                raise UsageMistake("there is no plan whose revisions could be compared")
+            plan.revision(action.from_)
+            plan.revision(action.to)
+            self._compare = (action.from_, action.to)
+        self._error = None
+        self.refresh()
+
+    def _request_stop(self) -> None:
+        if not self.running:
+            raise UsageMistake("nothing is running, so there is nothing to stop")
+        self._stop = True
+        self._session.request_stop()
+        self._progress.stopping = True
+        self._push_progress()
+
+    # --- running -----------------------------------------------------------------------------
+    def _approve(self, plan: Plan, ids: list[str]) -> None:
+        if not ids:
+            raise UsageMistake("nothing to approve: no step is pending")
+        numbers = sorted(self._number(plan, i) for i in set(ids))
+        for n in numbers:
+            step = plan.steps[n - 1]
+            if step.status != "pending":
+                raise UsageMistake(f"step {n} is {step.status}, not pending; nothing was applied")
+        # The Session checks dependencies and drift for the whole selection, applying nothing.
+        self._session.approve(numbers, dry_run=True)
+        chosen = [plan.steps[n - 1] for n in numbers]
+        # Each step is bound to what the person saw: its content hash when they clicked.
+        batch = [(s.id, approval_hash([s])) for s in chosen]
+        self._error = None
+        self._batch = [s.id for s in chosen]
+        self._stop = False
+        self._progress = Progress(running=True, step_ids=list(self._batch))
+        self.refresh()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._run_batch_now(batch, plan.current.number)
+        else:
+            self._task = loop.create_task(self._run_batch(batch, plan.current.number))
+
+    async def _run_batch(self, batch: list[tuple[str, str]], revision: int) -> None:
+        try:
+            for step_id, expected in batch:
+                if not self._run_one(step_id, expected, revision):
+                    break
+                # Let the kernel handle comm messages (a Stop) between two steps.
+                await asyncio.sleep(0.01)
+        finally:
+            self._end_batch()
+
+    def _run_batch_now(self, batch: list[tuple[str, str]], revision: int) -> None:
+        try:
+            for step_id, expected in batch:
+                if not self._run_one(step_id, expected, revision):
+                    break
+        finally:
+            self._end_batch()
+
+    def _run_one(self, step_id: str, expected: str, revision: int) -> bool:
+        """Approve and run one step of the batch; False ends the batch."""
+        if self._stop:
+            self._error = "stopped on request between steps; the rest are still pending"
+            return False
+        plan = self._session.current_plan()
+        step = plan.find_step(step_id) if plan is not None else None
+        if plan is None or step is None or plan.current.number != revision:
+            self._error = ("the plan changed during the run; the remaining steps were not run: "
+                           "review it and approve again")
+            return False
+        if approval_hash([step]) != expected:
+            self._error = (f"step {plan.steps.index(step) + 1} changed after you approved it; "
+                           "it was not run: review it and approve again")
+            return False
+        if step.status != "pending":
+            return True
+        try:
+            report = self._session.approve([plan.steps.index(step) + 1],
+                                           by="review panel")
+        except PlanbookError as exc:
+            self._error = str(exc)
+            return False
+        if report.stopped:
+            self._error = report.stopped
+        return report.ok
+
+    def _end_batch(self) -> None:
+        self._batch = None
+        self._stop = False
+        self._task = None
+        self._progress = Progress()
+        self.refresh()
+
+    # --- lifetime ----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()

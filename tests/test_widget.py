@@ -1,0 +1,230 @@
+"""The review panel's Python side: its state follows the Session, and every action message is
+carried out through the Session, or refused with a clear error and nothing applied."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import sources
+
+from planbook.events import Event
+from planbook.session import Session
+from planbook.widget import ReviewPanel
+
+
+@pytest.fixture
+def staged(session: Session) -> Session:
+    session.propose.edit_cell("c2", "x = 2", reason="a bigger x")
+    session.propose.write_file("notes.txt", "hello\n", reason="leave a note")
+    session.propose.insert_cell("y = x * 3", after="c2", reason="derive y")
+    return session
+
+
+@pytest.fixture
+def panel(staged: Session) -> ReviewPanel:
+    return ReviewPanel(staged)
+
+
+def ids(panel: ReviewPanel) -> list[str]:
+    return [s["id"] for s in panel.view["steps"]]
+
+
+def statuses(panel: ReviewPanel) -> list[str]:
+    return [s["status"] for s in panel.view["steps"]]
+
+
+def rev(panel: ReviewPanel) -> int:
+    return int(panel.view["header"]["revision"])
+
+
+def test_the_view_shows_the_plan_with_diffs(panel: ReviewPanel):
+    view = panel.view
+    assert view["header"]["counts"]["pending"] == 3
+    assert view["header"]["backend"] == "file"
+    edit, write, insert = view["steps"]
+    assert (edit["kind"], edit["target"]) == ("edit_cell", "c2: x = 1")
+    assert [ln["text"] for ln in edit["diff"]["hunks"][0]["lines"]] == ["x = 1", "x = 2"]
+    assert write["diff"]["kind"] == "added"
+    assert insert["cell"] == "y = x * 3"
+    assert view["error"] is None
+
+
+def test_the_view_follows_session_events(staged: Session, panel: ReviewPanel):
+    staged.propose.write_file("more.txt", "x", reason="later")
+    assert len(panel.view["steps"]) == 4
+    staged.skip(1)
+    assert statuses(panel)[0] == "skipped"
+    panel.close()
+    staged.propose.write_file("after-close.txt", "x", reason="unseen")
+    assert len(panel.view["steps"]) == 4, "a closed panel stops listening"
+
+
+def test_approve_runs_exactly_the_selected_steps(staged: Session, panel: ReviewPanel,
+                                                 nb_path: Path):
+    edit, _, insert = ids(panel)
+    panel.handle({"action": "approve", "step_ids": [insert, edit], "revision": rev(panel)})
+    assert panel.view["error"] is None
+    assert statuses(panel) == ["done", "pending", "done"]
+    assert not (nb_path.parent / "notes.txt").exists()
+    assert [s for _, s in sources(nb_path)] == ["import math", "x = 2", "y = x * 3",
+                                                "print(x + 1)"]
+    assert panel.view["progress"]["running"] is False
+    assert [c["step"] for c in panel.view["checkpoints"]] == [1, 3]
+
+
+def test_approve_all_then_rollback_puts_everything_back(staged: Session, panel: ReviewPanel,
+                                                        nb_path: Path):
+    before = sources(nb_path)
+    panel.handle({"action": "approve_all", "revision": rev(panel)})
+    assert statuses(panel) == ["done", "done", "done"]
+    assert (nb_path.parent / "notes.txt").read_text() == "hello\n"
+    first = panel.view["checkpoints"][0]["id"]
+    panel.handle({"action": "rollback", "checkpoint": first})
+    assert panel.view["error"] is None
+    assert sources(nb_path) == before
+    assert not (nb_path.parent / "notes.txt").exists()
+
+
+def test_skip_unskip_reject_and_revise_go_through_the_session(staged: Session,
+                                                              panel: ReviewPanel):
+    _, write, _ = ids(panel)
+    panel.handle({"action": "skip", "step_id": write, "revision": rev(panel)})
+    assert statuses(panel)[1] == "skipped"
+    panel.handle({"action": "unskip", "step_id": write, "revision": rev(panel)})
+    assert statuses(panel)[1] == "pending"
+    panel.handle({"action": "revise", "feedback": "use a csv", "revision": rev(panel)})
+    assert panel.view["header"]["revision"] == 2
+    assert panel.view["revisions"][-1]["feedback"] == "use a csv"
+    panel.handle({"action": "reject", "revision": rev(panel)})
+    assert set(statuses(panel)) == {"rejected"}
+    assert panel.view["header"]["state"] == "cancelled"
+    assert panel.view["error"] is None
+
+
+def test_reorder_moves_steps_into_the_wanted_order(panel: ReviewPanel):
+    edit, write, insert = ids(panel)
+    panel.handle({"action": "reorder", "order": [write, edit, insert], "revision": rev(panel)})
+    assert panel.view["error"] is None
+    assert ids(panel) == [write, edit, insert]
+    assert [s["number"] for s in panel.view["steps"]] == [1, 2, 3]
+
+
+def test_a_reorder_that_breaks_a_dependency_applies_nothing(panel: ReviewPanel):
+    edit, write, insert = ids(panel)  # the insert goes after c2, which step 1 edits
+    panel.handle({"action": "reorder", "order": [insert, write, edit], "revision": rev(panel)})
+    assert panel.view["error"]
+    assert ids(panel) == [edit, write, insert]
+
+
+def test_revision_switcher_shows_what_changed(staged: Session, panel: ReviewPanel):
+    panel.handle({"action": "revise", "feedback": "no notes", "revision": 1})
+    staged.reject([2])
+    panel.handle({"action": "show_revision_diff", "from": 1, "to": 2})
+    changes = panel.view["revision_diff"]["changes"]
+    assert [c["change"] for c in changes] == ["same", "same", "same"]
+    panel.handle({"action": "show_revision_diff", "from": 1, "to": 9})
+    assert "there is no revision 9" in panel.view["error"]
+    panel.handle({"action": "show_revision_diff", "from": None, "to": None})
+    assert panel.view["revision_diff"] is None
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"action": "approve", "step_ids": ["nope"], "revision": 1}, "there is no step 'nope'"),
+        ({"action": "skip", "step_id": "nope", "revision": 1}, "there is no step 'nope'"),
+        ({"action": "approve_all", "revision": 7}, "changed while you looked at revision 7"),
+        ({"action": "reorder", "order": ["a"], "revision": 1}, "exactly the plan's steps"),
+        ({"action": "approve", "revision": 1}, "cannot read (approve.step_ids"),
+        ({"action": "explode"}, "cannot read"),
+        (["not", "an", "object"], "cannot read"),
+        ({"action": "stop"}, "nothing is running"),
+        ({"action": "rollback", "checkpoint": "cp-none"}, "nothing to roll back"),
+    ],
+)
+def test_bad_messages_show_an_error_and_apply_nothing(panel: ReviewPanel, nb_path: Path,
+                                                      message: Any, error: str):
+    before_nb = nb_path.read_text()
+    before_view = {k: v for k, v in panel.view.items() if k != "error"}
+    panel.handle(message)
+    assert error in panel.view["error"]
+    assert nb_path.read_text() == before_nb
+    assert {k: v for k, v in panel.view.items() if k != "error"} == before_view
+    panel.handle({"action": "dismiss"})
+    assert panel.view["error"] is None
+
+
+def test_approving_a_skipped_step_is_refused(panel: ReviewPanel, nb_path: Path):
+    _, write, _ = ids(panel)
+    panel.handle({"action": "skip", "step_id": write, "revision": 1})
+    panel.handle({"action": "approve", "step_ids": [write], "revision": rev(panel)})
+    assert "step 2 is skipped, not pending" in panel.view["error"]
+    assert not (nb_path.parent / "notes.txt").exists()
+
+
+def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
+        staged: Session, panel: ReviewPanel, nb_path: Path):
+    threads: list[str] = []
+    seen_running: list[bool] = []
+
+    def listen(event: Event) -> None:
+        if event.kind == "step_started":
+            threads.append(threading.current_thread().name)
+            seen_running.append(panel.view["progress"]["running"])
+        if event.kind == "step_finished" and len(threads) == 1:
+            # A Stop arriving between steps, as the comm would deliver it.
+            panel.handle({"action": "stop"})
+
+    staged.subscribe(listen)
+
+    async def click() -> None:
+        panel.handle({"action": "approve_all", "revision": 1})
+        assert panel._task is not None, "the comm handler returns before the steps run"
+        panel.handle({"action": "approve_all", "revision": 1})
+        assert "a run is in progress" in panel.view["error"]
+        await panel._task
+
+    asyncio.run(click())
+    assert threads == [threading.main_thread().name]
+    assert seen_running == [True]
+    assert statuses(panel) == ["done", "pending", "pending"]
+    assert "stopped on request" in panel.view["error"]
+    assert not (nb_path.parent / "notes.txt").exists()
+    assert panel.view["progress"]["running"] is False
+
+
+def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPanel):
+    seen: list[tuple[int, int, list[str]]] = []
+
+    def listen(event: Event) -> None:
+        if event.kind == "step_finished":
+            p = panel.view["progress"]
+            seen.append((p["done"], p["total"], statuses(panel)))
+
+    staged.subscribe(listen)
+    staged.approve("1,2")
+    assert seen == [(1, 2, ["done", "approved", "pending"]),
+                    (2, 2, ["done", "done", "pending"])]
+    assert panel.view["progress"]["running"] is False
+    assert panel.view["header"]["counts"]["done"] == 2
+
+
+def test_a_failed_step_shows_its_error(staged: Session, panel: ReviewPanel, nb_path: Path):
+    (nb_path.parent / "notes.txt").write_text("someone else wrote this\n")
+    _, write, _ = ids(panel)
+    panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
+    step = panel.view["steps"][1]
+    assert step["status"] == "conflict"
+    assert step["error"]
+    assert (nb_path.parent / "notes.txt").read_text() == "someone else wrote this\n"
+
+
+def test_the_front_end_is_one_module_with_a_default_render(panel: ReviewPanel):
+    esm = str(panel._esm)
+    assert "export default" in esm
+    assert 'from "./' not in esm, "relative imports cannot load from anywidget's blob URL"
+    assert "--jp-" in str(panel._css)
