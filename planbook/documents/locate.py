@@ -1,22 +1,69 @@
 """Which notebook this kernel belongs to, and which backend edits it.
 
-First version: an explicit path or ``JPY_SESSION_NAME`` gives a file backend, otherwise memory.
-Live discovery (the Jupyter server and its collaboration room) extends this module.
+Order: an explicit server (arguments, or ``PLANBOOK_SERVER_URL``/``PLANBOOK_SERVER_TOKEN``), else
+the running Jupyter server whose pid is this kernel's parent, confirmed by this kernel's id in
+its ``/api/sessions`` (which also gives the notebook's current path, unlike ``JPY_SESSION_NAME``
+that goes stale after a rename). With jupyter-collaboration on that server the notebook is
+edited live in its room; otherwise the file, or memory, and ``description`` says why.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from planbook.documents.base import NotebookDocument
+
+log = logging.getLogger("planbook.locate")
+
+INSTALL_LIVE = "install planbook[live] (pip install 'planbook[live]') and restart Jupyter"
+FIGHT_WARNING = "an open editor may overwrite kernel edits"
 
 
 @dataclass(frozen=True)
 class Located:
     document: NotebookDocument
     path: Path | None
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A Jupyter server this kernel can talk to."""
+
+    url: str
+    """Base URL, ending with a slash."""
+    token: str
+    root_dir: Path | None
+    pid: int | None = None
+
+    def api(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> Any:
+        url = urllib.parse.urljoin(self.url, path)
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        if self.token:
+            request.add_header("Authorization", f"token {self.token}")
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+    def has_collaboration(self) -> bool:
+        """jupyter-collaboration answers on /api/collaboration/session (PUT only: a GET gets
+        405 when it is there, 404 when it is not)."""
+        try:
+            self.api("GET", "api/collaboration/session/planbook-probe.ipynb")
+        except urllib.error.HTTPError as exc:
+            return exc.code == 405
+        except OSError:
+            return False
+        return True
 
 
 def notebook_path_from_env() -> Path | None:
@@ -29,25 +76,240 @@ def notebook_path_from_env() -> Path | None:
     return path if path.is_absolute() else Path.cwd() / path
 
 
-def open_document(notebook: str | os.PathLike[str] | None = None) -> Located:
+def kernel_id() -> str | None:
+    """This kernel's id, from its connection file name (``kernel-<id>.json``)."""
+    try:
+        from ipykernel import get_connection_file
+
+        name = Path(get_connection_file()).name
+    except Exception:  # not in a kernel
+        return None
+    if name.startswith("kernel-") and name.endswith(".json"):
+        return name[len("kernel-") : -len(".json")]
+    return None
+
+
+def running_servers() -> list[ServerInfo]:
+    """The servers that wrote a ``jpserver-*.json`` in the runtime dir and still run. (Read
+    here rather than with jupyter_server's list_running_servers: importing that takes 2 s.)"""
+    try:
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+    except Exception:
+        return []
+    servers = []
+    for file in sorted(runtime.glob("jpserver-*.json")):
+        try:
+            info = json.loads(file.read_text())
+            pid = int(info["pid"])
+            os.kill(pid, 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        url = str(info.get("url", ""))
+        if not url:
+            continue
+        root = info.get("root_dir") or info.get("notebook_dir")
+        servers.append(
+            ServerInfo(
+                url=url if url.endswith("/") else url + "/",
+                token=str(info.get("token", "")),
+                root_dir=Path(root) if root else None,
+                pid=pid,
+            )
+        )
+    return servers
+
+
+def session_path(server: ServerInfo, kid: str) -> str | None:
+    """The notebook path (relative to the server root) of the session running kernel ``kid``."""
+    try:
+        sessions = server.api("GET", "api/sessions")
+    except (OSError, ValueError):
+        return None
+    for entry in sessions or []:
+        if (entry.get("kernel") or {}).get("id") == kid and entry.get("path"):
+            return str(entry["path"])
+    return None
+
+
+def find_server(
+    server_url: str | None = None, token: str | None = None
+) -> tuple[ServerInfo, str | None] | None:
+    """The server of this kernel and, when confirmed by kernel id, the notebook path on it."""
+    kid = kernel_id()
+    url = server_url or os.environ.get("PLANBOOK_SERVER_URL")
+    if url:
+        tok = token if token is not None else os.environ.get("PLANBOOK_SERVER_TOKEN", "")
+        server = ServerInfo(url if url.endswith("/") else url + "/", tok, None)
+        root = _root_dir(server)
+        server = ServerInfo(server.url, server.token, root)
+        return server, session_path(server, kid) if kid else None
+    parent = os.environ.get("JPY_PARENT_PID") or str(os.getppid())
+    servers = running_servers()
+    # the parent first; then any other server (a kernel started through a provisioner)
+    servers.sort(key=lambda s: str(s.pid) != parent)
+    for server in servers:
+        path = session_path(server, kid) if kid else None
+        if path is not None:
+            return server, path
+    for server in servers:
+        if str(server.pid) == parent:
+            return server, None
+    return None
+
+
+def _root_dir(server: ServerInfo) -> Path | None:
+    for known in running_servers():
+        if known.url.rstrip("/") == server.url.rstrip("/"):
+            return known.root_dir
+    return None
+
+
+def _relative(path: Path, root: Path | None) -> str | None:
+    if root is None:
+        return None
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def live_available() -> str | None:
+    """None when the live backend's libraries import, else what is missing."""
+    missing = []
+    for module in ("pycrdt", "jupyter_ydoc", "websocket"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    return ", ".join(missing) or None
+
+
+def open_document(
+    notebook: str | os.PathLike[str] | None = None,
+    *,
+    server_url: str | None = None,
+    token: str | None = None,
+    live: bool | None = None,
+    user_ns: dict[str, Any] | None = None,
+) -> Located:
+    """Pick the backend for ``notebook`` (default: the one this kernel belongs to).
+
+    ``live=False`` never opens a collaboration room; ``live=True`` raises if it cannot.
+    """
     from planbook.documents.file import FileNotebook
     from planbook.documents.memory import MemoryNotebook
 
-    if notebook is not None:
-        path = Path(notebook).resolve()
-        return Located(FileNotebook(path, description=f"file: {path.name} (given explicitly)"), path)
-    env_path = notebook_path_from_env()
-    if env_path is not None and env_path.exists():
-        return Located(
-            FileNotebook(env_path, description=f"file: {env_path.name} (from JPY_SESSION_NAME)"),
-            env_path.resolve(),
-        )
-    return Located(
-        MemoryNotebook(
-            description=(
-                "memory: no notebook found (JPY_SESSION_NAME is not set and no path was given); "
-                "changes stay in this kernel. Use planbook.session(notebook='x.ipynb') to edit a file"
+    explicit = Path(notebook).resolve() if notebook is not None else None
+    found = find_server(server_url, token) if live is not False else None
+    server, rel = found if found else (None, None)
+    path: Path | None = explicit
+    why = "given explicitly"
+    if path is None and server is not None and rel is not None and server.root_dir is not None:
+        path = (server.root_dir / rel).resolve()
+        why = "this kernel's session on the server"
+    if path is None:
+        path = notebook_path_from_env()
+        why = "from JPY_SESSION_NAME"
+    if path is None:
+        vsc = _vscode_path(user_ns)
+        if vsc is not None:
+            return Located(
+                FileNotebook(
+                    vsc,
+                    description=(
+                        f"file: {vsc.name} (VS Code has no live route: planbook saves the file; "
+                        "VS Code reloads it only while its copy has no unsaved changes)"
+                    ),
+                ),
+                vsc,
             )
-        ),
-        None,
-    )
+    if path is None:
+        where = (
+            "Colab keeps the notebook out of the kernel's reach"
+            if _in_colab()
+            else ("JPY_SESSION_NAME is not set and no path was given")
+        )
+        return Located(
+            MemoryNotebook(
+                description=(
+                    f"memory: no notebook found ({where}); changes stay in this kernel. "
+                    "Use planbook.session(notebook='x.ipynb') to edit a file"
+                )
+            ),
+            None,
+        )
+
+    reason = _live_reason(server, path, rel if explicit is None else None, live)
+    if reason is None:
+        assert server is not None
+        from planbook.documents.live import LiveConnectionError, open_live
+
+        room = _relative(path, server.root_dir) if explicit is not None else rel
+        room = room or _relative(path, server.root_dir)
+        assert room is not None
+        try:
+            doc = open_live(
+                server.url,
+                server.token,
+                room,
+                description=(
+                    f"live: {room} in the JupyterLab collaboration room on {server.url} "
+                    f"({why}; changes appear in the open page, the server saves the file)"
+                ),
+            )
+            return Located(doc, path)
+        except LiveConnectionError as exc:
+            if live:
+                raise
+            reason = f"the collaboration room did not open: {exc}"
+    if live and reason:
+        from planbook.documents.live import LiveConnectionError
+
+        raise LiveConnectionError(f"cannot edit {path.name} live: {reason}")
+    description = f"file: {path.name} ({why})"
+    if reason:
+        description = f"file: {path.name} ({why}; {reason})"
+    return Located(FileNotebook(path, description=description), path)
+
+
+def _live_reason(
+    server: ServerInfo | None, path: Path, rel: str | None, live: bool | None
+) -> str | None:
+    """None when the live backend can be used, else why not (one clause for description)."""
+    if live is False:
+        return "live editing turned off"
+    if server is None:
+        if os.environ.get("JPY_SESSION_NAME"):
+            return f"no Jupyter server found for this kernel: {FIGHT_WARNING}"
+        return "no Jupyter server: headless run"
+    if rel is None and _relative(path, server.root_dir) is None:
+        return f"the notebook is outside the root of the server {server.url}"
+    if not server.has_collaboration():
+        return f"no collaboration on the server: {FIGHT_WARNING}; {INSTALL_LIVE}"
+    missing = live_available()
+    if missing:
+        return (
+            f"the server has collaboration but this kernel lacks {missing}: {FIGHT_WARNING}; "
+            f"{INSTALL_LIVE}"
+        )
+    return None
+
+
+def _vscode_path(user_ns: dict[str, Any] | None) -> Path | None:
+    ns = user_ns
+    if ns is None:
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            ns = shell.user_ns if shell is not None else None
+        except Exception:
+            ns = None
+    value = (ns or {}).get("__vsc_ipynb_file__")
+    return Path(value) if isinstance(value, str) and value.endswith(".ipynb") else None
+
+
+def _in_colab() -> bool:
+    return "google.colab" in sys.modules

@@ -236,7 +236,7 @@ class RunningServer:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         """Shut the server down (kernels included): SIGTERM to its process group, SIGKILL
         after ``timeout``, then kill any kernel that outlived it."""
         proc = self.proc

@@ -1,0 +1,72 @@
+"""Fixtures of the live suite: one JupyterLab server with jupyter-collaboration per module, a
+fresh notebook per test, kernels through the REST API (what the frontend does)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planbook.documents.live import LiveNotebook, open_live
+from tests.live.yclient import YClient
+from tests.support.jupyter_server import RunningServer, start_jupyter
+
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with start_jupyter(tmp_path_factory.mktemp("live-root")) as running:
+        yield running
+
+
+@pytest.fixture
+def notebook(server: RunningServer) -> str:
+    """A notebook of three code cells (ids c1, c2, c3), relative to the server root."""
+    name = f"nb{next(_names)}.ipynb"
+    path = server.write_notebook(name, ["import math", "x = 1", "print(x + 1)"])
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"], 1):
+        cell["id"] = f"c{i}"
+    path.write_text(json.dumps(nb))
+    return name
+
+
+@pytest.fixture
+def live(server: RunningServer, notebook: str) -> Iterator[LiveNotebook]:
+    doc = open_live(server.url, server.token, notebook)
+    yield doc
+    doc.close()
+
+
+@pytest.fixture
+def other(server: RunningServer, notebook: str) -> Iterator[YClient]:
+    """The other person in the room: a plain pycrdt client."""
+    client = YClient(server, notebook)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def kernel(server: RunningServer, notebook: str) -> Iterator[dict[str, Any]]:
+    """A kernel session for the notebook, as JupyterLab creates it when the notebook opens."""
+    session = server.create_session(notebook)
+    yield session
+    server.api("DELETE", f"api/sessions/{session['id']}")
+
+
+def on_disk(server: RunningServer, notebook: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((Path(server.root) / notebook).read_text())
+    return data
+
+
+def run(server: RunningServer, kernel: dict[str, Any], code: str) -> str:
+    """Run code in the kernel; fail with the traceback if it raised; return its stdout."""
+    result = server.execute(kernel["kernel"]["id"], code, timeout=120)
+    if result["error"]:
+        raise AssertionError("\n".join(result["error"]["traceback"]))
+    return str(result["stdout"])

@@ -1,0 +1,153 @@
+"""LiveNotebook against a real jupyter-collaboration room, watched by a second pycrdt client."""
+
+from __future__ import annotations
+
+import pytest
+
+from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.live import LiveNotebook
+from planbook.errors import ConflictError, UnknownCell
+from tests.live.conftest import on_disk
+from tests.live.yclient import YClient
+from tests.support.jupyter_server import RunningServer
+
+pytestmark = pytest.mark.server
+
+
+def test_reads_the_room_and_implements_the_protocol(live: LiveNotebook) -> None:
+    assert isinstance(live, NotebookDocument)
+    assert live.backend == "live"
+    assert [(c.id, c.source) for c in live.cells()] == [
+        ("c1", "import math"),
+        ("c2", "x = 1"),
+        ("c3", "print(x + 1)"),
+    ]
+    assert live.get_metadata("kernelspec")["name"] == "python3"
+
+
+def test_each_operation_reaches_the_other_client_and_the_file(
+    server: RunningServer, notebook: str, live: LiveNotebook, other: YClient
+) -> None:
+    live.insert_cell(1, Cell(id="new", cell_type="markdown", source="# Title"))
+    assert other.wait_for(lambda o: o.ids() == ["c1", "new", "c2", "c3"])
+
+    edited = live.cells()[2].model_copy(update={"source": "x = 2"})
+    live.replace_cell(edited)
+    assert other.wait_for(lambda o: o.sources()[2] == "x = 2")
+
+    live.move_cell("c3", 0)
+    assert other.wait_for(lambda o: o.ids() == ["c3", "c1", "new", "c2"])
+
+    live.delete_cell("c1")
+    assert other.wait_for(lambda o: o.ids() == ["c3", "new", "c2"])
+    assert other.cells()[1]["cell_type"] == "markdown"
+
+    assert live.save() in ("success", "skipped")
+    disk = on_disk(server, notebook)
+    assert [c["id"] for c in disk["cells"]] == ["c3", "new", "c2"]
+    assert "".join(disk["cells"][2]["source"]) == "x = 2"
+
+
+def test_outputs_are_written_as_the_frontend_writes_them(
+    server: RunningServer, notebook: str, live: LiveNotebook, other: YClient
+) -> None:
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "hello\n"},
+        {"output_type": "display_data", "data": {"text/plain": "<shown>"}, "metadata": {}},
+        {
+            "output_type": "execute_result",
+            "execution_count": 7,
+            "data": {"text/plain": "42"},
+            "metadata": {},
+        },
+        {
+            "output_type": "error",
+            "ename": "ValueError",
+            "evalue": "bad",
+            "traceback": ["Traceback", "ValueError: bad"],
+        },
+    ]
+    cell = live.cells()[2].model_copy(update={"outputs": outputs, "execution_count": 7})
+    live.replace_cell(cell)
+    assert other.wait_for(lambda o: o.cells()[2]["outputs"] != [])
+    seen = other.cells()[2]
+    assert seen["execution_count"] == 7
+    assert [o["output_type"] for o in seen["outputs"]] == [
+        "stream",
+        "display_data",
+        "execute_result",
+        "error",
+    ]
+    assert seen["outputs"][0]["text"] == "hello\n"  # a shared text, as JupyterLab streams it
+    assert live.cells()[2].outputs == outputs
+    live.save()
+    disk = on_disk(server, notebook)["cells"][2]
+    assert disk["execution_count"] == 7
+    assert disk["outputs"][3]["ename"] == "ValueError"
+
+
+def test_metadata_round_trip(
+    server: RunningServer, notebook: str, live: LiveNotebook, other: YClient
+) -> None:
+    value = {"version": 1, "plans": [{"id": "p1", "steps": [1, 2.5, None, "x"]}]}
+    live.set_metadata("planbook", value)
+    assert live.get_metadata("planbook") == value
+    assert other.wait_for(lambda o: "planbook" in o.metadata())
+    live.set_metadata("planbook", {"version": 2})
+    assert other.wait_for(lambda o: o.metadata()["planbook"] == {"version": 2})
+    live.save()
+    assert on_disk(server, notebook)["metadata"]["planbook"] == {"version": 2}
+
+
+def test_a_transaction_is_one_update_or_nothing(live: LiveNotebook, other: YClient) -> None:
+    with pytest.raises(RuntimeError), live.transaction():
+        live.insert_cell(0, Cell(id="half", source="never"))
+        live.delete_cell("c2")
+        assert [c.id for c in live.cells()] == ["half", "c1", "c3"]  # the overlay
+        raise RuntimeError("the step failed half way")
+    assert [c.id for c in live.cells()] == ["c1", "c2", "c3"]
+
+    with pytest.raises(UnknownCell), live.transaction():
+        live.insert_cell(0, Cell(id="before-error", source="never"))
+        live.delete_cell("no-such-cell")
+    other.flush()
+    assert other.ids() == ["c1", "c2", "c3"]
+
+    updates = other.updates
+    with live.transaction():
+        live.insert_cell(3, Cell(id="a", source="1"))
+        live.insert_cell(4, Cell(id="b", source="2"))
+        live.set_metadata("planbook", {"checkpoint": "a+b"})
+    assert other.wait_for(lambda o: "b" in o.ids())
+    assert other.updates == updates + 1  # the whole transaction came as one update
+    assert other.ids() == ["c1", "c2", "c3", "a", "b"]
+    assert other.metadata()["planbook"] == {"checkpoint": "a+b"}
+
+
+def test_edits_of_other_cells_merge(live: LiveNotebook, other: YClient) -> None:
+    with live.transaction():
+        target = live.cells()[0]
+        other.set_source("c3", "print('theirs')")  # someone else, meanwhile, on another cell
+        other.flush()
+        live.replace_cell(target.model_copy(update={"source": "import math  # ours"}))
+    assert other.wait_for(lambda o: o.sources()[0] == "import math  # ours")
+    assert other.sources()[2] == "print('theirs')"
+    assert live.cells()[2].source == "print('theirs')"
+
+
+def test_an_edit_of_the_target_cell_meanwhile_is_a_conflict(
+    live: LiveNotebook, other: YClient
+) -> None:
+    with pytest.raises(ConflictError, match="edited by someone else"), live.transaction():
+        target = live.cells()[1]
+        other.set_source("c2", "x = 'theirs'")
+        other.flush()
+        live.replace_cell(target.model_copy(update={"source": "x = 'ours'"}))
+    assert live.wait_for(lambda cells: cells[1].source == "x = 'theirs'")
+    other.flush()
+    assert other.sources()[1] == "x = 'theirs'"
+
+
+def test_cells_sees_other_clients_edits(live: LiveNotebook, other: YClient) -> None:
+    other.set_source("c1", "import os")
+    assert live.wait_for(lambda cells: cells[0].source == "import os")

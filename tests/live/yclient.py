@@ -1,0 +1,118 @@
+"""A second collaboration client written directly on pycrdt + websocket-client, independent of
+planbook's LiveNotebook: it plays the other person in the room, and the benchmark's baseline."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import websocket
+from jupyter_ydoc import YNotebook
+from pycrdt import (
+    Array,
+    Doc,
+    Map,
+    create_sync_message,
+    create_update_message,
+    handle_sync_message,
+)
+
+from tests.support.jupyter_server import RunningServer
+
+
+class YClient:
+    """Joins a notebook's room; ``edit(fn)`` runs ``fn(ynotebook)`` in one transaction and sends
+    the update; a background thread applies everyone else's updates."""
+
+    def __init__(self, server: RunningServer, path: str) -> None:
+        info = server.api(
+            "PUT", f"api/collaboration/session/{path}", {"format": "json", "type": "notebook"}
+        )
+        self.doc: Doc[Any] = Doc(allow_multithreading=True)
+        self.ynb = YNotebook(self.doc)
+        self.cells_array: Array[Any] = self.doc.get("cells", type=Array)
+        self.meta: Map[Any] = self.doc.get("meta", type=Map)
+        self.lock = threading.Condition()
+        self.answers = 0
+        self.updates = 0  # update messages received from the room
+        url = server.ws_url(
+            f"api/collaboration/room/json:notebook:{info['fileId']}?sessionId={info['sessionId']}"
+        )
+        self.ws = websocket.create_connection(url, enable_multithread=True)
+        self.ws.send_binary(create_sync_message(self.doc))
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+        self.wait(lambda: self.answers >= 1, 10)
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                opcode, data = self.ws.recv_data()
+            except Exception:
+                return
+            if opcode != 2 or not data or data[0] != 0:
+                continue
+            with self.lock:
+                reply = handle_sync_message(bytes(data[1:]), self.doc)
+                if reply is not None:
+                    self.ws.send_binary(reply)
+                if data[1] == 1:
+                    self.answers += 1
+                elif data[1] == 2:
+                    self.updates += 1
+                self.lock.notify_all()
+
+    def wait(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.lock.wait(left)
+            return True
+
+    def edit(self, fn: Callable[[YNotebook], None]) -> None:
+        with self.lock:
+            before = self.doc.get_state()
+            with self.doc.transaction():
+                fn(self.ynb)
+            self.ws.send_binary(create_update_message(self.doc.get_update(before)))
+
+    def flush(self) -> None:
+        """Wait until the server has applied everything sent so far."""
+        with self.lock:
+            target = self.answers + 1
+            self.ws.send_binary(create_sync_message(self.doc))
+        assert self.wait(lambda: self.answers >= target, 10)
+
+    def cells(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [dict(c) for c in (self.cells_array.to_py() or [])]
+
+    def sources(self) -> list[str]:
+        return [str(c["source"]) for c in self.cells()]
+
+    def ids(self) -> list[str]:
+        return [str(c["id"]) for c in self.cells()]
+
+    def metadata(self) -> dict[str, Any]:
+        with self.lock:
+            meta = self.meta.to_py() or {}
+        return dict(meta.get("metadata") or {})
+
+    def wait_for(self, predicate: Callable[[YClient], bool], timeout: float = 10.0) -> bool:
+        return self.wait(lambda: predicate(self), timeout)
+
+    def set_source(self, cell_id: str, source: str) -> None:
+        def change(ynb: YNotebook) -> None:
+            index = [c["id"] for c in ynb.ycells].index(cell_id)
+            ynb.set_cell(index, source=source)
+
+        self.edit(change)
+
+    def close(self) -> None:
+        self.ws.close()
+        self.thread.join(5)
