@@ -189,7 +189,7 @@ class Decisions:
             # A broken surface must not break the run.
             try:
                 listener(what, decision)
-            except Exception:  # noqa: BLE001 - a broken surface must not break the run
+            except Exception:
                 _log.exception("planbook: a decision listener failed")
 
 

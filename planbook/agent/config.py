@@ -1,0 +1,121 @@
+"""Which model the agent talks to, and a clear message when none is configured.
+
+The model is named by a string, as in pydantic-ai (``openai:gpt-4.1``, ``anthropic:claude-...``),
+or by an OpenAI-compatible base URL (Ollama, vLLM): ``http://localhost:11434/v1#llama3.1`` (the
+part after ``#`` is the model name), or ``base_url`` set apart. Keys come from the usual
+environment variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...). ``PLANBOOK_MODEL`` gives
+the default. Nothing here imports pydantic-ai until a model is actually built.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planbook.errors import PlanbookError
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = ["AgentConfig", "NoModelConfigured", "config_of", "resolve_model"]
+
+_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google-gla": "GEMINI_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+}
+_HOW = (
+    'configure one with `%config Planbook.model = "openai:gpt-4.1"` and OPENAI_API_KEY in the '
+    'environment (or an OpenAI-compatible URL such as "http://localhost:11434/v1#llama3.1"); '
+    "the rest of planbook (%%propose, %approve, the panel, rollback) works without an agent"
+)
+
+
+class NoModelConfigured(PlanbookError):
+    """No model, or no key for it: the agent cannot run, everything else can."""
+
+
+class AgentConfig(BaseModel):
+    """The agent settings of one session (``session.extras["agent_config"]``)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    model: Any = Field(
+        default=None,
+        description="A model string, an OpenAI-compatible URL, or a pydantic-ai Model object.",
+    )
+    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint.")
+    api_key: str | None = Field(default=None, repr=False, description="Overrides the env key.")
+    max_tool_retries: int = Field(default=3, ge=0, description="Retries of a malformed call.")
+    history_budget_chars: int = Field(
+        default=60_000, gt=1000, description="Old tool outputs are pruned beyond this size."
+    )
+    doom_loop_limit: int = Field(default=3, ge=2, description="Identical calls before refusing.")
+
+
+def config_of(session: Any) -> AgentConfig:
+    """The session's agent config, created on first use."""
+    extras: dict[str, Any] = session.extras
+    config = extras.get("agent_config")
+    if not isinstance(config, AgentConfig):
+        config = AgentConfig(model=os.environ.get("PLANBOOK_MODEL") or None)
+        extras["agent_config"] = config
+    return config
+
+
+def resolve_model(config: AgentConfig) -> Model:
+    """A pydantic-ai Model for the config, or `NoModelConfigured` saying how to set one up."""
+    from pydantic_ai.models import Model
+
+    spec = config.model
+    if isinstance(spec, Model):
+        return spec
+    to_model = getattr(spec, "to_model", None)  # planbook.agents.Scripted and friends
+    if callable(to_model):
+        built = to_model()
+        assert isinstance(built, Model)
+        return built
+    if spec is None or (isinstance(spec, str) and not spec.strip()):
+        raise NoModelConfigured(f"no model configured for the agent: {_HOW}")
+    if not isinstance(spec, str):
+        raise NoModelConfigured(f"unknown model setting {spec!r}: {_HOW}")
+    spec = spec.strip()
+    base_url = config.base_url
+    name = spec
+    if spec.startswith(("http://", "https://")):
+        base_url, _, name = spec.partition("#")
+        name = name or "default"
+    if base_url is not None:
+        return _openai_compatible(name.removeprefix("openai:"), base_url, config.api_key)
+    provider, sep, model_name = spec.partition(":")
+    if not sep or not model_name:
+        raise NoModelConfigured(f"model {spec!r} is not `provider:model`: {_HOW}")
+    env = _KEYS.get(provider)
+    if config.api_key is None and env is not None and not os.environ.get(env):
+        raise NoModelConfigured(f"{env} is not set, so {spec!r} cannot be used: {_HOW}")
+    if provider == "openai":
+        return _openai_compatible(model_name, None, config.api_key)
+    from pydantic_ai.models import infer_model
+
+    try:
+        return infer_model(spec)
+    except ImportError as exc:
+        raise NoModelConfigured(
+            f"{spec!r} needs an extra package ({exc.name or exc}): "
+            f'`pip install "pydantic-ai-slim[{provider}]"`, or {_HOW}'
+        ) from None
+    except Exception as exc:
+        raise NoModelConfigured(f"cannot use model {spec!r} ({exc}): {_HOW}") from None
+
+
+def _openai_compatible(name: str, base_url: str | None, api_key: str | None) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    # Local servers (Ollama, vLLM) usually need no key, but the client insists on one.
+    key = api_key or os.environ.get("OPENAI_API_KEY") or ("local" if base_url else None)
+    return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=key))

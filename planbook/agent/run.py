@@ -1,0 +1,269 @@
+"""An agent run as an asyncio task on the kernel's loop: the cell returns at once, Stop cancels.
+
+``plan_task(session, task)`` is what ``await session.plan(task)`` and ``%plan "task"`` call. It
+checks the model first (a clear one-line error when none is configured), opens a plan for the
+task, and starts the run. The returned ``AgentRun`` can be awaited, stopped, and observed
+(``activity`` lines; the same lines go to the session's events as ``agent_activity``).
+Provider errors that survive the client's retries end the run with one clear line; the steps
+staged so far stay in the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from planbook.agent.config import AgentConfig, config_of, resolve_model
+from planbook.agent.context import Activity, AgentDeps, decisions_of, rules_of
+from planbook.engine.doom_loop import DoomLoopGuard
+from planbook.errors import PlanbookError, UsageMistake
+from planbook.events import Event
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from planbook.session import Session
+
+_log = logging.getLogger(__name__)
+
+RunStatus = Literal["starting", "running", "finished", "stopped", "failed"]
+_KEEP = "the plan staged so far is kept"
+
+
+class AgentRun:
+    """One run of the agent. ``await run`` waits for it and returns it."""
+
+    def __init__(
+        self,
+        session: Session,
+        prompt: str,
+        model: Model,
+        config: AgentConfig,
+        *,
+        auto_answers: Sequence[str] = (),
+    ) -> None:
+        self.session = session
+        self.prompt = prompt
+        self.model = model
+        self.config = config
+        self.status: RunStatus = "starting"
+        self.activity: list[Activity] = []
+        self.output: str | None = None
+        self.error: str | None = None
+        self._listeners: list[Callable[[Activity], None]] = []
+        self._auto_answers = list(auto_answers)
+        self._task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        last = self.activity[-1].message if self.activity else ""
+        return f"<planbook AgentRun {self.status}: {self.error or last}>"
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self) -> AgentRun:
+        """Start on the running loop (the kernel's); without one, starts on first await."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self
+        self._task = loop.create_task(self._main(), name="planbook-agent")
+        self._task.add_done_callback(self._settled)
+        self.status = "running"
+        return self
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        # Cancelled before it even began: _main never got to record it.
+        if task.cancelled() and not self.done():
+            self.status = "stopped"
+            self.error = f"stopped: {_KEEP}"
+
+    def stop(self) -> None:
+        """End the run now (between tool calls); open questions are withdrawn."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        decisions_of(self.session).cancel_all()
+
+    def done(self) -> bool:
+        return self.status in ("finished", "stopped", "failed")
+
+    async def wait(self) -> AgentRun:
+        if self._task is None:
+            self.start()
+        assert self._task is not None
+        try:
+            await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            if not self._task.cancelled():
+                raise  # the waiter was cancelled, not the run
+        return self
+
+    def __await__(self) -> Generator[Any, None, AgentRun]:
+        return self.wait().__await__()
+
+    def on_activity(self, listener: Callable[[Activity], None]) -> None:
+        self._listeners.append(listener)
+
+    # --- the run --------------------------------------------------------------------------
+    def _emit(self, activity: Activity) -> None:
+        self.activity.append(activity)
+        self.session.events.emit(
+            Event(
+                kind="agent_activity",
+                message=activity.message,
+                status=activity.type,
+                data={"type": activity.type, **activity.data},
+            )
+        )
+        for listener in list(self._listeners):
+            try:
+                listener(activity)
+            except Exception:
+                _log.exception("planbook: an activity listener failed")
+
+    async def _main(self) -> None:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import TextPart, ThinkingPart
+
+        from planbook.agent.build import build_agent
+        from planbook.agent.guard import RunStopped
+
+        session = self.session
+        deps = AgentDeps(
+            session=session,
+            config=self.config,
+            decisions=decisions_of(session),
+            rules=rules_of(session),
+            guard=DoomLoopGuard(limit=self.config.doom_loop_limit),
+            emit=self._emit,
+            auto_answers=self._auto_answers,
+        )
+        deps.say(
+            "status",
+            f"agent started ({getattr(self.model, 'model_name', 'model')}, {session.mode} mode)",
+        )
+        agent = build_agent(self.config)
+        history = session.extras.get("agent_history")
+        try:
+            async with agent.iter(
+                self.prompt, deps=deps, model=self.model, message_history=history
+            ) as run:
+                async for node in run:
+                    if Agent.is_call_tools_node(node):
+                        for part in node.model_response.parts:
+                            if isinstance(part, ThinkingPart) and part.content.strip():
+                                deps.say("thinking", _line(part.content))
+                            elif isinstance(part, TextPart) and part.content.strip():
+                                deps.say("text", _line(part.content))
+                assert run.result is not None
+                self.output = run.result.output
+                session.extras["agent_history"] = run.result.all_messages()
+            self.status = "finished"
+            deps.say("status", "agent finished")
+        except asyncio.CancelledError:
+            self.status = "stopped"
+            self.error = f"stopped: {_KEEP}"
+            self._emit(Activity(type="status", message=self.error))
+        except RunStopped as exc:
+            self.status = "stopped"
+            self.error = f"{exc}; {_KEEP}"
+            self._emit(Activity(type="status", message=self.error))
+        except Exception as exc:
+            self.status = "failed"
+            self.error = provider_error_line(exc)
+            self._emit(Activity(type="error", message=self.error))
+            session.events.emit(Event(kind="error", message=self.error))
+        finally:
+            decisions_of(session).cancel_all()
+
+
+def _line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def provider_error_line(exc: BaseException) -> str:
+    """One line for whatever ended the run, saying that the plan is kept and what to do."""
+    from pydantic_ai.exceptions import (
+        ModelAPIError,
+        ModelHTTPError,
+        UnexpectedModelBehavior,
+        UsageLimitExceeded,
+    )
+
+    if isinstance(exc, ModelHTTPError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        detail = str(body.get("message") or body.get("error") or "")[:160]
+        what = {429: "rate limit", 401: "authentication failed", 403: "forbidden"}.get(
+            exc.status_code, "server error" if exc.status_code >= 500 else "request refused"
+        )
+        return (
+            f"the model provider answered HTTP {exc.status_code} ({what}"
+            + (f": {detail}" if detail else "")
+            + f") after retries; {_KEEP}; "
+            "try again later, or `%plan revise` to continue"
+        )
+    if isinstance(exc, ModelAPIError):
+        return f"the model provider could not be reached ({_line(str(exc), 160)}); {_KEEP}"
+    if isinstance(exc, UnexpectedModelBehavior):
+        return f"the model kept making invalid calls ({_line(exc.message, 160)}); {_KEEP}"
+    if isinstance(exc, UsageLimitExceeded):
+        return f"the run hit its usage limit ({_line(str(exc), 160)}); {_KEEP}"
+    if isinstance(exc, PlanbookError):
+        return f"{exc}; {_KEEP}"
+    return f"the agent run failed: {type(exc).__name__}: {_line(str(exc), 200)}; {_KEEP}"
+
+
+def _check_idle(session: Session) -> None:
+    current = session.extras.get("agent_run")
+    if isinstance(current, AgentRun) and not current.done():
+        raise UsageMistake(
+            "an agent run is in progress: wait for it, or stop it with "
+            "`%plan stop` (or `run.stop()`)"
+        )
+
+
+def _model_and_answers(session: Session, model: Any) -> tuple[AgentConfig, Model, list[str]]:
+    config = config_of(session)
+    if model is not None:
+        config = config.model_copy(update={"model": model})
+    answers = list(getattr(config.model, "answers", ()) or ())
+    return config, resolve_model(config), answers
+
+
+def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
+    """Have the agent plan ``task``: opens a plan for it and starts the run (as a task)."""
+    if not task.strip():
+        raise UsageMistake('say what to do: `%plan "clean the sales frame"`')
+    _check_idle(session)
+    config, resolved, answers = _model_and_answers(session, model)
+    session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
+    session.new_plan(task)  # refuses, with a clear line, when a plan with steps is open
+    prompt = f"Task from the person: {task}"
+    run = AgentRun(session, prompt, resolved, config, auto_answers=answers)
+    session.extras["agent_run"] = run
+    return run.start()
+
+
+def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentRun:
+    """Start the next revision with the person's feedback and let the agent rework the plan."""
+    _check_idle(session)
+    config, resolved, answers = _model_and_answers(session, model)
+    revision = session.revise(feedback)
+    prompt = (
+        f"The person reviewed the plan and asks for changes: {feedback}\n"
+        f"Revision {revision.number} starts as a copy of revision {revision.parent} (kept "
+        "as it was). Withdraw or add steps as needed, then call present_plan again."
+    )
+    run = AgentRun(session, prompt, resolved, config, auto_answers=answers)
+    session.extras["agent_run"] = run
+    return run.start()
+
+
+def stop_run(session: Session) -> bool:
+    """Stop the session's agent run, if one is running. True if there was one."""
+    current = session.extras.get("agent_run")
+    if isinstance(current, AgentRun) and not current.done():
+        current.stop()
+        return True
+    return False

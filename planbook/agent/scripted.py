@@ -1,0 +1,113 @@
+"""A scripted agent: a fixed list of tool calls, played through the very same tools and policy.
+
+For teaching (show plan mode against act mode offline) and for notebooks validated with nbval.
+Under the hood it is a pydantic-ai ``FunctionModel`` that answers each model request with the
+next call of the script (after an optional delay), and ends with a short text. A string argument
+``"$new_cell"`` stands for the id of the cell inserted by the latest ``insert_cell`` step
+(``"$new_cell_1"`` for the first one), since ids are only known once the step is staged.
+
+    Scripted([
+        ("list_cells", {}),
+        ("insert_cell", {"source": "df = df.dropna()", "reason": "drop empty rows"}),
+        Call("run_cell", {"cell_id": "$new_cell", "reason": "see the result"}, delay=1.0),
+        ("present_plan", {"summary": "Drop empty rows, then look at the frame."}),
+    ], answers=["approve"])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+__all__ = ["Call", "Scripted"]
+
+_NEW_CELL = re.compile(r"new cell id (\w+)")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of the script."""
+
+    tool: str
+    args: dict[str, Any] | str = field(default_factory=dict)
+    #: Seconds to wait before making the call (for a demo that unfolds at a readable pace).
+    delay: float = 0.0
+
+
+ScriptItem = Call | tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], float]
+
+
+def _as_call(item: ScriptItem) -> Call:
+    if isinstance(item, Call):
+        return item
+    if len(item) == 3:
+        return Call(item[0], item[1], float(item[2]))
+    return Call(item[0], item[1])
+
+
+@dataclass
+class Scripted:
+    """A fixed script of tool calls; pass it as the model (``Planbook.model`` or ``model=``)."""
+
+    calls: Sequence[ScriptItem]
+    #: The text the run ends with.
+    final: str = "Scripted run finished."
+    #: Answers to decision points, in order (approve / deny / continue / an option), so a demo
+    #: in ask mode runs without anyone clicking. With none, decisions wait for the person.
+    answers: Sequence[str] = ()
+    model_name: str = "scripted"
+
+    def to_model(self) -> FunctionModel:
+        """A fresh model playing the script from the start."""
+        queue = [_as_call(c) for c in self.calls]
+        final = self.final
+
+        async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            if not queue:
+                return ModelResponse(parts=[TextPart(final)])
+            call = queue.pop(0)
+            if call.delay:
+                await asyncio.sleep(call.delay)
+            args = _substitute(call.args, _new_cells(messages))
+            return ModelResponse(parts=[ToolCallPart(call.tool, args)])
+
+        return FunctionModel(play, model_name=self.model_name)
+
+
+def _new_cells(messages: list[ModelMessage]) -> list[str]:
+    ids: list[str] = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, ToolReturnPart) and part.tool_name == "insert_cell":
+                    ids += _NEW_CELL.findall(str(part.content))
+    return ids
+
+
+def _substitute(args: dict[str, Any] | str, cells: list[str]) -> dict[str, Any] | str:
+    if isinstance(args, str):
+        return args
+
+    def one(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("$new_cell") and cells:
+            suffix = value.removeprefix("$new_cell").lstrip("_")
+            if not suffix:
+                return cells[-1]
+            if suffix.isdigit() and 1 <= int(suffix) <= len(cells):
+                return cells[int(suffix) - 1]
+        return value
+
+    return {k: one(v) for k, v in args.items()}

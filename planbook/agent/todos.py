@@ -1,0 +1,76 @@
+"""The agent's todo list, each todo linked to the plan steps that carry it out.
+
+The agent writes the list (``todo_write``); the status the panel shows is derived from the linked
+steps as they are approved and run, so a todo is "done" when its steps are done, whatever the
+agent last said.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planbook.model.plan import Plan
+
+TodoStatus = Literal["pending", "in_progress", "done", "cancelled"]
+ShownStatus = Literal["pending", "in_progress", "staged", "approved", "done", "failed", "cancelled"]
+
+
+class Todo(BaseModel):
+    """One thing the agent means to do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=300, description="What to do, in a few words.")
+    status: TodoStatus = Field(
+        default="pending", description="pending, in_progress, done, cancelled."
+    )
+    step_ids: list[str] = Field(
+        default_factory=list,
+        description="Ids of the steps that carry this todo out (from the write tools' answers).",
+    )
+
+
+class TodoView(BaseModel):
+    content: str
+    status: ShownStatus
+    step_ids: list[str]
+    step_numbers: list[int]
+
+
+class TodoList:
+    def __init__(self) -> None:
+        self.todos: list[Todo] = []
+
+    def replace(self, todos: list[Todo]) -> None:
+        self.todos = list(todos)
+
+    def views(self, plan: Plan | None) -> list[TodoView]:
+        numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)} if plan else {}
+        statuses = {s.id: s.status for s in plan.steps} if plan else {}
+        out = []
+        for todo in self.todos:
+            linked: list[str] = [statuses[i] for i in todo.step_ids if i in statuses]
+            out.append(
+                TodoView(
+                    content=todo.content,
+                    status=_shown(todo.status, linked),
+                    step_ids=list(todo.step_ids),
+                    step_numbers=[numbers[i] for i in todo.step_ids if i in numbers],
+                )
+            )
+        return out
+
+
+def _shown(said: TodoStatus, linked: list[str]) -> ShownStatus:
+    if said == "cancelled" or not linked:
+        return said
+    if any(s in ("failed", "conflict") for s in linked):
+        return "failed"
+    settled = [s for s in linked if s not in ("rejected", "skipped")]
+    if settled and all(s == "done" for s in settled):
+        return "done"
+    if any(s in ("approved", "running", "done") for s in settled):
+        return "approved"
+    return "staged"

@@ -1,0 +1,277 @@
+"""Read tools: they run at once in every mode, and their answers are bounded.
+
+Files are read through the session's workspace (confined to its root: ``..``, absolute paths and
+symlinks that leave it are refused). Shell commands run here only when the classifier is sure
+they are read-only; anything else must be proposed with the ``shell`` write tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import RunContext
+
+from planbook.agent.context import AgentDeps
+from planbook.agent.inspect_var import describe, user_namespace
+from planbook.engine.shell_classifier import classify
+
+CELL_SOURCE_LIMIT = 6000
+OUTPUT_LIMIT = 1500
+MAX_ENTRIES = 200
+MAX_MATCHES = 100
+READ_LIMIT = 20_000
+_SKIP_DIRS = {
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".ipynb_checkpoints",
+    ".venv",
+    "venv",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+}
+
+
+def _clip(text: str, limit: int) -> str:
+    return (
+        text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit:,} more chars]"
+    )
+
+
+async def list_cells(ctx: RunContext[AgentDeps]) -> str:
+    """List the notebook's cells: id, type, execution count and first line.
+
+    Cells staged in the plan but not approved are not in the notebook yet.
+    """
+    cells = ctx.deps.session.cells()
+    if not cells:
+        return "the notebook has no cells"
+    lines = []
+    for n, cell in enumerate(cells[:MAX_ENTRIES], start=1):
+        first = next((x for x in cell.source.splitlines() if x.strip()), "")
+        count = f" [{cell.execution_count}]" if cell.execution_count is not None else ""
+        more = len(cell.source.splitlines())
+        lines.append(f"{n}. id={cell.id} {cell.cell_type}{count} ({more} lines): {first[:100]}")
+    if len(cells) > MAX_ENTRIES:
+        lines.append(f"[... {len(cells) - MAX_ENTRIES} more cells]")
+    return "\n".join(lines)
+
+
+async def read_cell(ctx: RunContext[AgentDeps], cell_id: str) -> str:
+    """Read one cell: its full source and a bounded summary of its outputs.
+
+    Args:
+        cell_id: The cell's id, as shown by list_cells.
+    """
+    from pydantic_ai import ModelRetry
+
+    from planbook.errors import UnknownCell
+
+    cells = {c.id: c for c in ctx.deps.session.cells()}
+    cell = cells.get(cell_id)
+    if cell is None:
+        raise ModelRetry(str(UnknownCell(cell_id)) + "; call list_cells for the ids")
+    parts = [
+        f"id={cell.id} type={cell.cell_type} execution_count={cell.execution_count}",
+        "source:",
+        _clip(cell.source, CELL_SOURCE_LIMIT),
+    ]
+    if cell.outputs:
+        parts.append(f"outputs ({len(cell.outputs)}):")
+        parts += [summarise_output(o) for o in cell.outputs[:10]]
+    return "\n".join(parts)
+
+
+def summarise_output(output: dict[str, Any]) -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return f"- {output.get('name', 'stream')}: " + _clip(
+            _text(output.get("text")), OUTPUT_LIMIT
+        )
+    if kind == "error":
+        return f"- error {output.get('ename')}: {_clip(str(output.get('evalue')), 500)}"
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data") or {}
+        others = [m for m in data if m != "text/plain"]
+        text = _clip(_text(data.get("text/plain")), OUTPUT_LIMIT)
+        sizes = ", ".join(f"{m} ({len(_text(data[m])):,} chars)" for m in others)
+        return f"- {kind}: {text}" + (f" [also: {sizes}]" if sizes else "")
+    return f"- {kind}"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+async def list_files(ctx: RunContext[AgentDeps], path: str = ".") -> str:
+    """List a folder of the workspace (names; folders end with /).
+
+    Args:
+        path: Folder relative to the workspace root.
+    """
+    ws = ctx.deps.session.workspace
+    folder = ws.resolve(path)
+    if not folder.is_dir():
+        return f"{path!r} is not a folder"
+    entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    lines = [p.name + ("/" if p.is_dir() else "") for p in entries[:MAX_ENTRIES]]
+    if len(entries) > MAX_ENTRIES:
+        lines.append(f"[... {len(entries) - MAX_ENTRIES} more]")
+    return "\n".join(lines) or "(empty folder)"
+
+
+def _walk(root: Path, start: Path) -> list[Path]:
+    """Files under ``start`` that really live inside ``root`` (symlinks out are left out)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(start):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            try:
+                real = p.resolve()
+            except OSError:
+                continue
+            if root in real.parents:
+                found.append(p)
+    return found
+
+
+async def glob_files(ctx: RunContext[AgentDeps], pattern: str) -> str:
+    """Find files by glob pattern, such as `*.csv` or `data/**/*.py`, in the workspace.
+
+    Args:
+        pattern: A glob matched against paths relative to the workspace root.
+    """
+    ws = ctx.deps.session.workspace
+    files = await asyncio.to_thread(_walk, ws.root, ws.root)
+    rel = [p.relative_to(ws.root).as_posix() for p in files]
+    flat = "/" not in pattern
+    hits = [r for r in rel if fnmatch.fnmatch(r.rsplit("/", 1)[-1] if flat else r, pattern)]
+    if not hits:
+        return f"no file matches {pattern!r}"
+    out = hits[:MAX_ENTRIES]
+    return "\n".join(out) + (
+        f"\n[... {len(hits) - MAX_ENTRIES} more]" if len(hits) > len(out) else ""
+    )
+
+
+async def grep_files(
+    ctx: RunContext[AgentDeps], regex: str, path: str = ".", include: str = "*"
+) -> str:
+    """Search text files of the workspace for a regular expression; answers path:line: text.
+
+    Args:
+        regex: A Python regular expression.
+        path: Folder (or file) to search, relative to the workspace root.
+        include: Only files whose name matches this glob, such as `*.py`.
+    """
+    from pydantic_ai import ModelRetry
+
+    try:
+        rx = re.compile(regex)
+    except re.error as exc:
+        raise ModelRetry(f"invalid regular expression {regex!r}: {exc}") from None
+    ws = ctx.deps.session.workspace
+    start = ws.resolve(path)
+
+    def search() -> list[str]:
+        files = [start] if start.is_file() else _walk(ws.root, start)
+        hits: list[str] = []
+        for f in files:
+            if not fnmatch.fnmatch(f.name, include) or f.stat().st_size > ws.max_bytes:
+                continue
+            try:
+                text = f.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            rel = f.relative_to(ws.root).as_posix()
+            for n, line in enumerate(text.splitlines(), start=1):
+                if rx.search(line):
+                    hits.append(f"{rel}:{n}: {line.strip()[:200]}")
+                    if len(hits) > MAX_MATCHES:
+                        return hits
+        return hits
+
+    hits = await asyncio.to_thread(search)
+    if not hits:
+        return f"no match for {regex!r}"
+    more = "\n[... more matches: narrow the search]" if len(hits) > MAX_MATCHES else ""
+    return "\n".join(hits[:MAX_MATCHES]) + more
+
+
+async def read_file(
+    ctx: RunContext[AgentDeps], path: str, offset: int = 0, limit: int = 400
+) -> str:
+    """Read a text file of the workspace, with line numbers.
+
+    Args:
+        path: Path relative to the workspace root.
+        offset: First line to show (0-based).
+        limit: How many lines to show at most.
+    """
+    text = await asyncio.to_thread(ctx.deps.session.workspace.read_text, path)
+    if text is None:
+        return f"{path!r} does not exist"
+    lines = text.splitlines()
+    chosen = lines[max(offset, 0) : max(offset, 0) + max(limit, 1)]
+    body = "\n".join(f"{offset + i + 1:>5}| {line}" for i, line in enumerate(chosen))
+    rest = len(lines) - offset - len(chosen)
+    tail = (
+        f"\n[... {rest} more lines: read on with offset={offset + len(chosen)}]" if rest > 0 else ""
+    )
+    return _clip(body, READ_LIMIT) + tail
+
+
+async def inspect_variable(ctx: RunContext[AgentDeps], name: str) -> str:
+    """Describe a variable of the user's kernel: type, shape, dtypes, columns, head (bounded).
+
+    Nothing is evaluated: give a plain variable name.
+
+    Args:
+        name: The variable's name, such as `df`.
+    """
+    return describe(name, user_namespace(ctx.deps.session))
+
+
+async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
+    """Run a read-only shell command in the workspace root (ls, cat, grep, git status, ...).
+
+    Only commands that are certainly read-only run here; propose anything else with `shell`.
+
+    Args:
+        command: The command line.
+    """
+    verdict = classify(command)
+    if not verdict.read_only:
+        return (
+            f"not run: {verdict.reason}. Only certainly read-only commands run at once; "
+            "propose this one with the `shell` tool, which goes through the plan"
+        )
+    if ctx.deps.rules.decide("shell", command) == "deny":
+        return "not run: a permission rule denies this command"
+    result = await asyncio.to_thread(ctx.deps.session.workspace.run_shell, command, timeout=30)
+    status = "timed out" if result.timed_out else f"exit {result.returncode}"
+    out = _clip(result.stdout, 8000)
+    err = _clip(result.stderr, 2000)
+    return f"[{status}]\n{out}" + (f"\n[stderr]\n{err}" if err.strip() else "")
+
+
+READ_TOOLS = [
+    list_cells,
+    read_cell,
+    list_files,
+    glob_files,
+    grep_files,
+    read_file,
+    inspect_variable,
+    run_read_only_shell,
+]

@@ -1,0 +1,315 @@
+"""Write tools: every change goes through the Session's propose API, so the mode policy decides.
+
+- plan mode: the change is staged; the tool answers that it is queued and will not exist until
+  the person approves, so the agent moves on instead of retrying.
+- ask mode (and run/shell in auto-edit, and any "ask" rule): the run pauses (pydantic-ai's
+  ``ApprovalRequired``) until the person approves, denies with a reason, or edits the arguments.
+- auto-edit / act, or an "allow" rule: applied at once, behind a checkpoint.
+
+Arguments are validated twice, and a bad call never reaches the plan: pydantic-ai validates them
+against these signatures (the model gets a retry prompt), and the propose API validates the
+operation (its one-line error becomes a ``ModelRetry``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+
+from planbook.agent.context import AgentDeps
+from planbook.errors import (
+    OutsideWorkspace,
+    PlanbookError,
+    UnknownCell,
+    UnreadableFile,
+    UsageMistake,
+)
+from planbook.model.operations import CellType
+from planbook.model.plan import Step
+
+#: Tools that execute code or commands (auto-edit mode asks before these).
+EXECUTING = {"run_cell", "shell"}
+
+_QUEUED = (
+    "NOT applied: it is queued in the plan and will not exist until the person approves it. "
+    "Do not retry it. Continue planning (later steps may build on it), and call "
+    "present_plan(summary) when the plan is complete."
+)
+
+
+class Edit(BaseModel):
+    """Replace one exact occurrence of `search` with `replace`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search: str = Field(min_length=1, description="Exact text to find; it must occur exactly once.")
+    replace: str = Field(description="Text that takes its place.")
+
+
+def _needs_person(deps: AgentDeps, tool: str, target: str | None) -> bool:
+    mode = deps.session.mode
+    if mode == "plan":
+        return False  # staged: the plan itself is the person's review
+    rule = deps.rules.decide(tool, target)
+    if rule == "ask":
+        return True
+    if rule == "allow":
+        return False
+    return mode == "ask" or (mode == "auto-edit" and tool in EXECUTING)
+
+
+async def _write(
+    ctx: RunContext[AgentDeps],
+    tool: str,
+    target: str | None,
+    summary: str,
+    propose: Callable[[], Step],
+) -> str:
+    deps = ctx.deps
+    session = deps.session
+    if deps.rules.decide(tool, target) == "deny":
+        return (
+            f"Refused by a permission rule ([tool.planbook] denies {tool} on {target!r}). "
+            "Do not retry; find another way or tell the person."
+        )
+    if not ctx.tool_call_approved and _needs_person(deps, tool, target):
+        raise ApprovalRequired(
+            metadata={"tool": tool, "target": target, "summary": summary, "mode": session.mode}
+        )
+    try:
+        step = propose()
+    except (UsageMistake, UnknownCell, OutsideWorkspace, UnreadableFile) as exc:
+        # The call itself is wrong (bad id, path outside the workspace): the model can fix it.
+        raise ModelRetry(str(exc)) from None
+    plan = session.current_plan()
+    number = plan.steps.index(next(s for s in plan.steps if s.id == step.id)) + 1 if plan else 0
+    new_cell = getattr(step.operation, "cell_id", None) if tool == "insert_cell" else None
+    ids = f"step id {step.id}" + (f", new cell id {new_cell}" if new_cell else "")
+    if session.mode == "plan":
+        deps.say("staged", f"step {number} staged: {summary}", step_id=step.id, number=number)
+        return f"Queued as step {number} ({ids}): {_QUEUED}"
+    if step.status == "pending":
+        # The person approved this call (or a rule allows it): run exactly this step now.
+        report = session.approve(
+            f"{number}-{number}", by="ask mode" if ctx.tool_call_approved else "permission rule"
+        )
+        if not report.ok:
+            return f"Step {number} ({ids}) did not apply: {' / '.join(report.lines())}"
+        step = (session.current_plan() or plan).find_step(step.id) or step  # type: ignore[union-attr]
+    result = _result_message(session, step.id)
+    deps.say("staged", f"step {number} applied: {summary}", step_id=step.id, number=number)
+    return f"Applied as step {number} ({ids}), behind a checkpoint: {step.status}" + (
+        f"\n{result}" if result else ""
+    )
+
+
+def _result_message(session: Any, step_id: str) -> str:
+    plan = session.current_plan()
+    if plan is None:
+        return ""
+    results = [r for r in plan.results if r.step_id == step_id]
+    return results[-1].message[:4000] if results else ""
+
+
+async def insert_cell(
+    ctx: RunContext[AgentDeps],
+    source: str,
+    reason: str,
+    after: str | None = None,
+    before: str | None = None,
+    cell_type: CellType = "code",
+    run: bool = False,
+) -> str:
+    """Propose a new cell after (or before) the cell with that id; at the end with neither.
+
+    Args:
+        source: The new cell's source.
+        reason: Why the change is wanted, one sentence for the person reviewing it.
+        after: Id of the cell the new one goes after.
+        before: Id of the cell the new one goes before.
+        cell_type: code, markdown or raw.
+        run: Also run the new cell once approved.
+    """
+    where = f"after {after}" if after else f"before {before}" if before else "at the end"
+    return await _write(
+        ctx,
+        "insert_cell",
+        None,
+        f"insert {cell_type} cell {where}",
+        lambda: ctx.deps.session.propose.insert_cell(
+            source, after=after, before=before, cell_type=cell_type, reason=reason, run=run
+        ),
+    )
+
+
+async def edit_cell(
+    ctx: RunContext[AgentDeps], cell_id: str, source: str, reason: str, run: bool = False
+) -> str:
+    """Propose a new source for an existing cell.
+
+    Args:
+        cell_id: Id of the cell to change.
+        source: The cell's complete new source.
+        reason: Why the change is wanted.
+        run: Also run the cell once approved.
+    """
+    return await _write(
+        ctx,
+        "edit_cell",
+        cell_id,
+        f"edit cell {cell_id}",
+        lambda: ctx.deps.session.propose.edit_cell(cell_id, source, reason=reason, run=run),
+    )
+
+
+async def delete_cell(ctx: RunContext[AgentDeps], cell_id: str, reason: str) -> str:
+    """Propose deleting a cell.
+
+    Args:
+        cell_id: Id of the cell to remove.
+        reason: Why.
+    """
+    return await _write(
+        ctx,
+        "delete_cell",
+        cell_id,
+        f"delete cell {cell_id}",
+        lambda: ctx.deps.session.propose.delete_cell(cell_id, reason=reason),
+    )
+
+
+async def move_cell(
+    ctx: RunContext[AgentDeps], cell_id: str, after: str | None, reason: str
+) -> str:
+    """Propose moving a cell after another one (after=null moves it to the top).
+
+    Args:
+        cell_id: Id of the cell to move.
+        after: Id of the cell it goes after, or null for the top.
+        reason: Why.
+    """
+    return await _write(
+        ctx,
+        "move_cell",
+        cell_id,
+        f"move cell {cell_id} after {after}",
+        lambda: ctx.deps.session.propose.move_cell(cell_id, after=after, reason=reason),
+    )
+
+
+async def run_cell(ctx: RunContext[AgentDeps], cell_id: str, reason: str) -> str:
+    """Propose running a code cell in the kernel (its outputs land in the cell).
+
+    Args:
+        cell_id: Id of the code cell (a cell inserted by an earlier step may be used).
+        reason: Why.
+    """
+    return await _write(
+        ctx,
+        "run_cell",
+        cell_id,
+        f"run cell {cell_id}",
+        lambda: ctx.deps.session.propose.run_cell(cell_id, reason=reason),
+    )
+
+
+async def write_file(ctx: RunContext[AgentDeps], path: str, content: str, reason: str) -> str:
+    """Propose creating or overwriting a text file in the workspace.
+
+    Args:
+        path: Path relative to the workspace root.
+        content: The file's complete new text.
+        reason: Why.
+    """
+    return await _write(
+        ctx,
+        "write_file",
+        path,
+        f"write {path}",
+        lambda: ctx.deps.session.propose.write_file(path, content, reason=reason),
+    )
+
+
+async def edit_file(ctx: RunContext[AgentDeps], path: str, edits: list[Edit], reason: str) -> str:
+    """Propose search/replace edits to a text file in the workspace.
+
+    Args:
+        path: Path relative to the workspace root.
+        edits: Edits applied in order; each `search` must occur exactly once.
+        reason: Why.
+    """
+    plain = [e.model_dump() for e in edits]
+    return await _write(
+        ctx,
+        "edit_file",
+        path,
+        f"edit {path} ({len(plain)} edits)",
+        lambda: ctx.deps.session.propose.edit_file(path, plain, reason=reason),
+    )
+
+
+async def delete_file(ctx: RunContext[AgentDeps], path: str, reason: str) -> str:
+    """Propose deleting a file in the workspace.
+
+    Args:
+        path: Path relative to the workspace root.
+        reason: Why.
+    """
+    return await _write(
+        ctx,
+        "delete_file",
+        path,
+        f"delete {path}",
+        lambda: ctx.deps.session.propose.delete_file(path, reason=reason),
+    )
+
+
+async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: float = 60) -> str:
+    """Propose a shell command that may change things (run in the workspace root).
+
+    For read-only commands (ls, cat, grep, git status ...) use run_read_only_shell instead.
+
+    Args:
+        command: The command line, run by /bin/sh.
+        reason: Why.
+        timeout: Seconds before it is stopped.
+    """
+    return await _write(
+        ctx,
+        "shell",
+        command,
+        f"shell: {command[:80]}",
+        lambda: ctx.deps.session.propose.shell(command, reason=reason, timeout=timeout),
+    )
+
+
+async def withdraw_step(ctx: RunContext[AgentDeps], step_number: int, reason: str) -> str:
+    """Take a pending step out of the plan (it is kept as rejected; e.g. during a revision).
+
+    Args:
+        step_number: The step's number in the plan.
+        reason: Why.
+    """
+    try:
+        ctx.deps.session.reject([step_number])
+    except PlanbookError as exc:
+        raise ModelRetry(str(exc)) from None
+    ctx.deps.say("staged", f"step {step_number} withdrawn: {reason}", number=step_number)
+    return f"Step {step_number} withdrawn."
+
+
+WRITE_TOOLS = [
+    insert_cell,
+    edit_cell,
+    delete_cell,
+    move_cell,
+    run_cell,
+    write_file,
+    edit_file,
+    delete_file,
+    shell,
+    withdraw_step,
+]
