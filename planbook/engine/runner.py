@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,37 +24,78 @@ class CodeRunner(Protocol):
     def run(self, source: str) -> CellRun: ...
 
 
+class _OutputSink:
+    """Collects outputs in the order they happen, the way a frontend would show them."""
+
+    def __init__(self) -> None:
+        self.outputs: list[dict[str, Any]] = []
+
+    def stream(self, name: str, text: str) -> None:
+        last = self.outputs[-1] if self.outputs else None
+        if last is not None and last["output_type"] == "stream" and last["name"] == name:
+            last["text"] += text
+        elif text:
+            self.outputs.append({"output_type": "stream", "name": name, "text": text})
+
+    def rich(self, kind: str, data: dict[str, Any], metadata: dict[str, Any], **extra: Any) -> None:
+        self.outputs.append({"output_type": kind, "data": dict(data), "metadata": dict(metadata),
+                             **extra})
+
+
+class _StreamTo(io.TextIOBase):
+    def __init__(self, sink: _OutputSink, name: str) -> None:
+        self._sink, self._name = sink, name
+
+    def write(self, text: str) -> int:
+        self._sink.stream(self._name, text)
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+
+@contextmanager
+def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+
+    class Publisher(DisplayPublisher):  # type: ignore[misc]
+        def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None,
+                    *args: Any, **kwargs: Any) -> None:
+            sink.rich("display_data", data, metadata or {})
+
+        def clear_output(self, wait: bool = False) -> None:
+            sink.outputs.clear()
+
+    class ResultHook(DisplayHook):  # type: ignore[misc]
+        def __call__(self, result: Any = None) -> None:
+            if result is None:
+                return
+            data, metadata = shell.display_formatter.format(result)
+            sink.rich("execute_result", data, metadata, execution_count=shell.execution_count)
+
+    saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook
+    sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
+    shell.display_pub = Publisher(shell=shell)
+    sys.displayhook = ResultHook(shell=shell)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr, shell.display_pub, sys.displayhook = saved
+
+
 class IPythonRunner:
-    """Executes code through ``shell.run_cell`` so magics, history and ``Out`` behave as usual."""
+    """Executes code through ``shell.run_cell`` so magics and history behave as usual."""
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
 
     def run(self, source: str) -> CellRun:
-        from IPython.utils.capture import capture_output
-
         shell = self.shell
-        with capture_output(stdout=True, stderr=True, display=True) as captured:
+        sink = _OutputSink()
+        with _capture(shell, sink):
             result = shell.run_cell(source, store_history=True)
-        run = CellRun(execution_count=result.execution_count)
-        if captured.stdout:
-            run.outputs.append({"output_type": "stream", "name": "stdout", "text": captured.stdout})
-        if captured.stderr:
-            run.outputs.append({"output_type": "stream", "name": "stderr", "text": captured.stderr})
-        for item in captured.outputs:
-            run.outputs.append(
-                {"output_type": "display_data", "data": dict(item.data), "metadata": dict(item.metadata)}
-            )
-        if result.result is not None:
-            data, metadata = shell.display_formatter.format(result.result)
-            run.outputs.append(
-                {
-                    "output_type": "execute_result",
-                    "execution_count": result.execution_count,
-                    "data": data,
-                    "metadata": metadata,
-                }
-            )
+        run = CellRun(outputs=sink.outputs, execution_count=result.execution_count)
         error = result.error_before_exec or result.error_in_exec
         if error is not None:
             etype = type(error)

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.file import FileNotebook
+from planbook.documents.memory import MemoryNotebook
+from planbook.errors import MetadataError, UnknownCell
+from tests.conftest import make_notebook, sources
+
+
+@pytest.fixture(params=["memory", "file"])
+def doc(request: pytest.FixtureRequest, tmp_path: Path) -> NotebookDocument:
+    if request.param == "memory":
+        return MemoryNotebook([Cell(id="c1", source="a"), Cell(id="c2", source="b")])
+    return FileNotebook(make_notebook(tmp_path / "n.ipynb", ["a", "b"]))
+
+
+def ids(doc: NotebookDocument) -> list[str]:
+    return [c.id for c in doc.cells()]
+
+
+def test_every_operation_by_cell_id(doc: NotebookDocument) -> None:
+    assert isinstance(doc, NotebookDocument)
+    doc.insert_cell(1, Cell(id="new", source="n", cell_type="markdown"))
+    assert ids(doc) == ["c1", "new", "c2"]
+    doc.replace_cell(Cell(id="c2", source="B", outputs=[{"output_type": "stream", "name": "stdout",
+                                                           "text": "hi"}], execution_count=3))
+    c2 = doc.cells()[2]
+    assert (c2.source, c2.execution_count, c2.outputs[0]["text"]) == ("B", 3, "hi")
+    doc.move_cell("c2", 0)
+    assert ids(doc) == ["c2", "c1", "new"]
+    doc.delete_cell("c1")
+    assert ids(doc) == ["c2", "new"]
+    with pytest.raises(UnknownCell, match="no cell with id 'zzz'"):
+        doc.delete_cell("zzz")
+
+
+def test_a_failed_transaction_applies_nothing(doc: NotebookDocument) -> None:
+    before = doc.cells()
+    with pytest.raises(RuntimeError), doc.transaction():
+        doc.delete_cell("c1")
+        doc.set_metadata("planbook", {"x": 1})
+        raise RuntimeError("boom")
+    assert doc.cells() == before
+    assert doc.get_metadata("planbook") is None
+
+
+def test_file_backend_saves_atomically_and_sees_outside_edits(tmp_path: Path) -> None:
+    path = make_notebook(tmp_path / "n.ipynb", ["a", "b"])
+    doc = FileNotebook(path)
+    doc.replace_cell(Cell(id="c1", source="changed"))
+    assert sources(path) == [("c1", "changed"), ("c2", "b")]
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].source = "edited elsewhere"
+    nbformat.write(nb, path)
+    assert doc.cells()[1].source == "edited elsewhere"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.ipynb"]
+
+
+def test_old_notebooks_get_cell_ids_saved(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(nbformat_minor=4)
+    nb.cells = [nbformat.v4.new_code_cell("a")]
+    nb.cells[0].pop("id", None)
+    path = tmp_path / "old.ipynb"
+    path.write_text(nbformat.writes(nb, version=4).replace('"nbformat_minor": 5', '"nbformat_minor": 4'))
+    doc = FileNotebook(path)
+    cell_id = doc.cells()[0].id
+    assert cell_id and sources(path) == [(cell_id, "a")]
+
+
+def test_missing_or_broken_notebook_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(MetadataError, match="does not exist"):
+        FileNotebook(tmp_path / "nope.ipynb")
+    (tmp_path / "bad.ipynb").write_text("{not json")
+    with pytest.raises(MetadataError, match="not a readable notebook"):
+        FileNotebook(tmp_path / "bad.ipynb")

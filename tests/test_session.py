@@ -1,0 +1,252 @@
+"""The Python API against real notebook files: staging, approval, execution, integrity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from planbook.errors import PlanbookError, UnknownCell, UnknownStep, UsageMistake
+from planbook.session import Session
+from tests.conftest import reopen, sources
+
+
+def test_staging_changes_nothing_until_approval(session: Session, nb_path: Path) -> None:
+    before = sources(nb_path)
+    session.propose.insert_cell("y = 2", after="c1", reason="add y")
+    session.propose.edit_cell("c2", "x = 10", reason="bigger")
+    session.propose.delete_cell("c3", reason="noise")
+    session.propose.write_file("helpers.py", "def f():\n    return 1\n", reason="helper")
+    session.propose.shell("touch made-by-shell", reason="marker")
+    assert sources(nb_path) == before
+    assert sorted(p.name for p in nb_path.parent.iterdir()) == ["analysis.ipynb"]
+    assert [s.status for s in session.plan.steps] == ["pending"] * 5
+
+
+def test_approve_some_runs_exactly_those_in_order(session: Session, nb_path: Path) -> None:
+    session.propose.insert_cell("y = 2", after="c1", reason="add y")
+    session.propose.edit_cell("c2", "x = 10", reason="bigger")
+    session.propose.write_file("notes.txt", "hello\n", reason="notes")
+    report = session.approve("1,3")
+    assert report.ok and [o.number for o in report.outcomes] == [1, 3]
+    cells = sources(nb_path)
+    assert [src for _, src in cells] == ["import math", "y = 2", "x = 1", "print(x + 1)"]
+    assert (nb_path.parent / "notes.txt").read_text() == "hello\n"
+    assert [s.status for s in session.plan.steps] == ["done", "pending", "done"]
+    assert session.plan.state == "awaiting_approval"
+
+
+def test_approve_n_means_the_first_n_pending(session: Session, nb_path: Path) -> None:
+    for n in range(4):
+        session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}")
+    session.approve(2)
+    assert [s.status for s in session.plan.steps] == ["done", "done", "pending", "pending"]
+    session.approve("1")
+    assert [s.status for s in session.plan.steps] == ["done", "done", "done", "pending"]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("0", "selects nothing|start at 1"),
+    ("99", "only 1 pending"),
+    ("x", "`x` is not a step number"),
+    ("1,99", "there is no step 99"),
+    ("3-1", "empty range"),
+])
+def test_bad_step_selections_are_refused_and_change_nothing(session: Session, nb_path: Path,
+                                                            spec: str, message: str) -> None:
+    session.propose.insert_cell("y = 2", reason="y")
+    before = nb_path.read_bytes()
+    with pytest.raises(UsageMistake, match=message):
+        session.approve(spec)
+    assert nb_path.read_bytes() == before
+    assert session.plan.steps[0].status == "pending"
+
+
+def test_empty_plan_and_nothing_pending(session: Session) -> None:
+    with pytest.raises(UsageMistake, match="no plan yet"):
+        session.approve()
+    session.propose.insert_cell("y = 2", reason="y")
+    session.approve()
+    with pytest.raises(UsageMistake, match="no step is pending"):
+        session.approve()
+    with pytest.raises(UsageMistake, match="nothing to reject"):
+        session.reject()
+
+
+def test_unknown_cell_and_missing_anchor_are_refused(session: Session) -> None:
+    for call in (lambda: session.propose.edit_cell("nope", "x"),
+                 lambda: session.propose.insert_cell("x", after="nope"),
+                 lambda: session.propose.run_cell("nope"),
+                 lambda: session.propose.move_cell("c1", after="nope")):
+        with pytest.raises(UnknownCell, match="'nope'"):
+            call()
+    assert session.current_plan() is None or not session.plan.steps
+
+
+def test_malformed_arguments_never_reach_the_plan(session: Session) -> None:
+    with pytest.raises(UsageMistake, match="invalid InsertCell argument `cell_type`"):
+        session.propose.insert_cell("x", cell_type="python")  # type: ignore[arg-type]
+    with pytest.raises(UsageMistake, match="after. or .before., not both"):
+        session.propose.insert_cell("x", after="c1", before="c2")
+    with pytest.raises(UsageMistake, match="list of"):
+        session.propose.edit_file("a.txt", {"search": "a", "replace": "b"})  # type: ignore[arg-type]
+    with pytest.raises(PlanbookError, match="outside the workspace"):
+        session.propose.write_file("../escape.txt", "x")
+    assert session.current_plan() is None or not session.plan.steps
+
+
+def test_later_steps_build_on_earlier_staged_ones(session: Session, nb_path: Path) -> None:
+    inserted = session.propose.insert_cell("z = 3", after="c3", reason="z")
+    session.propose.edit_cell(inserted.operation.cell_id, "z = 4", reason="fix z")  # type: ignore[union-attr]
+    session.propose.write_file("m.py", "A = 1\n", reason="module")
+    session.propose.edit_file("m.py", [{"search": "A = 1", "replace": "A = 2"}], reason="bump")
+    assert session.plan.steps[1].depends_on == (inserted.id,)
+    with pytest.raises(UsageMistake, match="builds on step 1"):
+        session.approve([2])
+    assert session.approve().ok
+    assert sources(nb_path)[-1][1] == "z = 4"
+    assert (nb_path.parent / "m.py").read_text() == "A = 2\n"
+
+
+def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path: Path) -> None:
+    session.propose.edit_cell("c2", "x = 10", reason="bigger")
+    session.propose.write_file("data.txt", "new\n", reason="data")
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells[1].source = "x = 'mine'"
+    nbformat.write(nb, nb_path)
+    (nb_path.parent / "data.txt").write_text("someone else's")
+    report = session.approve()
+    assert not report.ok
+    assert report.outcomes[0].status == "conflict"
+    assert "changed after the step was staged" in report.outcomes[0].message
+    assert sources(nb_path)[1][1] == "x = 'mine'"
+    assert (nb_path.parent / "data.txt").read_text() == "someone else's"
+    steps = session.plan.steps
+    assert [s.status for s in steps] == ["conflict", "pending"]
+    report = session.approve()
+    assert report.outcomes[0].status == "conflict"
+    assert "exists now but did not" in report.outcomes[0].message
+
+
+def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Path) -> None:
+    session.propose.insert_cell("a = 1", reason="a")
+    session.propose.insert_cell("b = 2", reason="b")
+    original_run = session.executor._run_step
+    tampered = {"done": False}
+
+    def tamper_then_run(plan, step):  # type: ignore[no-untyped-def]
+        outcome = original_run(plan, step)
+        if not tampered["done"]:
+            tampered["done"] = True
+            # someone rewrites the second approved step in the saved plan
+            raw = json.loads(json.dumps(session.document.get_metadata("planbook")))
+            raw["plans"][0]["revisions"][-1]["steps"][1]["operation"]["source"] = "import os; os.remove('x')"
+            session.document.set_metadata("planbook", raw)
+            session.store.sync()
+        return outcome
+
+    session.executor._run_step = tamper_then_run  # type: ignore[method-assign]
+    report = session.approve()
+    assert report.stopped and "approval hash mismatch" in report.stopped
+    assert [src for _, src in sources(nb_path)][-1] == "a = 1"
+    assert "import os" not in nb_path.read_text().split('"planbook"')[0]
+    assert session.plan.steps[1].status == "pending"
+
+
+def test_reject_skip_move_revise_history_diff(session: Session) -> None:
+    for n in range(1, 5):
+        session.propose.insert_cell(f"s{n} = {n}", reason=f"s{n}")
+    ids = [s.id for s in session.plan.steps]
+    session.skip(2)
+    with pytest.raises(UsageMistake, match="only a pending step can be skipped"):
+        session.skip(2)
+    session.move(4, before=1)
+    assert [s.id for s in session.plan.steps] == [ids[3], ids[0], ids[1], ids[2]]
+    revision = session.revise("use smaller numbers")
+    assert revision.number == 2 and len(session.plan.revisions) == 2
+    assert session.diff_revisions(1, 2).splitlines()[0] == "feedback: use smaller numbers"
+    assert "moved" in session.diff_revisions(1, 2) or session.plan.revisions[0].steps[0].id == ids[3]
+    session.reject("3")
+    assert session.plan.steps[2].status == "rejected"
+    with pytest.raises(UnknownStep):
+        session.skip(9)
+    session.approve()  # runs the pending ones only: 1, 2 (skipped stays), 4
+    assert [s.status for s in session.plan.steps] == ["done", "done", "rejected", "done"]
+    assert "revision 1" in session.history() and "revision 2" in session.history()
+
+
+def test_reject_everything_cancels_the_plan(session: Session, nb_path: Path) -> None:
+    session.propose.insert_cell("a = 1", reason="a")
+    session.reject()
+    assert session.store.state.plans[0].state == "cancelled"
+    step = session.propose.insert_cell("b = 1", reason="b")
+    assert session.plan.id != session.store.state.plans[0].id and session.plan.steps == [step]
+
+
+def test_the_plan_survives_a_restart_and_can_be_approved(session: Session, nb_path: Path) -> None:
+    session.propose.edit_cell("c2", "x = 5", reason="five")
+    session.propose.write_file("out.txt", "5\n", reason="five")
+    again = reopen(nb_path)
+    assert [s.status for s in again.plan.steps] == ["pending", "pending"]
+    assert again.approve().ok
+    assert sources(nb_path)[1][1] == "x = 5"
+    stored = nbformat.read(nb_path, as_version=4).metadata["planbook"]
+    assert stored["schema_version"] == 1
+    approval = stored["plans"][0]["approvals"][0]
+    assert len(approval["sha256"]) == 64 and approval["step_ids"]
+
+
+def test_corrupted_or_future_metadata_is_refused_and_untouched(nb_path: Path) -> None:
+    for bad, message in (({"schema_version": 99}, "newer than this planbook"),
+                         ({"schema_version": 1, "plans": "oops"}, "corrupted at plans"),
+                         (["not", "an", "object"], "is a list")):
+        nb = nbformat.read(nb_path, as_version=4)
+        nb.metadata["planbook"] = bad
+        nbformat.write(nb, nb_path)
+        raw = nb_path.read_bytes()
+        with pytest.raises(PlanbookError, match=message):
+            reopen(nb_path)
+        assert nb_path.read_bytes() == raw
+
+
+def test_modes_decide_what_applies(session: Session, nb_path: Path) -> None:
+    session.set_mode("act")
+    step = session.propose.edit_cell("c2", "x = 2", reason="act")
+    assert step.status == "done" and sources(nb_path)[1][1] == "x = 2"
+    session.set_mode("auto-edit")
+    session.propose.shell("touch ran", reason="not yet")
+    assert not (nb_path.parent / "ran").exists()
+    session.propose.edit_cell("c1", "import math as m", reason="edit applies")
+    assert sources(nb_path)[0][1] == "import math as m"
+    session.set_mode("plan")
+    session.propose.edit_cell("c1", "import os", reason="staged")
+    assert sources(nb_path)[0][1] == "import math as m"
+    with pytest.raises(PlanbookError, match="unknown mode `bogus`"):
+        session.set_mode("bogus")
+
+
+def test_shell_step_timeout_fails_and_later_steps_stay_pending(session: Session) -> None:
+    session.propose.shell("sleep 5", reason="slow", timeout=0.3)
+    session.propose.write_file("after.txt", "x", reason="after")
+    report = session.approve()
+    assert report.outcomes[0].status == "failed" and "timed out after 0.3s" in report.outcomes[0].message
+    assert [s.status for s in session.plan.steps] == ["failed", "pending"]
+    assert report.left_pending == 1
+    assert not (session.workspace.root / "after.txt").exists()
+
+
+def test_dry_run_changes_nothing(session: Session, nb_path: Path) -> None:
+    session.propose.edit_cell("c2", "x = 3", reason="x")
+    raw = nb_path.read_bytes()
+    report = session.approve(dry_run=True)
+    assert [o.status for o in report.outcomes] == ["would run"]
+    assert nb_path.read_bytes() == raw
+
+
+def test_a_step_without_a_kernel_fails_clearly(session: Session) -> None:
+    session.propose.run_cell("c3", reason="run")
+    report = session.approve()
+    assert report.outcomes[0].status == "failed"
+    assert "needs an IPython kernel" in report.outcomes[0].message
