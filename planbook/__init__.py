@@ -13,15 +13,25 @@ from typing import Any
 
 from planbook.session import Session
 
-__all__ = ["Session", "session", "load_ipython_extension", "unload_ipython_extension", "__version__"]
+__all__ = [
+    "Session",
+    "__version__",
+    "load_ipython_extension",
+    "session",
+    "unload_ipython_extension",
+]
 __version__ = "0.1.0"
 
 _current: Session | None = None
 _lock = threading.Lock()
 
 
-def session(notebook: str | os.PathLike[str] | None = None, *, root: str | os.PathLike[str] | None = None,
-            fresh: bool = False) -> Session:
+def session(
+    notebook: str | os.PathLike[str] | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    fresh: bool = False,
+) -> Session:
     """The session of this kernel (created on first use).
 
     ``notebook``: the .ipynb to edit; by default the one this kernel belongs to
@@ -34,7 +44,11 @@ def session(notebook: str | os.PathLike[str] | None = None, *, root: str | os.Pa
 
     with _lock:
         wanted = Path(notebook).resolve() if notebook is not None else None
-        if _current is not None and not fresh and (wanted is None or wanted == _current.notebook_path):
+        if (
+            _current is not None
+            and not fresh
+            and (wanted is None or wanted == _current.notebook_path)
+        ):
             return _current
         located = open_document(wanted)
         workspace = None

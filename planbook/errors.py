@@ -33,9 +33,7 @@ class UnknownStep(UsageMistake):
 
 class UnknownCheckpoint(UsageMistake):
     def __init__(self, checkpoint: str) -> None:
-        super().__init__(
-            f"no checkpoint {checkpoint!r}: list them with `%checkpoints`"
-        )
+        super().__init__(f"no checkpoint {checkpoint!r}: list them with `%checkpoints`")
 
 
 class OutsideWorkspace(PlanbookError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -19,8 +19,21 @@ from planbook.errors import PlanbookError
 from planbook.session import Session
 
 T = TypeVar("T")
-PLAN_SUBCOMMANDS = ("show", "text", "on", "off", "revise", "skip", "unskip", "move", "history",
-                    "diff", "cells", "panel", "reset")
+PLAN_SUBCOMMANDS = (
+    "show",
+    "text",
+    "on",
+    "off",
+    "revise",
+    "skip",
+    "unskip",
+    "move",
+    "history",
+    "diff",
+    "cells",
+    "panel",
+    "reset",
+)
 
 
 @contextmanager
@@ -37,14 +50,18 @@ def _session() -> Session:
 
 
 def show_plan(session: Session) -> None:
-    display({"text/markdown": session.render_markdown(), "text/plain": session.render_text()},
-            raw=True)
+    display(
+        {"text/markdown": session.render_markdown(), "text/plain": session.render_text()}, raw=True
+    )
 
 
 def show_report(session: Session, report: Any) -> None:
     print(report)
     if any(o.status != "done" for o in report.outcomes) or report.stopped:
-        print("see `%plan` for the plan as it stands", file=sys.stderr if not report.ok else sys.stdout)
+        print(
+            "see `%plan` for the plan as it stands",
+            file=sys.stderr if not report.ok else sys.stdout,
+        )
 
 
 def _int(token: str, what: str) -> int:
@@ -87,8 +104,14 @@ class PlanbookMagics(Magics):
             print(session.render_text())
         elif cmd in ("on", "off"):
             mode = session.set_mode("plan" if cmd == "on" else "act")
-            print(f"planbook: mode {mode}" + (" (changes are staged for your approval)"
-                                              if mode == "plan" else " (changes apply at once, each with a checkpoint)"))
+            print(
+                f"planbook: mode {mode}"
+                + (
+                    " (changes are staged for your approval)"
+                    if mode == "plan"
+                    else " (changes apply at once, each with a checkpoint)"
+                )
+            )
         elif cmd == "revise":
             if not rest:
                 raise UsageError('say what should change: `%plan revise "use a bar chart"`')
@@ -155,21 +178,34 @@ class PlanbookMagics(Magics):
         body = cell.rstrip("\n")
         with _as_usage_errors():
             if args.replace:
-                step = session.propose.edit_cell(args.replace, body, reason=args.reason, run=args.run)
+                step = session.propose.edit_cell(
+                    args.replace, body, reason=args.reason, run=args.run
+                )
             else:
                 step = session.propose.insert_cell(
-                    body, after=args.after, before=args.before, reason=args.reason, run=args.run,
-                    cell_type="markdown" if args.markdown else "code")
+                    body,
+                    after=args.after,
+                    before=args.before,
+                    reason=args.reason,
+                    run=args.run,
+                    cell_type="markdown" if args.markdown else "code",
+                )
         plan = session.current_plan()
         number = plan.steps.index(step) + 1 if plan and step in plan.steps else "?"
         verb = "applied" if step.status == "done" else "staged"
-        print(f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
-              + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`"))
+        print(
+            f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
+            + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
+        )
 
     @line_magic
     @magic_arguments()
-    @argument("steps", nargs="?", default=None,
-              help="N approves the first N pending steps; 1,3-5 those steps; nothing: all")
+    @argument(
+        "steps",
+        nargs="?",
+        default=None,
+        help="N approves the first N pending steps; 1,3-5 those steps; nothing: all",
+    )
     @argument("--dry-run", action="store_true", help="check what would run, change nothing")
     def approve(self, line: str) -> None:
         """Approve pending steps and run exactly those, in order, each behind a checkpoint."""
@@ -197,8 +233,12 @@ class PlanbookMagics(Magics):
 
     @line_magic
     @magic_arguments()
-    @argument("checkpoint", nargs="?", default=None,
-              help="checkpoint id or number (see %%checkpoints); nothing: undo the last step")
+    @argument(
+        "checkpoint",
+        nargs="?",
+        default=None,
+        help="checkpoint id or number (see %%checkpoints); nothing: undo the last step",
+    )
     @argument("--force", action="store_true", help="roll back even over changes made since")
     def rollback(self, line: str) -> None:
         """Undo the last executed step, or everything after a checkpoint (itself undoable)."""
@@ -206,8 +246,10 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             record = session.rollback(args.checkpoint, force=args.force)
-        print(f"planbook: rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
-              f"`%rollback {record.id}`. Variables in the kernel are not rolled back.")
+        print(
+            f"planbook: rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+            f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
+        )
 
     @line_magic
     def mode(self, line: str) -> None:

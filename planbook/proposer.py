@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
-    """Validate operation arguments; a bad one is a one-line `UsageMistake`, never a partial step."""
+    """Validate operation arguments: a bad one is a one-line `UsageMistake`, never a step."""
     try:
         return cls(**fields)
     except ValidationError as exc:
@@ -50,11 +50,25 @@ class Proposer:
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
         return self._session.stage(op, reason=reason, run=run)
 
-    def insert_cell(self, source: str, *, after: str | None = None, before: str | None = None,
-                    cell_type: CellType = "code", reason: str = "", run: bool = False) -> Step:
+    def insert_cell(
+        self,
+        source: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        cell_type: CellType = "code",
+        reason: str = "",
+        run: bool = False,
+    ) -> Step:
         """Propose a new cell after/before the cell with that id (at the end with neither)."""
-        op = build(InsertCell, cell_id=new_cell_id(), source=source, cell_type=cell_type,
-                   after=after, before=before)
+        op = build(
+            InsertCell,
+            cell_id=new_cell_id(),
+            source=source,
+            cell_type=cell_type,
+            after=after,
+            before=before,
+        )
         return self._stage(op, reason, run)
 
     def edit_cell(self, cell_id: str, source: str, *, reason: str = "", run: bool = False) -> Step:
@@ -74,10 +88,11 @@ class Proposer:
     def write_file(self, path: str, content: str, *, reason: str = "") -> Step:
         return self._stage(build(WriteFile, path=self._path(path), content=content), reason)
 
-    def edit_file(self, path: str, edits: Sequence[Mapping[str, str] | TextEdit], *,
-                  reason: str = "") -> Step:
+    def edit_file(
+        self, path: str, edits: Sequence[Mapping[str, str] | TextEdit], *, reason: str = ""
+    ) -> Step:
         """Propose search/replace edits: ``[{"search": old, "replace": new}, ...]``."""
-        if isinstance(edits, Mapping) or isinstance(edits, str):
+        if isinstance(edits, (Mapping, str)):
             raise UsageMistake('`edits` is a list of {"search": ..., "replace": ...} objects')
         return self._stage(build(EditFile, path=self._path(path), edits=tuple(edits)), reason)
 

@@ -8,23 +8,35 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.views import StepView, step_title
 
-__all__ = ["step_title", "unified_diff", "plan_markdown", "plan_text", "checkpoints_text"]
+__all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
 
 ICONS = {
-    "insert_cell": "➕", "edit_cell": "✏️", "delete_cell": "🗑️", "move_cell": "↕️",
-    "run_cell": "▶️", "write_file": "📄", "edit_file": "📝", "delete_file": "❌", "shell": "💲",
+    "insert_cell": "➕",
+    "edit_cell": "✏️",
+    "delete_cell": "🗑️",
+    "move_cell": "↕️",
+    "run_cell": "▶️",
+    "write_file": "📄",
+    "edit_file": "📝",
+    "delete_file": "❌",
+    "shell": "💲",
 }
 _MAX_DIFF_LINES = 200
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
-    lines = list(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{name}", tofile=f"b/{name}", n=3,
-    ))
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+            n=3,
+        )
+    )
     if len(lines) > _MAX_DIFF_LINES:
         hidden = len(lines) - _MAX_DIFF_LINES
-        lines = lines[:_MAX_DIFF_LINES] + [f"... {hidden} more diff lines (see the panel)\n"]
+        lines = [*lines[:_MAX_DIFF_LINES], f"... {hidden} more diff lines (see the panel)\n"]
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
@@ -56,7 +68,9 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out += [plan.current.summary, ""]
     for v in views:
         status = v.status.replace("_", " ")
-        out.append(f"**{v.number}. {ICONS.get(v.kind, '')} {v.title}** · {v.risk} risk · *{status}*")
+        out.append(
+            f"**{v.number}. {ICONS.get(v.kind, '')} {v.title}** · {v.risk} risk · *{status}*"
+        )
         if v.reason:
             out.append(f"> {v.reason}")
         if v.error:
@@ -65,8 +79,11 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
         body = _body(v)
         if body:
-            fence = "diff" if v.kind not in ("run_cell", "shell") else (
-                "python" if v.kind == "run_cell" else "sh")
+            fence = (
+                "diff"
+                if v.kind not in ("run_cell", "shell")
+                else ("python" if v.kind == "run_cell" else "sh")
+            )
             out += ["", f"```{fence}", body.rstrip("\n"), "```"]
         out.append("")
     if not views:
@@ -74,8 +91,10 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
     return "\n".join(out)
 
 
-def plan_text(plan: Plan, views: list[StepView], *, mode: str, backend: str, color: bool = False) -> str:
-    out = header(plan, mode=mode, backend=backend) + [""]
+def plan_text(
+    plan: Plan, views: list[StepView], *, mode: str, backend: str, color: bool = False
+) -> str:
+    out = [*header(plan, mode=mode, backend=backend), ""]
     if plan.current.summary:
         out += [plan.current.summary, ""]
     for v in views:
@@ -109,6 +128,8 @@ def checkpoints_text(checkpoints: list[Checkpoint]) -> str:
     for n, cp in enumerate(checkpoints, start=1):
         state = "active" if cp.active else f"rolled back by {cp.undone_by}"
         targets = [f"cell {c.cell_id}" for c in cp.cells] + [f"file {f.path}" for f in cp.files]
-        out.append(f"{n}. {cp.id}  {cp.at:%Y-%m-%d %H:%M:%S}  {cp.label}  [{state}]"
-                   + (f"  ({', '.join(targets)})" if targets else ""))
+        out.append(
+            f"{n}. {cp.id}  {cp.at:%Y-%m-%d %H:%M:%S}  {cp.label}  [{state}]"
+            + (f"  ({', '.join(targets)})" if targets else "")
+        )
     return "\n".join(out)

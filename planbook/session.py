@@ -24,7 +24,7 @@ from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
 from planbook.errors import PlanbookError, UsageMistake
-from planbook.events import Event, EventBus, Listener
+from planbook.events import Event, EventBus, EventKind, Listener
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import AnyOperation
 from planbook.model.plan import Approval, Plan, Revision, Step
@@ -72,10 +72,21 @@ class Session:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         return self.events.subscribe(listener)
 
-    def _changed(self, kind: str = "plan_changed", plan: Plan | None = None, message: str = "",
-                 **data: Any) -> None:
-        self.events.emit(Event(kind=kind, plan_id=plan.id if plan else None,  # type: ignore[arg-type]
-                               message=message, data=data))
+    def _changed(
+        self,
+        kind: EventKind = "plan_changed",
+        plan: Plan | None = None,
+        message: str = "",
+        **data: Any,
+    ) -> None:
+        self.events.emit(
+            Event(
+                kind=kind,
+                plan_id=plan.id if plan else None,
+                message=message,
+                data=data,
+            )
+        )
 
     # --- mode --------------------------------------------------------------------------------
     @property
@@ -94,7 +105,7 @@ class Session:
     # --- plans -------------------------------------------------------------------------------
     @property
     def plan(self) -> PlanHandle:
-        """The current plan: shows itself in Jupyter; ``await session.plan(task)`` asks the agent."""
+        """The current plan: shown in Jupyter; ``await session.plan(task)`` asks the agent."""
         from planbook.plan_handle import PlanHandle
 
         return PlanHandle(self)
@@ -145,25 +156,41 @@ class Session:
             plan = self._open_plan()
             if plan.state == "executing":
                 raise UsageMistake("a run is in progress: stage new steps when it has finished")
-            step = planning.stage(plan, op, reason=reason, cells=self.document.cells(),
-                                  workspace=self.workspace, run_at_approval=run)
+            step = planning.stage(
+                plan,
+                op,
+                reason=reason,
+                cells=self.document.cells(),
+                workspace=self.workspace,
+                run_at_approval=run,
+            )
             self.store.log("staged", f"{step.id} {op.kind}")
             self.store.save()
-        self.events.emit(Event(kind="staged", plan_id=plan.id, step_id=step.id,
-                               status=step.status, message=step.operation.kind))
+        self.events.emit(
+            Event(
+                kind="staged",
+                plan_id=plan.id,
+                step_id=step.id,
+                status=step.status,
+                message=step.operation.kind,
+            )
+        )
         if decision == "apply":
             number = plan.steps.index(step) + 1
             report = self.approve(f"{number}-{number}", by=f"policy ({self.mode} mode)")
             applied = self._require_plan().find_step(step.id) or step
             if not report.ok:
-                raise PlanbookError(f"{self.mode} mode applied step {number}, which "
-                                    f"{applied.status}: {applied.error or report}")
+                raise PlanbookError(
+                    f"{self.mode} mode applied step {number}, which "
+                    f"{applied.status}: {applied.error or report}"
+                )
             return applied
         return step
 
     # --- deciding ----------------------------------------------------------------------------
-    def approve(self, steps: StepSelection = None, *, dry_run: bool = False,
-                by: str | None = None) -> RunReport:
+    def approve(
+        self, steps: StepSelection = None, *, dry_run: bool = False, by: str | None = None
+    ) -> RunReport:
         """Approve pending steps (all, the first n, or "1,3-5") and run exactly those."""
         with self._lock:
             self.store.sync()
@@ -178,14 +205,20 @@ class Session:
             self._check_selection(plan, chosen)
             if dry_run:
                 return self._dry_run(plan, chosen)
-            approval = Approval(revision=plan.current.number, step_ids=tuple(s.id for s in chosen),
-                                sha256=approval_hash(chosen), by=by or self.store.user)
+            approval = Approval(
+                revision=plan.current.number,
+                step_ids=tuple(s.id for s in chosen),
+                sha256=approval_hash(chosen),
+                by=by or self.store.user,
+            )
             plan.approvals.append(approval)
             for step in chosen:
                 step.status = "approved"
             plan.fire("approve")
-            self.store.log("approved", f"{plan.id} steps {','.join(approval.step_ids)} "
-                           f"sha256={approval.sha256}")
+            self.store.log(
+                "approved",
+                f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
+            )
             self.store.save()
             self._changed(plan=plan)
             return self.executor.run(plan.id, approval)
@@ -195,8 +228,10 @@ class Session:
         ids = {s.id for s in chosen}
         for step in chosen:
             if step.status != "pending":
-                raise UsageMistake(f"step {numbers[step.id]} is {step.status}, not pending; "
-                                   "only pending steps can be approved")
+                raise UsageMistake(
+                    f"step {numbers[step.id]} is {step.status}, not pending; "
+                    "only pending steps can be approved"
+                )
             for dep in step.depends_on:
                 dep_step = plan.find_step(dep)
                 if dep_step is not None and dep not in ids and dep_step.status != "done":
@@ -215,7 +250,9 @@ class Session:
                     check_drift(step.operation, step.base, self.document, self.workspace)
                 outcome = StepOutcome(number, step.id, step.operation.kind, "would run")
             except PlanbookError as exc:
-                outcome = StepOutcome(number, step.id, step.operation.kind, "would conflict", str(exc))
+                outcome = StepOutcome(
+                    number, step.id, step.operation.kind, "would conflict", str(exc)
+                )
             report.outcomes.append(outcome)
         return report
 
@@ -235,8 +272,10 @@ class Session:
                 raise UsageMistake("nothing to reject: no step is pending")
             for step in chosen:
                 if step.status not in ("pending", "skipped"):
-                    raise UsageMistake(f"step {plan.steps.index(step) + 1} is {step.status}; "
-                                       "only pending steps can be rejected")
+                    raise UsageMistake(
+                        f"step {plan.steps.index(step) + 1} is {step.status}; "
+                        "only pending steps can be rejected"
+                    )
                 step.status = "rejected"
             if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
                 plan.fire("finish" if any(s.status == "done" for s in plan.steps) else "reject")
@@ -264,16 +303,20 @@ class Session:
         return self._edit_plan(lambda p: planning.set_skipped(p, number, False), f"unskip {number}")  # type: ignore[no-any-return]
 
     def move(self, number: int, *, before: int) -> None:
-        self._edit_plan(lambda p: planning.move(p, number, before), f"move {number} before {before}")
+        self._edit_plan(
+            lambda p: planning.move(p, number, before), f"move {number} before {before}"
+        )
 
     def revise(self, feedback: str) -> Revision:
         return self._edit_plan(lambda p: planning.revise(p, feedback), f"revise: {feedback}")  # type: ignore[no-any-return]
 
     def set_summary(self, summary: str) -> None:
         """The agent's ``present_plan``: the plan now waits for the person's approval."""
+
         def change(plan: Plan) -> None:
             planning.editable(plan, "presented").summary = summary
             plan.fire("present")
+
         self._edit_plan(change, "presented")
 
     def request_stop(self) -> None:
@@ -294,8 +337,13 @@ class Session:
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
             record = rollback(self.store, writer, target, force=force)
-        self.events.emit(Event(kind="rolled_back", message=record.label,
-                               data={"checkpoint": record.id, "undid": record.undid}))
+        self.events.emit(
+            Event(
+                kind="rolled_back",
+                message=record.label,
+                data={"checkpoint": record.id, "undid": record.undid},
+            )
+        )
         self._changed()
         return record
 
@@ -309,23 +357,36 @@ class Session:
             return []
         if revision is not None and revision != plan.current.number:
             plan = plan.model_copy(update={"revisions": [plan.revision(revision)]})
-        return step_views(plan, self.document.cells(), self.workspace,
-                          self.store.state.checkpoints, self.store.blobs)
+        return step_views(
+            plan,
+            self.document.cells(),
+            self.workspace,
+            self.store.state.checkpoints,
+            self.store.blobs,
+        )
 
     def render_markdown(self) -> str:
         plan = self.current_plan()
         if plan is None:
-            return (f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
-                    "Stage a step with `%%propose --after <cell id>`.")
-        return plan_markdown(plan, self.step_views(plan), mode=self.mode,
-                             backend=self.document.description)
+            return (
+                f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
+                "Stage a step with `%%propose --after <cell id>`."
+            )
+        return plan_markdown(
+            plan, self.step_views(plan), mode=self.mode, backend=self.document.description
+        )
 
     def render_text(self, *, color: bool = False) -> str:
         plan = self.current_plan()
         if plan is None:
             return f"no plan yet (mode: {self.mode}; notebook: {self.document.description})\n"
-        return plan_text(plan, self.step_views(plan), mode=self.mode,
-                         backend=self.document.description, color=color)
+        return plan_text(
+            plan,
+            self.step_views(plan),
+            mode=self.mode,
+            backend=self.document.description,
+            color=color,
+        )
 
     def checkpoints_text(self) -> str:
         return checkpoints_text(self.checkpoints())
@@ -335,9 +396,13 @@ class Session:
         lines = []
         for rev in plan.revisions:
             approved = [a for a in plan.approvals if a.revision == rev.number]
-            lines.append(f"revision {rev.number}" + (f" (from {rev.parent})" if rev.parent else "")
-                         + f": {len(rev.steps)} steps" + (f"; feedback: {rev.feedback}" if rev.feedback else "")
-                         + (f"; approved {len(approved)}x" if approved else ""))
+            lines.append(
+                f"revision {rev.number}"
+                + (f" (from {rev.parent})" if rev.parent else "")
+                + f": {len(rev.steps)} steps"
+                + (f"; feedback: {rev.feedback}" if rev.feedback else "")
+                + (f"; approved {len(approved)}x" if approved else "")
+            )
         return "\n".join(lines)
 
     def diff_revisions(self, a: int, b: int) -> str:

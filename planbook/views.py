@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Literal
 
@@ -103,16 +104,24 @@ def step_title(step: Step, proj: Projection | None = None) -> str:
     op = step.operation
     match op:
         case InsertCell():
-            where = (f" after `{op.after}`" if op.after else f" before `{op.before}`" if op.before
-                     else " at the end")
+            where = (
+                f" after `{op.after}`"
+                if op.after
+                else f" before `{op.before}`"
+                if op.before
+                else " at the end"
+            )
             return f"insert {op.cell_type} cell `{op.cell_id}`{where}" + (
-                " and run it" if step.run_at_approval else "")
+                " and run it" if step.run_at_approval else ""
+            )
         case EditCell():
             return f"edit cell `{op.cell_id}`" + (" and run it" if step.run_at_approval else "")
         case DeleteCell():
             return f"delete cell `{op.cell_id}`"
         case MoveCell():
-            return f"move cell `{op.cell_id}` " + (f"after `{op.after}`" if op.after else "to the top")
+            return f"move cell `{op.cell_id}` " + (
+                f"after `{op.after}`" if op.after else "to the top"
+            )
         case RunCell():
             return f"run cell `{op.cell_id}`"
         case WriteFile():
@@ -135,8 +144,13 @@ def _target(op: AnyOperation, before: str) -> str:
     return f"{cell_id}: {first[:60]}" if first else cell_id
 
 
-def step_views(plan: Plan, cells: list[Cell], workspace: Workspace | None,
-               checkpoints: list[Checkpoint], blobs: BlobStore) -> list[StepView]:
+def step_views(
+    plan: Plan,
+    cells: list[Cell],
+    workspace: Workspace | None,
+    checkpoints: list[Checkpoint],
+    blobs: BlobStore,
+) -> list[StepView]:
     proj = Projection(cells, workspace)
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
@@ -155,16 +169,26 @@ def step_views(plan: Plan, cells: list[Cell], workspace: Workspace | None,
             before, after = "", ""
             step_error = str(exc)
         if step.status in PROJECTED:
-            try:
+            with contextlib.suppress(PlanbookError):
                 proj.apply(op, step.id)
-            except PlanbookError:
-                pass
-        views.append(StepView(
-            number=number, id=step.id, kind=op.kind, target=_target(op, before),
-            title=step_title(step), reason=step.reason, risk=step.risk, status=step.status,
-            error=step.error or (step_error if step.status in PROJECTED else None),
-            before=before, after=after, language=_language(op, cell_type),
-            depends_on=[numbers[d] for d in step.depends_on if d in numbers],
-            checkpoint=step.checkpoint, run_at_approval=step.run_at_approval, cell_type=cell_type,
-        ))
+        views.append(
+            StepView(
+                number=number,
+                id=step.id,
+                kind=op.kind,
+                target=_target(op, before),
+                title=step_title(step),
+                reason=step.reason,
+                risk=step.risk,
+                status=step.status,
+                error=step.error or (step_error if step.status in PROJECTED else None),
+                before=before,
+                after=after,
+                language=_language(op, cell_type),
+                depends_on=[numbers[d] for d in step.depends_on if d in numbers],
+                checkpoint=step.checkpoint,
+                run_at_approval=step.run_at_approval,
+                cell_type=cell_type,
+            )
+        )
     return views

@@ -6,6 +6,7 @@ Every path is resolved (symlinks included) and must stay inside the root; writes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -121,7 +122,7 @@ class Workspace:
         self.check_writable(path).unlink(missing_ok=True)
 
     def run_shell(self, command: str, *, timeout: float) -> ShellResult:
-        """Run ``command`` with /bin/sh in the root; on timeout the whole process group is killed."""
+        """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group."""
         start = time.monotonic()
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
@@ -164,10 +165,8 @@ def decode_text(data: bytes, path: str) -> str:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _bounded(data: bytes) -> str:

@@ -14,7 +14,11 @@ from planbook.workspace import Workspace
 
 def make_notebook(path: Path, sources: list[str], *, ids: list[str] | None = None) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for i, source in enumerate(sources):
         cell = nbformat.v4.new_code_cell(source)
         cell["id"] = ids[i] if ids else f"c{i + 1}"
@@ -30,14 +34,20 @@ def nb_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def session(nb_path: Path) -> Session:
-    return Session(FileNotebook(nb_path), Workspace(nb_path.parent, protected=(nb_path,)),
-                   notebook_path=nb_path)
+    return Session(
+        FileNotebook(nb_path),
+        Workspace(nb_path.parent, protected=(nb_path,)),
+        notebook_path=nb_path,
+    )
 
 
 def reopen(nb_path: Path) -> Session:
     """A new session on the same file: what a kernel restart sees."""
-    return Session(FileNotebook(nb_path), Workspace(nb_path.parent, protected=(nb_path,)),
-                   notebook_path=nb_path)
+    return Session(
+        FileNotebook(nb_path),
+        Workspace(nb_path.parent, protected=(nb_path,)),
+        notebook_path=nb_path,
+    )
 
 
 def sources(nb_path: Path) -> list[tuple[str, str]]:

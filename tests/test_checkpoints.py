@@ -16,7 +16,10 @@ from tests.conftest import reopen, sources
 
 def notebook_cells(nb_path: Path) -> list[dict[str, object]]:
     nb = nbformat.read(nb_path, as_version=4)
-    return [{k: c.get(k) for k in ("id", "cell_type", "source", "outputs", "metadata")} for c in nb.cells]
+    return [
+        {k: c.get(k) for k in ("id", "cell_type", "source", "outputs", "metadata")}
+        for c in nb.cells
+    ]
 
 
 def test_rollback_restores_cells_and_files_byte_for_byte(session: Session, nb_path: Path) -> None:
@@ -45,7 +48,9 @@ def test_rollback_restores_cells_and_files_byte_for_byte(session: Session, nb_pa
     assert {s.status for s in session.plan.steps} == {"rolled_back"}
 
 
-def test_rollback_without_argument_undoes_the_last_step_only(session: Session, nb_path: Path) -> None:
+def test_rollback_without_argument_undoes_the_last_step_only(
+    session: Session, nb_path: Path
+) -> None:
     session.propose.edit_cell("c1", "import os", reason="a")
     session.propose.edit_cell("c2", "x = 2", reason="b")
     session.approve()
@@ -69,7 +74,9 @@ def test_a_rollback_can_be_rolled_back(session: Session, nb_path: Path) -> None:
     assert [cp.kind for cp in session.checkpoints()] == ["step", "step", "rollback", "rollback"]
 
 
-def test_rollback_refuses_to_overwrite_later_edits_unless_forced(session: Session, nb_path: Path) -> None:
+def test_rollback_refuses_to_overwrite_later_edits_unless_forced(
+    session: Session, nb_path: Path
+) -> None:
     session.propose.edit_cell("c2", "x = 2", reason="b")
     session.approve()
     nb = nbformat.read(nb_path, as_version=4)
@@ -119,7 +126,9 @@ def test_blobs_are_content_addressed_compressed_and_stored_once() -> None:
 def test_metadata_grows_with_the_change_not_the_notebook(tmp_path: Path) -> None:
     from tests.conftest import make_notebook
 
-    big = "\n".join(f"row_{i} = {i} * 3.14159  # some realistic code line {i}" for i in range(20000))
+    big = "\n".join(
+        f"row_{i} = {i} * 3.14159  # some realistic code line {i}" for i in range(20000)
+    )
     nb_path = make_notebook(tmp_path / "big.ipynb", [big, "x = 1"])
     session = reopen(nb_path)
     session.propose.edit_cell("c2", "x = 2", reason="tiny change")

@@ -27,8 +27,14 @@ def test_every_operation_by_cell_id(doc: NotebookDocument) -> None:
     assert isinstance(doc, NotebookDocument)
     doc.insert_cell(1, Cell(id="new", source="n", cell_type="markdown"))
     assert ids(doc) == ["c1", "new", "c2"]
-    doc.replace_cell(Cell(id="c2", source="B", outputs=[{"output_type": "stream", "name": "stdout",
-                                                           "text": "hi"}], execution_count=3))
+    doc.replace_cell(
+        Cell(
+            id="c2",
+            source="B",
+            outputs=[{"output_type": "stream", "name": "stdout", "text": "hi"}],
+            execution_count=3,
+        )
+    )
     c2 = doc.cells()[2]
     assert (c2.source, c2.execution_count, c2.outputs[0]["text"]) == ("B", 3, "hi")
     doc.move_cell("c2", 0)
@@ -66,7 +72,9 @@ def test_old_notebooks_get_cell_ids_saved(tmp_path: Path) -> None:
     nb.cells = [nbformat.v4.new_code_cell("a")]
     nb.cells[0].pop("id", None)
     path = tmp_path / "old.ipynb"
-    path.write_text(nbformat.writes(nb, version=4).replace('"nbformat_minor": 5', '"nbformat_minor": 4'))
+    path.write_text(
+        nbformat.writes(nb, version=4).replace('"nbformat_minor": 5', '"nbformat_minor": 4')
+    )
     doc = FileNotebook(path)
     cell_id = doc.cells()[0].id
     assert cell_id and sources(path) == [(cell_id, "a")]

@@ -30,9 +30,14 @@ def cell(nb_path: Path, cell_id: str) -> nbformat.NotebookNode:
 def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         loaded = k.run("%load_ext planbook")
-        assert "mode plan" in loaded.stdout and "file: sales.ipynb (from JPY_SESSION_NAME" in loaded.stdout
+        assert (
+            "mode plan" in loaded.stdout
+            and "file: sales.ipynb (from JPY_SESSION_NAME" in loaded.stdout
+        )
         k.run("x = 21")
-        staged = k.run('%%propose --after c2 --run --reason "show doubled"\nprint("doubled", x * 2)')
+        staged = k.run(
+            '%%propose --after c2 --run --reason "show doubled"\nprint("doubled", x * 2)'
+        )
         assert "staged step 1" in staged.stdout
         k.run('%%propose --replace c3 --reason "bigger"\nx * 3')
         assert [s for _, s in sources(nb)] == ["import math", "x = 21", "x * 2"]
@@ -61,8 +66,12 @@ def test_run_cell_outputs_and_a_failure_that_stops_the_run(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         k.run("%load_ext planbook")
         k.run("import planbook; pb = planbook.session()")
-        k.run("pb.propose.run_cell('c2', reason='define x'); pb.propose.run_cell('c3', reason='show')")
-        k.run("pb.propose.edit_cell('c1', 'raise ValueError(\"bad data\")', reason='break', run=True)")
+        k.run(
+            "pb.propose.run_cell('c2', reason='define x'); pb.propose.run_cell('c3', reason='show')"
+        )
+        k.run(
+            "pb.propose.edit_cell('c1', 'raise ValueError(\"bad data\")', reason='break', run=True)"
+        )
         k.run("pb.propose.edit_cell('c2', 'x = 0', reason='after the failure')")
         result = k.run("%approve")
         assert "step 3 (edit_cell): failed" in result.stdout, result.text
@@ -127,7 +136,7 @@ def test_corrupted_metadata_is_reported_at_load_and_left_alone(nb: Path) -> None
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         loaded = k.run("%load_ext planbook")
         assert "corrupted at plans.0" in loaded.stderr and "left untouched" in loaded.stderr
-        reply = k.run('%%propose --after c1\ny = 1')
+        reply = k.run("%%propose --after c1\ny = 1")
         assert "UsageError" in reply.stderr and "corrupted" in reply.stderr
     assert nb.read_bytes() == raw
 
@@ -136,8 +145,10 @@ def test_a_kernel_interrupt_mid_run_leaves_the_rest_pending(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         k.run("%load_ext planbook")
         k.run("import planbook; pb = planbook.session()")
-        k.run("pb.propose.edit_cell('c1', 'import time\\nprint(\"sleeping\", flush=True)\\n"
-              "time.sleep(30)', reason='slow', run=True)")
+        k.run(
+            "pb.propose.edit_cell('c1', 'import time\\nprint(\"sleeping\", flush=True)\\n"
+            "time.sleep(30)', reason='slow', run=True)"
+        )
         k.run("pb.propose.edit_cell('c2', 'x = 0', reason='later')")
 
         def interrupt_when_running() -> None:
@@ -153,7 +164,9 @@ def test_a_kernel_interrupt_mid_run_leaves_the_rest_pending(nb: Path) -> None:
         thread.start()
         result = k.run("%approve", timeout=60)
         thread.join()
-        assert "step 1 (edit_cell): failed" in result.stdout and "interrupted" in result.stdout, result.text
+        assert "step 1 (edit_cell): failed" in result.stdout and "interrupted" in result.stdout, (
+            result.text
+        )
         statuses = k.run("print([s.status for s in pb.plan.steps])").stdout.strip()
         assert statuses == "['failed', 'pending']"
         assert "KeyboardInterrupt" in str(cell(nb, "c1").outputs)

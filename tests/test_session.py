@@ -47,15 +47,19 @@ def test_approve_n_means_the_first_n_pending(session: Session, nb_path: Path) ->
     assert [s.status for s in session.plan.steps] == ["done", "done", "done", "pending"]
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("0", "selects nothing|start at 1"),
-    ("99", "only 1 pending"),
-    ("x", "`x` is not a step number"),
-    ("1,99", "there is no step 99"),
-    ("3-1", "empty range"),
-])
-def test_bad_step_selections_are_refused_and_change_nothing(session: Session, nb_path: Path,
-                                                            spec: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("0", "selects nothing|start at 1"),
+        ("99", "only 1 pending"),
+        ("x", "`x` is not a step number"),
+        ("1,99", "there is no step 99"),
+        ("3-1", "empty range"),
+    ],
+)
+def test_bad_step_selections_are_refused_and_change_nothing(
+    session: Session, nb_path: Path, spec: str, message: str
+) -> None:
     session.propose.insert_cell("y = 2", reason="y")
     before = nb_path.read_bytes()
     with pytest.raises(UsageMistake, match=message):
@@ -76,10 +80,12 @@ def test_empty_plan_and_nothing_pending(session: Session) -> None:
 
 
 def test_unknown_cell_and_missing_anchor_are_refused(session: Session) -> None:
-    for call in (lambda: session.propose.edit_cell("nope", "x"),
-                 lambda: session.propose.insert_cell("x", after="nope"),
-                 lambda: session.propose.run_cell("nope"),
-                 lambda: session.propose.move_cell("c1", after="nope")):
+    for call in (
+        lambda: session.propose.edit_cell("nope", "x"),
+        lambda: session.propose.insert_cell("x", after="nope"),
+        lambda: session.propose.run_cell("nope"),
+        lambda: session.propose.move_cell("c1", after="nope"),
+    ):
         with pytest.raises(UnknownCell, match="'nope'"):
             call()
     assert session.current_plan() is None or not session.plan.steps
@@ -88,7 +94,7 @@ def test_unknown_cell_and_missing_anchor_are_refused(session: Session) -> None:
 def test_malformed_arguments_never_reach_the_plan(session: Session) -> None:
     with pytest.raises(UsageMistake, match="invalid InsertCell argument `cell_type`"):
         session.propose.insert_cell("x", cell_type="python")  # type: ignore[arg-type]
-    with pytest.raises(UsageMistake, match="after. or .before., not both"):
+    with pytest.raises(UsageMistake, match=r"after. or .before., not both"):
         session.propose.insert_cell("x", after="c1", before="c2")
     with pytest.raises(UsageMistake, match="list of"):
         session.propose.edit_file("a.txt", {"search": "a", "replace": "b"})  # type: ignore[arg-type]
@@ -142,7 +148,9 @@ def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Pat
             tampered["done"] = True
             # someone rewrites the second approved step in the saved plan
             raw = json.loads(json.dumps(session.document.get_metadata("planbook")))
-            raw["plans"][0]["revisions"][-1]["steps"][1]["operation"]["source"] = "import os; os.remove('x')"
+            raw["plans"][0]["revisions"][-1]["steps"][1]["operation"]["source"] = (
+                "import os; os.remove('x')"
+            )
             session.document.set_metadata("planbook", raw)
             session.store.sync()
         return outcome
@@ -167,7 +175,9 @@ def test_reject_skip_move_revise_history_diff(session: Session) -> None:
     revision = session.revise("use smaller numbers")
     assert revision.number == 2 and len(session.plan.revisions) == 2
     assert session.diff_revisions(1, 2).splitlines()[0] == "feedback: use smaller numbers"
-    assert "moved" in session.diff_revisions(1, 2) or session.plan.revisions[0].steps[0].id == ids[3]
+    assert (
+        "moved" in session.diff_revisions(1, 2) or session.plan.revisions[0].steps[0].id == ids[3]
+    )
     session.reject("3")
     assert session.plan.steps[2].status == "rejected"
     with pytest.raises(UnknownStep):
@@ -199,9 +209,11 @@ def test_the_plan_survives_a_restart_and_can_be_approved(session: Session, nb_pa
 
 
 def test_corrupted_or_future_metadata_is_refused_and_untouched(nb_path: Path) -> None:
-    for bad, message in (({"schema_version": 99}, "newer than this planbook"),
-                         ({"schema_version": 1, "plans": "oops"}, "corrupted at plans"),
-                         (["not", "an", "object"], "is a list")):
+    for bad, message in (
+        ({"schema_version": 99}, "newer than this planbook"),
+        ({"schema_version": 1, "plans": "oops"}, "corrupted at plans"),
+        (["not", "an", "object"], "is a list"),
+    ):
         nb = nbformat.read(nb_path, as_version=4)
         nb.metadata["planbook"] = bad
         nbformat.write(nb, nb_path)
@@ -231,7 +243,10 @@ def test_shell_step_timeout_fails_and_later_steps_stay_pending(session: Session)
     session.propose.shell("sleep 5", reason="slow", timeout=0.3)
     session.propose.write_file("after.txt", "x", reason="after")
     report = session.approve()
-    assert report.outcomes[0].status == "failed" and "timed out after 0.3s" in report.outcomes[0].message
+    assert (
+        report.outcomes[0].status == "failed"
+        and "timed out after 0.3s" in report.outcomes[0].message
+    )
     assert [s.status for s in session.plan.steps] == ["failed", "pending"]
     assert report.left_pending == 1
     assert not (session.workspace.root / "after.txt").exists()

@@ -43,7 +43,9 @@ def to_cell(node: NotebookNode) -> Cell:
         cell_type=node.get("cell_type", "code"),
         source=source,
         metadata=dict(node.get("metadata", {})),
-        outputs=[dict(o) for o in node.get("outputs", [])] if node.get("cell_type") == "code" else [],
+        outputs=[dict(o) for o in node.get("outputs", [])]
+        if node.get("cell_type") == "code"
+        else [],
         execution_count=node.get("execution_count"),
         attachments=node.get("attachments"),
     )

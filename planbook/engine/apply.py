@@ -42,7 +42,9 @@ def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Worksp
             return ABSENT
 
 
-def check_drift(op: AnyOperation, base: str, document: NotebookDocument, workspace: Workspace) -> None:
+def check_drift(
+    op: AnyOperation, base: str, document: NotebookDocument, workspace: Workspace
+) -> None:
     """Refuse with `ConflictError` when the target is not as it was when the step was staged."""
     now = current_hash(op, document, workspace)
     if now != base:
@@ -56,8 +58,10 @@ def check_drift(op: AnyOperation, base: str, document: NotebookDocument, workspa
             what = f"{_name(op)} changed after the step was staged"
         raise ConflictError(f"conflict: {what}; nothing was applied: revise or re-stage this step")
     cells = document.cells()
-    anchors = [op.after, op.before] if isinstance(op, InsertCell) else (
-        [op.after] if isinstance(op, MoveCell) else []
+    anchors = (
+        [op.after, op.before]
+        if isinstance(op, InsertCell)
+        else ([op.after] if isinstance(op, MoveCell) else [])
     )
     for anchor in anchors:
         if anchor is not None and index_of(cells, anchor) is None:
@@ -73,7 +77,9 @@ def _name(op: AnyOperation) -> str:
     return f"cell {getattr(op, 'cell_id', '?')!r}"
 
 
-def apply_cell_op(document: NotebookDocument, op: InsertCell | EditCell | DeleteCell | MoveCell) -> None:
+def apply_cell_op(
+    document: NotebookDocument, op: InsertCell | EditCell | DeleteCell | MoveCell
+) -> None:
     cells = document.cells()
     match op:
         case InsertCell():
@@ -103,7 +109,9 @@ def new_file_bytes(op: WriteFile | EditFile | DeleteFile, workspace: Workspace) 
         case EditFile():
             data = workspace.read_bytes(op.path)
             if data is None:
-                raise ConflictError(f"conflict: file {op.path!r} no longer exists; nothing was applied")
+                raise ConflictError(
+                    f"conflict: file {op.path!r} no longer exists; nothing was applied"
+                )
             return apply_text_edits(decode_text(data, op.path), op.edits, op.path).encode()
         case DeleteFile():
             return None

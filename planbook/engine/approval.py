@@ -24,7 +24,8 @@ def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
             match = _RANGE.match(part)
             if match is None:
                 raise UsageMistake(
-                    f"`{part.strip()}` is not a step number or range: use 3, 1,3-5, or nothing for all"
+                    f"`{part.strip()}` is not a step number or range: "
+                    "use 3, 1,3-5, or nothing for all"
                 )
             low = int(match.group(1))
             high = int(match.group(2) or low)
@@ -41,8 +42,13 @@ def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
     return sorted(set(numbers))
 
 
-def select(plan: Plan, spec: StepSelection, *, statuses: Iterable[str] = ("pending",)) -> list[Step]:
-    """The steps a selection names. ``None``: all with ``statuses``; an int n: the first n of them."""
+def select(
+    plan: Plan, spec: StepSelection, *, statuses: Iterable[str] = ("pending",)
+) -> list[Step]:
+    """The steps a selection names.
+
+    ``None``: all with ``statuses``; an int n: the first n of them; "1,3-5": those steps.
+    """
     steps = plan.steps
     wanted = set(statuses)
     if spec is None or isinstance(spec, bool):

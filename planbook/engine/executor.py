@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planbook.documents.base import NotebookDocument, index_of
-from planbook.engine.approval import approval_hash, steps_for
 from planbook.engine.apply import (
     apply_cell_op,
     check_drift,
@@ -21,13 +20,14 @@ from planbook.engine.apply import (
     targets_of,
     write_file_bytes,
 )
+from planbook.engine.approval import approval_hash, steps_for
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.runner import CodeRunner
 from planbook.engine.store import Store
 from planbook.errors import ConflictError, PlanbookError
 from planbook.events import Event
-from planbook.model.checkpoint import Checkpoint
+from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import (
     DeleteFile,
     EditCell,
@@ -63,8 +63,10 @@ class RunReport:
         return self.stopped is None and all(o.status == "done" for o in self.outcomes)
 
     def lines(self) -> list[str]:
-        out = [f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else "")
-               for o in self.outcomes]
+        out = [
+            f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else "")
+            for o in self.outcomes
+        ]
         if self.stopped:
             out.append(self.stopped)
         if self.left_pending:
@@ -99,7 +101,9 @@ class Executor:
         report = RunReport()
         self.stop_requested = False
         plan = self.store.plan_by_id(plan_id)
-        self.emit(Event(kind="run_started", plan_id=plan.id, data={"steps": list(approval.step_ids)}))
+        self.emit(
+            Event(kind="run_started", plan_id=plan.id, data={"steps": list(approval.step_ids)})
+        )
         try:
             for step_id in [s.id for s in steps_for(plan, approval.step_ids)]:
                 plan = self.store.plan_by_id(plan_id)
@@ -135,8 +139,14 @@ class Executor:
         elif plan.state == "executing":
             plan.fire("pause")
         self.store.save()
-        self.emit(Event(kind="run_finished", plan_id=plan.id, status="ok" if report.ok else "stopped",
-                        message=str(report)))
+        self.emit(
+            Event(
+                kind="run_finished",
+                plan_id=plan.id,
+                status="ok" if report.ok else "stopped",
+                message=str(report),
+            )
+        )
         return report
 
     def _release_unrun(self, plan: Plan) -> int:
@@ -147,17 +157,39 @@ class Executor:
                 count += 1
         return count
 
-    def _finish(self, plan: Plan, step: Step, status: str, message: str, started: float,
-                checkpoint: str | None = None) -> StepOutcome:
+    def _finish(
+        self,
+        plan: Plan,
+        step: Step,
+        status: str,
+        message: str,
+        started: float,
+        checkpoint: str | None = None,
+    ) -> StepOutcome:
         step.status = status  # type: ignore[assignment]
         step.error = message if status != "done" else None
         result_status = status if status in ("done", "failed", "conflict") else "failed"
-        plan.results.append(StepResult(step_id=step.id, status=result_status, message=message,  # type: ignore[arg-type]
-                                       checkpoint=checkpoint, seconds=time.monotonic() - started))
+        plan.results.append(
+            StepResult(
+                step_id=step.id,
+                status=result_status,  # type: ignore[arg-type]
+                message=message,
+                checkpoint=checkpoint,
+                seconds=time.monotonic() - started,
+            )
+        )
         self.store.save()
         number = plan.steps.index(step) + 1
-        self.emit(Event(kind="step_finished", plan_id=plan.id, step_id=step.id, status=status,
-                        message=message, data={"number": number}))
+        self.emit(
+            Event(
+                kind="step_finished",
+                plan_id=plan.id,
+                step_id=step.id,
+                status=status,
+                message=message,
+                data={"number": number},
+            )
+        )
         return StepOutcome(number, step.id, step.operation.kind, status, message)
 
     def _run_step(self, plan: Plan, step: Step) -> StepOutcome:
@@ -165,13 +197,24 @@ class Executor:
         number = plan.steps.index(step) + 1
         step.status = "running"
         self.store.save()
-        self.emit(Event(kind="step_started", plan_id=plan.id, step_id=step.id, status="running",
-                        data={"number": number}))
+        self.emit(
+            Event(
+                kind="step_started",
+                plan_id=plan.id,
+                step_id=step.id,
+                status="running",
+                data={"number": number},
+            )
+        )
         op = step.operation
         try:
             check_drift(op, step.base, self.document, self.workspace)
-            checkpoint = Checkpoint(seq=self._next_seq(), plan=plan.id, step=step.id,
-                                    label=f"before step {number} ({op.kind})")
+            checkpoint = Checkpoint(
+                seq=self._next_seq(),
+                plan=plan.id,
+                step=step.id,
+                label=f"before step {number} ({op.kind})",
+            )
             if isinstance(op, WriteFile | EditFile | DeleteFile):
                 self._apply_file(step, op, checkpoint)
             elif isinstance(op, Shell):
@@ -183,8 +226,14 @@ class Executor:
                         apply_cell_op(self.document, op)
                     self.checkpoints.with_after_hashes(checkpoint)
                     self._record_checkpoint(step, checkpoint)
-                self.emit(Event(kind="checkpoint_written", plan_id=plan.id, step_id=step.id,
-                                data={"checkpoint": checkpoint.id}))
+                self.emit(
+                    Event(
+                        kind="checkpoint_written",
+                        plan_id=plan.id,
+                        step_id=step.id,
+                        data={"checkpoint": checkpoint.id},
+                    )
+                )
                 if isinstance(op, RunCell) or (
                     step.run_at_approval and isinstance(op, InsertCell | EditCell)
                 ):
@@ -203,7 +252,9 @@ class Executor:
         step.checkpoint = checkpoint.id
         self.store.save()
 
-    def _apply_file(self, step: Step, op: WriteFile | EditFile | DeleteFile, checkpoint: Checkpoint) -> None:
+    def _apply_file(
+        self, step: Step, op: WriteFile | EditFile | DeleteFile, checkpoint: Checkpoint
+    ) -> None:
         data = new_file_bytes(op, self.workspace)
         with self.document.transaction():
             snap = self.checkpoints.snapshot_files([op.path])[0]
@@ -211,25 +262,39 @@ class Executor:
             self._record_checkpoint(step, checkpoint)
         write_file_bytes(self.workspace, op.path, data)
 
-    def _apply_shell(self, plan: Plan, step: Step, op: Shell, checkpoint: Checkpoint,
-                     started: float) -> StepOutcome:
+    def _apply_shell(
+        self, plan: Plan, step: Step, op: Shell, checkpoint: Checkpoint, started: float
+    ) -> StepOutcome:
         checkpoint.label += ": shell commands are not undone by rollback"
         with self.document.transaction():
             self._record_checkpoint(step, checkpoint)
         result = self.workspace.run_shell(op.command, timeout=op.timeout)
         tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
         if result.timed_out:
-            return self._finish(plan, step, "failed",
-                                f"`{op.command}` timed out after {op.timeout:g}s and was stopped; "
-                                "raise its timeout or run it yourself", started, checkpoint.id)
+            return self._finish(
+                plan,
+                step,
+                "failed",
+                f"`{op.command}` timed out after {op.timeout:g}s and was stopped; "
+                "raise its timeout or run it yourself",
+                started,
+                checkpoint.id,
+            )
         if not result.ok:
-            return self._finish(plan, step, "failed",
-                                f"`{op.command}` exited with {result.returncode}: "
-                                + (" | ".join(tail) or "no output"), started, checkpoint.id)
+            return self._finish(
+                plan,
+                step,
+                "failed",
+                f"`{op.command}` exited with {result.returncode}: "
+                + (" | ".join(tail) or "no output"),
+                started,
+                checkpoint.id,
+            )
         return self._finish(plan, step, "done", " | ".join(tail), started, checkpoint.id)
 
-    def _run_code(self, plan: Plan, step: Step, cell_id: str, checkpoint: Checkpoint,
-                  started: float) -> StepOutcome:
+    def _run_code(
+        self, plan: Plan, step: Step, cell_id: str, checkpoint: Checkpoint, started: float
+    ) -> StepOutcome:
         cells = self.document.cells()
         i = index_of(cells, cell_id)
         if i is None:
@@ -239,29 +304,48 @@ class Executor:
             cells = self.document.cells()
             j = index_of(cells, cell_id)
             if j is not None:
-                self.document.replace_cell(cells[j].model_copy(
-                    update={"outputs": run.outputs, "execution_count": run.execution_count}))
+                self.document.replace_cell(
+                    cells[j].model_copy(
+                        update={"outputs": run.outputs, "execution_count": run.execution_count}
+                    )
+                )
             if run.error is None:
                 return self._finish(plan, step, "done", "", started, checkpoint.id)
             reason = "interrupted (KeyboardInterrupt)" if run.interrupted else run.error
-            return self._finish(plan, step, "failed", f"cell {cell_id!r} raised {reason}; "
-                                "its outputs hold the traceback; later steps stay pending",
-                                started, checkpoint.id)
+            return self._finish(
+                plan,
+                step,
+                "failed",
+                f"cell {cell_id!r} raised {reason}; "
+                "its outputs hold the traceback; later steps stay pending",
+                started,
+                checkpoint.id,
+            )
 
     def _settle_interrupted(self, plan: Plan, step: Step, report: RunReport) -> None:
         """After an interrupt: a step whose change landed is done, one that did not is pending."""
         cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
+        snaps: list[CellSnapshot | FileSnapshot] = [*cp.cells, *cp.files] if cp else []
         landed = cp is not None and all(
-            self.checkpoints.current_hash(s) == s.after_hash for s in [*cp.cells, *cp.files]
+            self.checkpoints.current_hash(s) == s.after_hash for s in snaps
         )
         if landed:
-            self._finish(plan, step, "done", "interrupted after it was applied", time.monotonic(),
-                         step.checkpoint)
+            self._finish(
+                plan,
+                step,
+                "done",
+                "interrupted after it was applied",
+                time.monotonic(),
+                step.checkpoint,
+            )
         else:
             if cp is not None:
                 self.store.state.checkpoints.remove(cp)
             step.checkpoint = None
             step.status = "pending"
             step.error = "interrupted before it was applied"
-        report.outcomes.append(StepOutcome(plan.steps.index(step) + 1, step.id,
-                                           step.operation.kind, step.status, "interrupted"))
+        report.outcomes.append(
+            StepOutcome(
+                plan.steps.index(step) + 1, step.id, step.operation.kind, step.status, "interrupted"
+            )
+        )

@@ -18,8 +18,9 @@ from planbook.workspace import Workspace
 PROJECTED = ("pending", "approved", "running")
 
 
-def projection(plan: Plan | None, cells: list[Cell], workspace: Workspace | None,
-               until: int | None = None) -> Projection:
+def projection(
+    plan: Plan | None, cells: list[Cell], workspace: Workspace | None, until: int | None = None
+) -> Projection:
     """The notebook and files as they will be after the open steps before index ``until``."""
     proj = Projection(cells, workspace)
     if plan is not None:
@@ -45,13 +46,23 @@ def editable(plan: Plan, note: str) -> Revision:
     return current
 
 
-def stage(plan: Plan, op: AnyOperation, *, reason: str, cells: list[Cell],
-          workspace: Workspace | None, run_at_approval: bool = False) -> Step:
+def stage(
+    plan: Plan,
+    op: AnyOperation,
+    *,
+    reason: str,
+    cells: list[Cell],
+    workspace: Workspace | None,
+    run_at_approval: bool = False,
+) -> Step:
     proj = projection(plan, cells, workspace)
     proj.check(op)
     depends = [proj.touched_by[target_of(op)]] if target_of(op) in proj.touched_by else []
-    anchors = [op.after, op.before] if isinstance(op, InsertCell) else (
-        [op.after] if isinstance(op, MoveCell) else [])
+    anchors = (
+        [op.after, op.before]
+        if isinstance(op, InsertCell)
+        else ([op.after] if isinstance(op, MoveCell) else [])
+    )
     for anchor in anchors:
         if anchor is not None and f"cell:{anchor}" in proj.touched_by:
             depends.append(proj.touched_by[f"cell:{anchor}"])
@@ -78,8 +89,10 @@ def set_skipped(plan: Plan, number: int, skipped: bool) -> Step:
     step = step_at(plan, number)
     want_from, want_to = ("pending", "skipped") if skipped else ("skipped", "pending")
     if step.status != want_from:
-        raise UsageMistake(f"step {number} is {step.status}; only a {want_from} step can be "
-                           f"{'skipped' if skipped else 'unskipped'}")
+        raise UsageMistake(
+            f"step {number} is {step.status}; only a {want_from} step can be "
+            f"{'skipped' if skipped else 'unskipped'}"
+        )
     step.status = want_to  # type: ignore[assignment]
     return step
 

@@ -23,10 +23,12 @@ class PolicyDenied(PlanbookError):
 def check_mode(mode: str) -> Mode:
     if mode not in MODES:
         raise PlanbookError(f"unknown mode `{mode}`: choose one of {', '.join(MODES)}")
-    return mode  # type: ignore[return-value]
+    return mode  # type: ignore[return-value,unused-ignore]
 
 
-def decide(mode: Mode, op: AnyOperation, rule: RuleVerdict = None, *, runs: bool = False) -> Decision:
+def decide(
+    mode: Mode, op: AnyOperation, rule: RuleVerdict = None, *, runs: bool = False
+) -> Decision:
     """``stage``: it waits in the plan for the person; ``apply``: it runs now, with a checkpoint."""
     if rule == "deny":
         raise PolicyDenied(

@@ -9,7 +9,7 @@ from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 
 
 def find_checkpoint(store: Store, ref: str | None) -> Checkpoint:
-    """``None``: the newest active step checkpoint; else an id, an id prefix, or a 1-based number."""
+    """``None``: the newest active step checkpoint; else an id, id prefix or 1-based number."""
     checkpoints = store.state.checkpoints
     if ref is None:
         for cp in reversed(checkpoints):
@@ -19,7 +19,9 @@ def find_checkpoint(store: Store, ref: str | None) -> Checkpoint:
     ref = ref.strip()
     if ref.isdigit() and 1 <= int(ref) <= len(checkpoints):
         return checkpoints[int(ref) - 1]
-    matches = [cp for cp in checkpoints if cp.id == ref or cp.id.startswith(ref) or cp.id == f"cp-{ref}"]
+    matches = [
+        cp for cp in checkpoints if cp.id == ref or cp.id.startswith(ref) or cp.id == f"cp-{ref}"
+    ]
     if len(matches) != 1:
         raise UnknownCheckpoint(ref)
     return matches[0]
@@ -36,16 +38,22 @@ def to_undo(store: Store, target: Checkpoint) -> list[Checkpoint]:
             f"checkpoint {target.id} was already rolled back by {target.undone_by}; "
             f"roll back {target.undone_by} to redo it"
         )
-    chosen = [cp for cp in store.state.checkpoints
-              if cp.active and cp.seq >= target.seq and (cp.kind == "step" or cp is target)]
+    chosen = [
+        cp
+        for cp in store.state.checkpoints
+        if cp.active and cp.seq >= target.seq and (cp.kind == "step" or cp is target)
+    ]
     return sorted(chosen, key=lambda cp: cp.seq, reverse=True)
 
 
-def rollback(store: Store, writer: CheckpointWriter, target: Checkpoint, *, force: bool) -> Checkpoint:
+def rollback(
+    store: Store, writer: CheckpointWriter, target: Checkpoint, *, force: bool
+) -> Checkpoint:
     undo = to_undo(store, target)
     newest: dict[str, CellSnapshot | FileSnapshot] = {}
     for cp in undo:
-        for snap in [*cp.cells, *cp.files]:
+        snaps: list[CellSnapshot | FileSnapshot] = [*cp.cells, *cp.files]
+        for snap in snaps:
             newest.setdefault(_key(snap), snap)
     if not force:
         changed = [k for k, snap in newest.items() if writer.current_hash(snap) != snap.after_hash]
@@ -56,9 +64,15 @@ def rollback(store: Store, writer: CheckpointWriter, target: Checkpoint, *, forc
             )
     seq = max(c.seq for c in store.state.checkpoints) + 1
     record = Checkpoint(
-        seq=seq, kind="rollback", label=f"rollback to {target.id}",
-        cells=writer.snapshot_cells([s.cell_id for s in newest.values() if isinstance(s, CellSnapshot)]),
-        files=writer.snapshot_files([s.path for s in newest.values() if isinstance(s, FileSnapshot)]),
+        seq=seq,
+        kind="rollback",
+        label=f"rollback to {target.id}",
+        cells=writer.snapshot_cells(
+            [s.cell_id for s in newest.values() if isinstance(s, CellSnapshot)]
+        ),
+        files=writer.snapshot_files(
+            [s.path for s in newest.values() if isinstance(s, FileSnapshot)]
+        ),
         undid=[cp.id for cp in undo],
     )
     with writer.document.transaction():

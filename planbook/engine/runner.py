@@ -38,8 +38,9 @@ class _OutputSink:
             self.outputs.append({"output_type": "stream", "name": name, "text": text})
 
     def rich(self, kind: str, data: dict[str, Any], metadata: dict[str, Any], **extra: Any) -> None:
-        self.outputs.append({"output_type": kind, "data": dict(data), "metadata": dict(metadata),
-                             **extra})
+        self.outputs.append(
+            {"output_type": kind, "data": dict(data), "metadata": dict(metadata), **extra}
+        )
 
 
 class _StreamTo(io.TextIOBase):
@@ -59,15 +60,20 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
 
-    class Publisher(DisplayPublisher):  # type: ignore[misc]
-        def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None,
-                    *args: Any, **kwargs: Any) -> None:
+    class Publisher(DisplayPublisher):  # type: ignore[misc,unused-ignore]
+        def publish(
+            self,
+            data: dict[str, Any],
+            metadata: dict[str, Any] | None = None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> None:
             sink.rich("display_data", data, metadata or {})
 
         def clear_output(self, wait: bool = False) -> None:
             sink.outputs.clear()
 
-    class ResultHook(DisplayHook):  # type: ignore[misc]
+    class ResultHook(DisplayHook):  # type: ignore[misc,unused-ignore]
         def __call__(self, result: Any = None) -> None:
             if result is None:
                 return

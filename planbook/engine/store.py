@@ -79,7 +79,12 @@ class Store:
 
     def log(self, event: str, detail: str = "") -> None:
         self.state.log.append(
-            LogEntry(at=datetime.now(UTC).isoformat(timespec="seconds"), by=self.user, event=event, detail=detail)
+            LogEntry(
+                at=datetime.now(UTC).isoformat(timespec="seconds"),
+                by=self.user,
+                event=event,
+                detail=detail,
+            )
         )
 
     def plan_by_id(self, plan_id: str) -> Plan:

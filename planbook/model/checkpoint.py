@@ -6,12 +6,12 @@ names its blob, so the same source or file is stored once however many checkpoin
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from planbook.model.plan import new_id, now
-from datetime import datetime
 
 
 class CellSnapshot(BaseModel):

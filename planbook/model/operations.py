@@ -105,7 +105,15 @@ class Shell(_Op):
 
 
 AnyOperation = (
-    InsertCell | EditCell | DeleteCell | MoveCell | RunCell | WriteFile | EditFile | DeleteFile | Shell
+    InsertCell
+    | EditCell
+    | DeleteCell
+    | MoveCell
+    | RunCell
+    | WriteFile
+    | EditFile
+    | DeleteFile
+    | Shell
 )
 Operation = Annotated[AnyOperation, Field(discriminator="kind")]
 CellOperation = InsertCell | EditCell | DeleteCell | MoveCell | RunCell

@@ -17,14 +17,28 @@ from planbook.model.operations import Operation
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
-    "pending", "approved", "skipped", "rejected", "running", "done", "failed", "conflict",
+    "pending",
+    "approved",
+    "skipped",
+    "rejected",
+    "running",
+    "done",
+    "failed",
+    "conflict",
     "rolled_back",
 ]
 PlanState = Literal[
     "idle", "drafting", "awaiting_approval", "reviewing", "executing", "completed", "cancelled"
 ]
 PlanEvent = Literal[
-    "stage", "present", "review", "approve", "finish", "pause", "reject", "request_revision",
+    "stage",
+    "present",
+    "review",
+    "approve",
+    "finish",
+    "pause",
+    "reject",
+    "request_revision",
     "reopen",
 ]
 

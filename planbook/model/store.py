@@ -28,7 +28,7 @@ class PlanbookState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     mode: Mode = "plan"
     plans: list[Plan] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
