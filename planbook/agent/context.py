@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from planbook.agent.decisions import Decisions
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules import RuleSet
-from planbook.model.operations import AnyOperation, target_of
 
 if TYPE_CHECKING:
     from planbook.agent.config import AgentConfig
@@ -64,25 +63,10 @@ def _bridge_decisions(session: Session, decisions: Decisions) -> None:
 
 
 def rules_of(session: Session) -> RuleSet:
-    """The project's rules (loaded once from the workspace root); also installed as the
-    session's ``rule_for`` hook, so every path into the policy sees the same rules."""
-    rules = session.extras.get("rules")
-    if not isinstance(rules, RuleSet):
-        rules = RuleSet.load(session.workspace.root)
-        session.extras["rules"] = rules
-    if session.rule_for is None:
-        session.rule_for = lambda op: rules.decide(op.kind, rule_target(op))
-    return rules
+    """The project's rules, installed as the session's ``rule_for`` hook (see rules.install)."""
+    from planbook.engine.rules import install
 
-
-def rule_target(op: AnyOperation) -> str | None:
-    """What a rule's pattern is matched against: the path, the command, or the cell id."""
-    key = target_of(op)
-    if key == "shell":
-        return str(getattr(op, "command", ""))
-    if op.kind == "insert_cell":
-        return None  # a new cell's id is random: nothing to match
-    return key.split(":", 1)[1]
+    return install(session)
 
 
 def todos_of(session: Session) -> TodoList:

@@ -123,7 +123,8 @@ class AgentRun:
 
     async def _main(self) -> None:
         from pydantic_ai import Agent
-        from pydantic_ai.messages import TextPart, ThinkingPart
+        from pydantic_ai.messages import PartEndEvent
+        from pydantic_ai.models.function import FunctionModel
 
         from planbook.agent.build import build_agent
         from planbook.agent.guard import RunStopped
@@ -143,18 +144,25 @@ class AgentRun:
             f"agent started ({getattr(self.model, 'model_name', 'model')}, {session.mode} mode)",
         )
         agent = build_agent(self.config)
+        # A FunctionModel without a stream function (the scripted agent) cannot stream.
+        streams = self.config.stream and not (
+            isinstance(self.model, FunctionModel) and self.model.stream_function is None
+        )
         history = session.extras.get("agent_history")
         try:
             async with agent.iter(
                 self.prompt, deps=deps, model=self.model, message_history=history
             ) as run:
                 async for node in run:
-                    if Agent.is_call_tools_node(node):
+                    if streams and Agent.is_model_request_node(node):
+                        # Streamed: thinking and text show as soon as each part is complete.
+                        async with node.stream(run.ctx) as events:
+                            async for event in events:
+                                if isinstance(event, PartEndEvent):
+                                    _show(deps, event.part)
+                    elif not streams and Agent.is_call_tools_node(node):
                         for part in node.model_response.parts:
-                            if isinstance(part, ThinkingPart) and part.content.strip():
-                                deps.say("thinking", _line(part.content))
-                            elif isinstance(part, TextPart) and part.content.strip():
-                                deps.say("text", _line(part.content))
+                            _show(deps, part)
                 assert run.result is not None
                 self.output = run.result.output
                 session.extras["agent_history"] = run.result.all_messages()
@@ -175,6 +183,15 @@ class AgentRun:
             session.events.emit(Event(kind="error", message=self.error))
         finally:
             decisions_of(session).cancel_all()
+
+
+def _show(deps: AgentDeps, part: Any) -> None:
+    from pydantic_ai.messages import TextPart, ThinkingPart
+
+    if isinstance(part, ThinkingPart) and part.content.strip():
+        deps.say("thinking", _line(part.content))
+    elif isinstance(part, TextPart) and part.content.strip():
+        deps.say("text", _line(part.content))
 
 
 def _line(text: str, limit: int = 300) -> str:

@@ -35,6 +35,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planbook.errors import PlanbookError
+from planbook.model.operations import AnyOperation, target_of
 
 Action = Literal["allow", "ask", "deny"]
 RULES_FILE = "planbook.toml"
@@ -110,6 +111,28 @@ class RuleSet:
             _append_rule(self.root / RULES_FILE, rule)
         self.rules.append(rule)
         return rule
+
+
+def rule_target(op: AnyOperation) -> str | None:
+    """What a rule's pattern is matched against: the path, the command, or the cell id."""
+    key = target_of(op)
+    if key == "shell":
+        return str(getattr(op, "command", ""))
+    if op.kind == "insert_cell":
+        return None  # a new cell's id is random: there is nothing to match
+    return key.split(":", 1)[1]
+
+
+def install(session: Any) -> RuleSet:
+    """Load the project's rules once and make them the session's ``rule_for`` hook, so the
+    agent, the magics and the Python API all see the same rules. Kept in ``session.extras``."""
+    rules = session.extras.get("rules")
+    if not isinstance(rules, RuleSet):
+        rules = RuleSet.load(session.workspace.root)
+        session.extras["rules"] = rules
+    if session.rule_for is None:
+        session.rule_for = lambda op: rules.decide(op.kind, rule_target(op))
+    return rules
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

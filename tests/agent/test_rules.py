@@ -108,3 +108,18 @@ def test_appending_to_an_inline_rules_array_says_what_to_add(tmp_path: Path) -> 
 def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
     with pytest.raises(RulesError, match="must be one of"):
         RuleSet.load(tmp_path).add("shell", "*", "sometimes")  # type: ignore[arg-type]
+
+
+def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
+    import planbook
+    from planbook.documents.memory import MemoryNotebook
+    from planbook.engine.policy import PolicyDenied
+    from planbook.engine.rules import install
+    from planbook.workspace import Workspace
+
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "rm *" = "deny" }\n')
+    session = planbook.Session(MemoryNotebook(), Workspace(tmp_path))
+    assert install(session) is install(session)  # loaded once
+    with pytest.raises(PolicyDenied):
+        session.propose.shell("rm -rf data", reason="x")
+    assert session.propose.shell("ls", reason="x").status == "pending"
