@@ -19,12 +19,17 @@ WRITE = ("write_file", {"path": "out.txt", "content": "first\n", "reason": "expo
 
 
 def tool_returns(session: planbook.Session, tool: str) -> list[str]:
-    return [str(p.content) for m in session.extras["agent_history"] for p in m.parts
-            if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool]
+    return [
+        str(p.content)
+        for m in session.extras["agent_history"]
+        for p in m.parts
+        if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool
+    ]
 
 
-async def test_approve_applies_the_change_behind_a_checkpoint(session: planbook.Session,
-                                                              tmp_path: Path) -> None:
+async def test_approve_applies_the_change_behind_a_checkpoint(
+    session: planbook.Session, tmp_path: Path
+) -> None:
     session.set_mode("ask")
     run = plan_task(session, "export", model=Scripted([WRITE]))
     decision = await next_decision(session)
@@ -40,8 +45,9 @@ async def test_approve_applies_the_change_behind_a_checkpoint(session: planbook.
     assert "Applied as step 1" in tool_returns(session, "write_file")[0]
 
 
-async def test_deny_with_a_reason_reaches_the_model(session: planbook.Session,
-                                                    tmp_path: Path) -> None:
+async def test_deny_with_a_reason_reaches_the_model(
+    session: planbook.Session, tmp_path: Path
+) -> None:
     session.set_mode("ask")
     run = plan_task(session, "export", model=Scripted([WRITE]))
     decision = await next_decision(session)
@@ -54,8 +60,9 @@ async def test_deny_with_a_reason_reaches_the_model(session: planbook.Session,
     assert plan is None or plan.steps == []
 
 
-async def test_edited_arguments_are_what_gets_applied(session: planbook.Session,
-                                                      tmp_path: Path) -> None:
+async def test_edited_arguments_are_what_gets_applied(
+    session: planbook.Session, tmp_path: Path
+) -> None:
     session.set_mode("ask")
     run = plan_task(session, "export", model=Scripted([WRITE]))
     decision = await next_decision(session)
@@ -64,8 +71,9 @@ async def test_edited_arguments_are_what_gets_applied(session: planbook.Session,
     assert (tmp_path / "out.txt").read_text() == "edited\n"
 
 
-async def test_always_allow_adds_a_rule_and_stops_asking(session: planbook.Session,
-                                                         tmp_path: Path) -> None:
+async def test_always_allow_adds_a_rule_and_stops_asking(
+    session: planbook.Session, tmp_path: Path
+) -> None:
     session.set_mode("ask")
     second = ("write_file", {"path": "out.txt", "content": "second\n", "reason": "again"})
     run = plan_task(session, "export", model=Scripted([WRITE, second]))
@@ -77,13 +85,20 @@ async def test_always_allow_adds_a_rule_and_stops_asking(session: planbook.Sessi
     assert rules == [{"tool": "write_file", "pattern": "out.txt", "action": "allow"}]
 
 
-async def test_auto_edit_applies_edits_but_asks_before_running(session: planbook.Session,
-                                                               tmp_path: Path) -> None:
+async def test_auto_edit_applies_edits_but_asks_before_running(
+    session: planbook.Session, tmp_path: Path
+) -> None:
     session.set_mode("auto-edit")
-    run = plan_task(session, "x", model=Scripted([
-        WRITE,
-        ("shell", {"command": "touch marker", "reason": "mark"}),
-    ]))
+    run = plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                WRITE,
+                ("shell", {"command": "touch marker", "reason": "mark"}),
+            ]
+        ),
+    )
     decision = await next_decision(session)
     assert (tmp_path / "out.txt").exists()  # the edit applied without a question
     assert "touch marker" in decision.question
@@ -94,10 +109,16 @@ async def test_auto_edit_applies_edits_but_asks_before_running(session: planbook
 
 
 async def test_stop_while_waiting_keeps_the_plan(session: planbook.Session) -> None:
-    run = plan_task(session, "x", model=Scripted([
-        ("insert_cell", {"source": "x = 1", "reason": "a"}),
-        ("ask_user", {"question": "Bar or line chart?", "options": ["bar", "line"]}),
-    ]))
+    run = plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("insert_cell", {"source": "x = 1", "reason": "a"}),
+                ("ask_user", {"question": "Bar or line chart?", "options": ["bar", "line"]}),
+            ]
+        ),
+    )
     decision = await next_decision(session)
     assert decision.kind == "question" and decision.options == ["bar", "line"]
     run.stop()
@@ -110,9 +131,15 @@ async def test_stop_while_waiting_keeps_the_plan(session: planbook.Session) -> N
 
 
 async def test_ask_user_answer_goes_back_to_the_model(session: planbook.Session) -> None:
-    run = plan_task(session, "x", model=Scripted([
-        ("ask_user", {"question": "Bar or line chart?", "options": ["bar", "line"]}),
-    ]))
+    run = plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("ask_user", {"question": "Bar or line chart?", "options": ["bar", "line"]}),
+            ]
+        ),
+    )
     decision = await next_decision(session)
     decisions_of(session).answer(decision.id, 2)
     await run
@@ -120,10 +147,16 @@ async def test_ask_user_answer_goes_back_to_the_model(session: planbook.Session)
 
 
 async def test_mode_switch_happens_only_if_the_person_accepts(session: planbook.Session) -> None:
-    run = plan_task(session, "x", model=Scripted([
-        ("exit_plan", {"reason": "small safe edit", "mode": "act"}),
-        ("exit_plan", {"reason": "really", "mode": "auto-edit"}),
-    ]))
+    run = plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("exit_plan", {"reason": "small safe edit", "mode": "act"}),
+                ("exit_plan", {"reason": "really", "mode": "auto-edit"}),
+            ]
+        ),
+    )
     first = await next_decision(session)
     decisions_of(session).answer(first.id, "stay")
     second = await next_decision(session)

@@ -20,8 +20,12 @@ READ = ("read_file", {"path": "notes.txt"})
 
 
 def returns(session: planbook.Session, tool: str) -> list[str]:
-    return [str(p.content) for m in session.extras["agent_history"] for p in m.parts
-            if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool]
+    return [
+        str(p.content)
+        for m in session.extras["agent_history"]
+        for p in m.parts
+        if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool
+    ]
 
 
 async def test_third_identical_call_is_not_executed_and_the_person_is_asked(
@@ -56,12 +60,20 @@ def project(tmp_path: Path, rules: str) -> planbook.Session:
 
 
 async def test_deny_rule_refuses_in_any_mode(tmp_path: Path) -> None:
-    session = project(tmp_path, '[tool.planbook.permissions]\nwrite_file = { "secrets/*" = "deny" }\n')
+    session = project(
+        tmp_path, '[tool.planbook.permissions]\nwrite_file = { "secrets/*" = "deny" }\n'
+    )
     session.set_mode("act")
-    await plan_task(session, "x", model=Scripted([
-        ("write_file", {"path": "secrets/key", "content": "x", "reason": "a"}),
-        ("write_file", {"path": "ok.txt", "content": "x", "reason": "b"}),
-    ]))
+    await plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("write_file", {"path": "secrets/key", "content": "x", "reason": "a"}),
+                ("write_file", {"path": "ok.txt", "content": "x", "reason": "b"}),
+            ]
+        ),
+    )
     first, second = returns(session, "write_file")
     assert first.startswith("Refused by a permission rule")
     assert not (tmp_path / "secrets").exists()
@@ -71,18 +83,30 @@ async def test_deny_rule_refuses_in_any_mode(tmp_path: Path) -> None:
 async def test_allow_rule_skips_the_question_in_ask_mode(tmp_path: Path) -> None:
     session = project(tmp_path, '[tool.planbook.permissions]\nwrite_file = { "out/*" = "allow" }\n')
     session.set_mode("ask")
-    run = await plan_task(session, "x", model=Scripted([
-        ("write_file", {"path": "out/a.txt", "content": "x", "reason": "a"}),
-    ]))
+    run = await plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("write_file", {"path": "out/a.txt", "content": "x", "reason": "a"}),
+            ]
+        ),
+    )
     assert run.status == "finished" and (tmp_path / "out" / "a.txt").exists()
 
 
 async def test_ask_rule_asks_even_in_act_mode(tmp_path: Path) -> None:
     session = project(tmp_path, '[tool.planbook.permissions]\nshell = { "git *" = "ask" }\n')
     session.set_mode("act")
-    run = plan_task(session, "x", model=Scripted([
-        ("shell", {"command": "git init -q", "reason": "a"}),
-    ]))
+    run = plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("shell", {"command": "git init -q", "reason": "a"}),
+            ]
+        ),
+    )
     decision = await next_decision(session)
     assert "git init" in decision.question
     assert not (tmp_path / ".git").exists()
@@ -104,9 +128,14 @@ def test_pruning_keeps_pairs_and_recent_messages() -> None:
     big = "row\n" * 5000
     messages: list[ModelRequest | ModelResponse] = []
     for i in range(6):
-        messages.append(ModelResponse(parts=[ToolCallPart("read_file", {"path": f"f{i}"},
-                                                          tool_call_id=f"c{i}")]))
-        messages.append(ModelRequest(parts=[ToolReturnPart("read_file", big, tool_call_id=f"c{i}")]))
+        messages.append(
+            ModelResponse(
+                parts=[ToolCallPart("read_file", {"path": f"f{i}"}, tool_call_id=f"c{i}")]
+            )
+        )
+        messages.append(
+            ModelRequest(parts=[ToolReturnPart("read_file", big, tool_call_id=f"c{i}")])
+        )
     pruned = prune(list(messages), budget=50_000, keep_last=2)
     assert history_size(pruned) <= 50_000
     assert len(pruned) == len(messages)

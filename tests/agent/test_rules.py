@@ -20,7 +20,9 @@ def test_no_files_means_no_opinion(tmp_path: Path) -> None:
 
 
 def test_pyproject_compact_rules_last_match_wins(tmp_path: Path) -> None:
-    write(tmp_path / "pyproject.toml", """
+    write(
+        tmp_path / "pyproject.toml",
+        """
 [project]
 name = "x"
 
@@ -28,7 +30,8 @@ name = "x"
 write_file = "ask"
 shell = { "*" = "ask", "git *" = "allow", "git push*" = "deny" }
 "*_file" = { "secrets/*" = "deny" }
-""")
+""",
+    )
     rules = RuleSet.load(tmp_path)
     assert rules.decide("shell", "git status") == "allow"
     assert rules.decide("shell", "git push origin main") == "deny"
@@ -41,8 +44,9 @@ shell = { "*" = "ask", "git *" = "allow", "git push*" = "deny" }
 
 def test_planbook_toml_beats_pyproject(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.planbook.permissions]\nshell = "deny"\n')
-    write(tmp_path / "planbook.toml", '[[rules]]\ntool = "shell"\npattern = "ls*"\n'
-          'action = "allow"\n')
+    write(
+        tmp_path / "planbook.toml", '[[rules]]\ntool = "shell"\npattern = "ls*"\naction = "allow"\n'
+    )
     rules = RuleSet.load(tmp_path)
     assert rules.decide("shell", "ls -la") == "allow"
     assert rules.decide("shell", "rm x") == "deny"
@@ -84,8 +88,8 @@ def test_add_without_persist_stays_in_memory(tmp_path: Path) -> None:
         ('[permissions]\nshell = "yes"', "must be one of allow, ask, deny, not 'yes'"),
         ('[[rules]]\ntool = "shell"\naction = "allow"\nwho = "me"', "unknown key 'who'"),
         ('[[rules]]\ntool = "shell"', "missing 'action'"),
-        ('rules = 3', "`rules` must be an array"),
-        ('[permissions]\nshell = 3', "expected an action or a table"),
+        ("rules = 3", "`rules` must be an array"),
+        ("[permissions]\nshell = 3", "expected an action or a table"),
     ],
 )
 def test_bad_rule_files_give_one_clear_line(tmp_path: Path, text: str, expected: str) -> None:

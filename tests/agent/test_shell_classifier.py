@@ -136,8 +136,9 @@ _safe_word = st.text(alphabet="abcdefgh.-_/0123456789", min_size=1, max_size=8).
     lambda w: not w.startswith("-")
 )
 _reader = st.one_of(
-    st.builds(lambda p, a: f"{p} {a}", st.sampled_from(["ls", "cat", "head", "wc", "grep x"]),
-              _safe_word),
+    st.builds(
+        lambda p, a: f"{p} {a}", st.sampled_from(["ls", "cat", "head", "wc", "grep x"]), _safe_word
+    ),
     st.just("pwd"),
     st.just("git status"),
     st.builds(lambda a: f"find {a} -type f", _safe_word),
@@ -161,10 +162,22 @@ def test_chains_of_readers_are_read_only(command: str) -> None:
 
 @given(
     _read_only_pipeline(),
-    st.sampled_from([
-        " > out", " >> out", " < in", " | rm -rf x", " && touch x", "; sh", " | tee x",
-        " $(rm x)", " `rm x`", " & ls", "\nrm x", " | xargs rm",
-    ]),
+    st.sampled_from(
+        [
+            " > out",
+            " >> out",
+            " < in",
+            " | rm -rf x",
+            " && touch x",
+            "; sh",
+            " | tee x",
+            " $(rm x)",
+            " `rm x`",
+            " & ls",
+            "\nrm x",
+            " | xargs rm",
+        ]
+    ),
 )
 def test_adding_a_writer_anywhere_makes_it_a_write(command: str, suffix: str) -> None:
     assert not is_read_only(command + suffix)
