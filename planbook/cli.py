@@ -1,0 +1,574 @@
+"""``planbook``: review and run a notebook's plan outside Jupyter (a pull request, CI, a terminal).
+
+A thin surface like the magics: it reads the notebook, calls a Session and prints what happened.
+``approve`` is the one command that needs a kernel: it starts a real one (jupyter_client) in the
+notebook's folder, re-runs the notebook's code cells there so ``run_cell`` steps find their
+variables, and approves inside it, so outputs and checkpoints land in the file exactly as they
+would from ``%approve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MISSING = 3
+EXIT_NOT_NOTEBOOK = 4
+EXIT_NOTHING = 5
+EXIT_METADATA = 6
+EXIT_KERNEL = 7
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}    done: every step asked for ran (or there was nothing wrong to show)
+  {EXIT_FAILED}    a step failed or conflicted, or a rollback would overwrite a later change
+  {EXIT_USAGE}    bad arguments: unknown option, bad step range, unknown checkpoint
+  {EXIT_MISSING}    the notebook file does not exist
+  {EXIT_NOT_NOTEBOOK}    the file is not a Jupyter notebook
+  {EXIT_NOTHING}    nothing to act on: no plan, no pending step, or no checkpoint
+  {EXIT_METADATA}    the planbook metadata is corrupted or from a newer planbook (left untouched)
+  {EXIT_KERNEL}    the kernel could not start, died, or a cell timed out
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C): the run ended between steps
+"""
+
+#: A line the kernel prints with its JSON report; nothing a notebook prints looks like it.
+_SENTINEL = "__planbook_report__:"
+
+#: Cells that use planbook itself are not re-run before ``approve``: they would stage steps again.
+_USES_PLANBOOK = re.compile(
+    r"\bplanbook\b|^\s*%%?(propose|approve|reject|rollback|plan|mode|checkpoints)\b", re.M
+)
+
+
+class CliError(Exception):
+    """A one-line message for the person and the exit code that goes with it."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- reading the notebook -------------------------------------------------------------------
+def read_nb(source: Path | bytes) -> Any:
+    """nbformat's reader (untyped), from a file or from bytes."""
+    import nbformat
+
+    reader: Any = nbformat  # untyped library: keep its Any in one place
+    if isinstance(source, bytes):
+        return reader.reads(source.decode("utf-8"), as_version=4)
+    return reader.read(source, as_version=4)
+
+
+@dataclass
+class Loaded:
+    path: Path
+    nb: Any  # nbformat.NotebookNode
+    state: Any  # planbook.model.store.PlanbookState
+
+
+def load(path_text: str, *, need_plan: bool = True) -> Loaded:
+    """Read a notebook and its planbook state, turning every way it can be wrong into a CliError."""
+
+    from planbook.engine.store import parse_state
+    from planbook.errors import MetadataError
+
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        raise CliError(EXIT_MISSING, f"{path_text}: no such file")
+    if path.is_dir():
+        raise CliError(EXIT_NOT_NOTEBOOK, f"{path_text}: is a folder, not a notebook (.ipynb)")
+    try:
+        nb = read_nb(path)
+    except Exception as exc:  # nbformat raises JSON, validation and version errors alike
+        kind = "not valid JSON" if isinstance(exc, ValueError) else type(exc).__name__
+        raise CliError(
+            EXIT_NOT_NOTEBOOK, f"{path_text}: not a Jupyter notebook ({kind}); pass an .ipynb file"
+        ) from None
+    if not isinstance(nb.get("cells"), list):
+        raise CliError(EXIT_NOT_NOTEBOOK, f"{path_text}: not a Jupyter notebook (no cells)")
+    try:
+        state = parse_state(nb.metadata.get("planbook"), path.name)
+    except MetadataError as exc:
+        raise CliError(EXIT_METADATA, str(exc)) from None
+    if need_plan and not state.plans:
+        raise CliError(
+            EXIT_NOTHING,
+            f"{path_text}: has no planbook plan; stage steps in Jupyter (`%%propose`) "
+            "or with planbook.session(notebook=...).propose",
+        )
+    return Loaded(path.resolve(), nb, state)
+
+
+def read_session(loaded: Loaded) -> Any:
+    """A session over an in-memory copy: for showing, never writes the file."""
+    from planbook.documents.memory import MemoryNotebook
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    doc = MemoryNotebook(notebook=loaded.nb, description=f"file: {loaded.path.name}")
+    workspace = Workspace(loaded.path.parent, protected=(loaded.path,))
+    return Session(doc, workspace, notebook_path=loaded.path)
+
+
+def file_session(loaded: Loaded) -> Any:
+    """A session that edits the file (reject, rollback: no kernel needed)."""
+    from planbook.documents.file import FileNotebook
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    doc = FileNotebook(loaded.path, description=f"file: {loaded.path.name} (planbook CLI)")
+    workspace = Workspace(loaded.path.parent, protected=(loaded.path,))
+    return Session(doc, workspace, notebook_path=loaded.path)
+
+
+def step_spec(steps: str | None, first: int | None) -> str | int | None:
+    """``--steps 3`` is step 3 (unlike ``%approve 3``, the first three); ``--first 3`` is that."""
+    if first is not None:
+        if first < 1:
+            raise CliError(EXIT_USAGE, f"--first {first}: give a count of 1 or more")
+        return first
+    if steps is None:
+        return None
+    spec = steps.strip()
+    if re.fullmatch(r"\d+", spec):
+        spec = f"{spec}-{spec}"
+    return spec
+
+
+def _planbook_errors(action: Callable[[], Any]) -> Any:
+    """Run a Session call; its errors become one-line CliErrors with the right exit code."""
+    from planbook.errors import MetadataError, PlanbookError, RollbackConflict, UsageMistake
+
+    try:
+        return action()
+    except MetadataError as exc:
+        raise CliError(EXIT_METADATA, _for_cli(exc)) from None
+    except RollbackConflict as exc:
+        raise CliError(EXIT_FAILED, _for_cli(exc)) from None
+    except UsageMistake as exc:
+        raise CliError(EXIT_USAGE, _for_cli(exc)) from None
+    except PlanbookError as exc:
+        raise CliError(EXIT_FAILED, _for_cli(exc)) from None
+
+
+def _for_cli(exc: Exception) -> str:
+    """Core messages name the magics; in a terminal the matching command is the fix."""
+    return (str(exc).replace("`%checkpoints`", "`planbook log`")
+            .replace("`%plan`", "`planbook show`")
+            .replace("`%rollback --force`", "`planbook rollback --force`"))
+
+
+def _pending(loaded: Loaded, session: Any) -> None:
+    plan = session.current_plan()
+    if plan is None or not any(s.status == "pending" for s in plan.steps):
+        raise CliError(EXIT_NOTHING, f"{loaded.path.name}: no step is pending; "
+                       f"see the plan with `planbook show {loaded.path.name}`")
+
+
+# --- commands -------------------------------------------------------------------------------
+def cmd_show(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    color = args.color if args.color is not None else sys.stdout.isatty()
+    print(read_session(loaded).render_text(color=color), end="")
+    return EXIT_OK
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    plan = next((p for p in reversed(loaded.state.plans) if p.is_open), loaded.state.plans[-1])
+    if not any(s.status in ("pending", "skipped") for s in plan.steps):
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to reject: no step is pending")
+    session = file_session(loaded)
+    spec = args.steps.strip() if args.steps else None
+    rejected = _planbook_errors(lambda: session.reject(spec))
+    numbers = {s.id: n for n, s in enumerate(session.current_plan().steps, start=1)}
+    print(f"rejected {len(rejected)} step(s): {', '.join(str(numbers[s.id]) for s in rejected)}")
+    return EXIT_OK
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    if not loaded.state.checkpoints:
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
+    session = file_session(loaded)
+    record = _planbook_errors(lambda: session.rollback(args.checkpoint, force=args.force))
+    print(f"rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+          f"`planbook rollback {args.notebook} {record.id}`")
+    return EXIT_OK
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    rows = audit_rows(loaded.state)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print(f"{args.notebook}: no planbook history yet")
+    else:
+        for row in rows:
+            print(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
+    return EXIT_OK
+
+
+def audit_rows(state: Any) -> list[dict[str, str]]:
+    """The audit trail: the session log (staged, approved with its hash, rejected, rollbacks,
+    modes), each approval followed by the results of the steps it ran."""
+    approvals = {a.sha256: a for plan in state.plans for a in plan.approvals}
+    results: dict[str, list[dict[str, str]]] = {}
+    for plan in state.plans:
+        numbers = {s.id: n for rev in plan.revisions for n, s in enumerate(rev.steps, start=1)}
+        kinds = {s.id: s.operation.kind for rev in plan.revisions for s in rev.steps}
+        for r in plan.results:
+            detail = f"{plan.id} step {numbers.get(r.step_id, '?')} ({kinds.get(r.step_id, '?')})"
+            detail += f" {r.step_id}" + (f" checkpoint {r.checkpoint}" if r.checkpoint else "")
+            detail += f": {r.message}" if r.message else ""
+            row = {"at": _when(r.at), "by": "executor", "event": r.status, "detail": detail}
+            results.setdefault(r.step_id, []).append(row)
+    rows: list[dict[str, str]] = []
+    for entry in state.log:
+        by = entry.by
+        if entry.event == "approved":
+            sha = entry.detail.rpartition("sha256=")[2]
+            by = approvals[sha].by if sha in approvals and approvals[sha].by else by
+        rows.append({"at": _when(entry.at), "by": by, "event": entry.event,
+                     "detail": entry.detail})
+        if entry.event == "approved":
+            # The log's timestamps are whole seconds: place each result after its approval.
+            ids = entry.detail.partition(" steps ")[2].partition(" ")[0].split(",")
+            for step_id in ids:
+                if results.get(step_id):
+                    rows.append(results[step_id].pop(0))
+    leftover = [row for rows_left in results.values() for row in rows_left]
+    return rows + sorted(leftover, key=lambda row: row["at"])
+
+
+def _when(value: Any) -> str:
+    from datetime import datetime
+
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    spec = step_spec(args.steps, args.first)
+    preview = read_session(loaded)
+    _pending(loaded, preview)
+    # Validate the selection and check drift before paying for a kernel.
+    dry = _planbook_errors(lambda: preview.approve(spec, dry_run=True))
+    if args.dry_run:
+        for o in dry.outcomes:
+            print(f"step {o.number} ({o.kind}): {o.status}"
+                  + (f": {o.message}" if o.message else ""))
+        print("dry run: nothing was applied")
+        return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
+    report = run_in_kernel(loaded, spec, rerun=not args.no_rerun, timeout=args.timeout,
+                           by=args.by, quiet=args.quiet)
+    return print_report(loaded, report)
+
+
+def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
+    if "error" in report:
+        code = EXIT_USAGE if report.get("type") in ("UsageMistake", "UnknownStep") else EXIT_FAILED
+        raise CliError(code, report["error"])
+    for o in report["outcomes"]:
+        print(f"step {o['number']} ({o['kind']}): {o['status']}"
+              + (f": {o['message']}" if o["message"] else ""))
+    if report["stopped"]:
+        print(report["stopped"])
+    if report["left_pending"]:
+        print(f"{report['left_pending']} approved step(s) were not run and are pending again")
+    done = [o for o in report["outcomes"] if o["status"] == "done"]
+    if done:
+        print(f"saved to {loaded.path.name}; undo the last step with "
+              f"`planbook rollback {loaded.path.name}`")
+    if report["stopped"] == "interrupted: the run ended cleanly between steps":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report["ok"] else EXIT_FAILED
+
+
+# --- the kernel -----------------------------------------------------------------------------
+def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
+    return "\n".join([
+        "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
+        "from planbook.errors import PlanbookError as _PbError",
+        "try:",
+        f"    _pb_r = _pb.session(notebook={str(path)!r}, fresh=True).approve({spec!r}, by={by!r})",
+        "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
+        "               'left_pending': _pb_r.left_pending,",
+        "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
+        "except _PbError as _pb_e:",
+        "    _pb_out = {'error': str(_pb_e), 'type': type(_pb_e).__name__}",
+        f"print({_SENTINEL!r} + _pb_json.dumps(_pb_out))",
+    ])
+
+
+def run_in_kernel(loaded: Loaded, spec: str | int | None, *, rerun: bool, timeout: float,
+                  by: str | None, quiet: bool = False) -> dict[str, Any]:
+    """Start a kernel in the notebook's folder, re-run its code cells, approve there."""
+    from jupyter_client.manager import start_new_kernel
+
+    from planbook.engine.store import _user
+
+    say: Callable[[str], None] = (lambda _m: None) if quiet else (
+        lambda m: print(m, file=sys.stderr))
+    env = {**os.environ, "JPY_SESSION_NAME": str(loaded.path)}
+    try:
+        # The kernel's own stderr (a TCP warning, debugger notes) is noise for a CLI user.
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(loaded.path.parent), env=env,
+                                  startup_timeout=60, stderr=subprocess.DEVNULL)
+    except Exception as exc:  # jupyter_client raises RuntimeError, TimeoutError, OSError...
+        raise CliError(EXIT_KERNEL, f"could not start a python3 kernel: {exc}") from None
+    try:
+        before = loaded.path.read_bytes()
+        if rerun:
+            _rerun_cells(kc, km, loaded, timeout, say)
+            if _plan_changed(loaded, before):
+                loaded.path.write_bytes(before)
+                raise CliError(EXIT_FAILED, "re-running the notebook's cells changed its plan, "
+                               "so nothing was approved (the file is restored); use --no-rerun")
+        lines: list[str] = []
+        code = _approve_code(loaded.path, spec, by or f"{_user()} (planbook CLI)")
+        reply = _execute(kc, km, code, timeout=None, sink=lines.append)
+        for line in "".join(lines).split("\n"):
+            if line.startswith(_SENTINEL):
+                report: dict[str, Any] = json.loads(line[len(_SENTINEL):])
+                return report
+        detail = reply.get("evalue") or "no report"
+        raise CliError(EXIT_KERNEL, f"the kernel did not report back ({detail})")
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _rerun_cells(kc: Any, km: Any, loaded: Loaded, timeout: float,
+                 say: Callable[[str], None]) -> None:
+    code = [c for c in loaded.nb.cells if c.cell_type == "code" and c.source.strip()]
+    skipped = [c for c in code if _USES_PLANBOOK.search(c.source)]
+    errors: list[str] = []
+    for cell in code:
+        if cell in skipped:
+            continue
+        reply = _execute(kc, km, cell.source, timeout=timeout, sink=lambda _t: None)
+        if reply.get("status") == "error":
+            errors.append(f"cell {cell.get('id')}: {reply.get('ename')}: {reply.get('evalue')}")
+    msg = f"re-ran {len(code) - len(skipped)} code cell(s) of {loaded.path.name}"
+    msg += f", skipped {len(skipped)} that use planbook" if skipped else ""
+    say(msg + (f"; {len(errors)} raised, first: {errors[0]}" if errors else ""))
+
+
+def _plan_changed(loaded: Loaded, before: bytes) -> bool:
+
+    now = read_nb(loaded.path)
+    old = read_nb(before)
+    return bool(now.metadata.get("planbook") != old.metadata.get("planbook"))
+
+
+def _execute(kc: Any, km: Any, code: str, *, timeout: float | None,
+             sink: Callable[[str], None]) -> dict[str, Any]:
+    """Run ``code``; stream text goes to ``sink``. Ctrl-C interrupts the kernel once and waits
+    for the cell to end (the executor stops between steps); a second Ctrl-C gives up."""
+    msg_id = kc.execute(code, store_history=True, allow_stdin=False)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interrupted = False
+    while True:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            if deadline is not None and time.monotonic() > deadline:
+                raise CliError(EXIT_KERNEL, f"a cell did not finish within {timeout:g}s; "
+                               "raise --timeout or use --no-rerun") from None
+            if not km.is_alive():
+                raise CliError(EXIT_KERNEL, "the kernel died; nothing more was run") from None
+            continue
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            km.interrupt_kernel()
+            continue
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            sink(msg["content"]["text"])
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    while True:  # the matching execute_reply is on the shell channel
+        reply = kc.get_shell_msg(timeout=30)
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return dict(reply.get("content", {}))
+
+
+# --- demo -----------------------------------------------------------------------------------
+def quickstart_source() -> Path:
+    """The quickstart shipped in the wheel, or the repository's own in a source checkout."""
+    packaged = Path(__file__).parent / "_notebooks" / "quickstart.ipynb"
+    if packaged.exists():
+        return packaged
+    repo = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+    if repo.exists():
+        return repo
+    raise CliError(EXIT_MISSING, "the quickstart notebook is not installed with this planbook")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import nbformat
+
+    folder = (Path(args.dir).resolve() if args.dir
+              else Path(tempfile.mkdtemp(prefix="planbook-demo-")))
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "quickstart.ipynb"
+    shutil.copyfile(quickstart_source(), target)
+    nb = read_nb(target)
+    nb.metadata.pop("planbook", None)  # start from a clean history whatever the copy carried
+    writer: Any = nbformat
+    writer.write(nb, target)
+    color = args.color if args.color is not None else sys.stdout.isatty()
+
+    def title(text: str) -> None:
+        print(f"\n\x1b[1m== {text}\x1b[0m" if color else f"\n== {text}")
+
+    title(f"1. a scripted plan, staged on a copy of the quickstart: {target}")
+    session = file_session(load(str(target), need_plan=False))
+    stage_demo_plan(session)
+    print(session.render_text(color=color), end="")
+    title("2. planbook approve --steps 1-2 (a real kernel runs the approved steps)")
+    loaded = load(str(target))
+    report = run_in_kernel(loaded, "1-2", rerun=True, timeout=120, by=None, quiet=True)
+    code = print_report(loaded, report)
+    new_cell = next(c for c in read_nb(target).cells if c.get("id") == "demo-mass")
+    print("output stored in the notebook for step 1:")
+    for out in new_cell.get("outputs", []):
+        text = out.get("text") or out.get("data", {}).get("text/plain", "")
+        print("   " + "\n   ".join(str(text).rstrip().splitlines()))
+    title("3. the plan now (step 3 is still pending)")
+    print(read_session(load(str(target))).render_text(color=color), end="")
+    title("4. planbook rollback (undo the last step: the markdown note)")
+    cmd_rollback(argparse.Namespace(notebook=str(target), checkpoint=None, force=False))
+    title("5. planbook log")
+    cmd_log(argparse.Namespace(notebook=str(target), json=False))
+    print(f"\ntry: planbook show {target}\n     planbook approve {target}")
+    return code
+
+
+def stage_demo_plan(session: Any) -> None:
+    """Three steps an assistant might propose for the penguins analysis."""
+    from planbook.model.operations import InsertCell
+
+    session.new_plan("summarise body mass by species")
+    # A fixed id so the demo can point at the new cell; the Python API picks a random one.
+    session.stage(InsertCell(cell_id="demo-mass", after="load-penguins",
+                             source='penguins.groupby("species")["body_mass_g"].mean().round(1)'),
+                  reason="average body mass per species", run=True)
+    session.propose.insert_cell("Body mass by species, computed by the demo plan.",
+                                after="demo-mass", cell_type="markdown",
+                                reason="say what the new cell shows")
+    session.propose.write_file("NOTES.md", "# Notes\n\n- Gentoo are the heaviest species.\n",
+                               reason="keep a note next to the notebook")
+
+
+# --- entry point ----------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planbook",
+        description="Review, approve and roll back the plan stored in a notebook, outside Jupyter.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int],
+                description: str = "") -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=description or help_text,
+                           epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(run=run)
+        return p
+
+    def color_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--color", dest="color", action="store_true", default=None,
+                       help="colour diffs (default: when writing to a terminal)")
+        p.add_argument("--no-color", dest="color", action="store_false")
+
+    show = command("show", "the plan and its diffs", cmd_show)
+    show.add_argument("notebook", help="the .ipynb file")
+    color_flags(show)
+
+    approve = command(
+        "approve", "approve pending steps and run them in a real kernel", cmd_approve,
+        "Approve pending steps and run exactly those, in order, each behind a checkpoint, in a "
+        "real Jupyter kernel started in the notebook's folder. Outputs, results and checkpoints "
+        "are written into the notebook. Before approving, the notebook's code cells are re-run "
+        "in that kernel (in order, errors reported and ignored) so that run_cell steps find the "
+        "variables they use; cells that use planbook itself (magics or `planbook`) are skipped.")
+    approve.add_argument("notebook", help="the .ipynb file")
+    approve.add_argument("--steps", metavar="SPEC",
+                         help="step numbers: 3 (step 3), 1,3-5; default: every pending step")
+    approve.add_argument("--first", type=int, metavar="N", help="the first N pending steps")
+    approve.add_argument("--dry-run", action="store_true",
+                         help="check what would run (selection, drift); start no kernel")
+    approve.add_argument("--no-rerun", action="store_true",
+                         help="do not re-run the notebook's cells before approving")
+    approve.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                         help="limit for each re-run cell (default 600)")
+    approve.add_argument("--by", help="who approves, recorded with the approval "
+                         "(default: '<user> (planbook CLI)')")
+    approve.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    reject = command("reject", "reject pending steps (all by default)", cmd_reject)
+    reject.add_argument("notebook", help="the .ipynb file")
+    reject.add_argument("--steps", metavar="SPEC", help="step numbers: 3, 1,3-5; default: all")
+
+    rollback = command(
+        "rollback", "undo the last step, or everything after a checkpoint", cmd_rollback,
+        "Undo the last executed step, or everything after CHECKPOINT, restoring cells and files. "
+        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.")
+    rollback.add_argument("notebook", help="the .ipynb file")
+    rollback.add_argument("checkpoint", nargs="?",
+                          help="checkpoint id, id prefix or number (see `planbook log`)")
+    rollback.add_argument("--force", action="store_true",
+                          help="roll back even over changes made after the step ran")
+
+    log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
+    log.add_argument("notebook", help="the .ipynb file")
+    log.add_argument("--json", action="store_true", help="machine-readable rows")
+
+    demo = command("demo", "stage, review, approve and roll back a plan on a copy of the "
+                   "quickstart", cmd_demo)
+    demo.add_argument("--dir", help="folder for the copy (default: a new temp folder)")
+    color_flags(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except CliError as exc:
+        print(f"planbook: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("planbook: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _exit(argv: Sequence[str] | None = None) -> NoReturn:  # pragma: no cover
+    sys.exit(main(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _exit()
