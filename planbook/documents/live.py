@@ -256,6 +256,22 @@ class LiveNotebook:
                 self._cache = (self._version, [_to_cell(c) for c in self._ycells.to_py() or []])
             return self._cache[1]
 
+    def sync(self, timeout: float = 5.0) -> bool:
+        """Fetch everything the server has now (one round trip); False when disconnected.
+        Every outermost ``transaction()`` starts with it, so it begins from the server's state."""
+        with self._cond:
+            if not self._connected:
+                return False
+            try:
+                number = self._ask()
+            except Exception:
+                return False
+            generation = self._generation
+        return (
+            self._wait(lambda: self._generation != generation or self._answered >= number, timeout)
+            and self._generation == generation
+        )
+
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (from the sync thread) after each change of the document."""
         self._listeners.append(callback)
@@ -289,6 +305,7 @@ class LiveNotebook:
                 txn.depth -= 1
             return
         with self._writer:
+            self.sync()
             cells = [c.model_copy(deep=True) for c in self._shared_cells()]
             txn = _Txn(cells=cells, base={c.id: c for c in cells})
             self._local.txn = txn

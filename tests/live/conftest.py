@@ -70,3 +70,7 @@ def run(server: RunningServer, kernel: dict[str, Any], code: str) -> str:
     if result["error"]:
         raise AssertionError("\n".join(result["error"]["traceback"]))
     return str(result["stdout"])
+
+
+def disk_sources(nb: dict[str, Any]) -> list[str]:
+    return ["".join(c["source"]) for c in nb["cells"]]
