@@ -15,8 +15,14 @@ pytestmark = pytest.mark.anyio
 
 PLAN = [
     Reply(tool_calls=[("list_cells", {})]),
-    Reply(tool_calls=[("insert_cell", {"source": "df = df.dropna()", "after": "load",
-                                       "reason": "drop empty rows"})]),
+    Reply(
+        tool_calls=[
+            (
+                "insert_cell",
+                {"source": "df = df.dropna()", "after": "load", "reason": "drop empty rows"},
+            )
+        ]
+    ),
     Reply(tool_calls=[("present_plan", {"summary": "Drop empty rows."})]),
     Reply(content="The plan is ready for your review."),
 ]
@@ -79,8 +85,11 @@ async def test_malformed_arguments_over_http_never_reach_the_plan(
     replies = [
         Reply(tool_calls=[("insert_cell", '{"source": "x = 1", "reason": ')]),  # broken JSON
         Reply(tool_calls=[("edit_cell", {"cell_id": "show"})]),  # missing fields
-        Reply(tool_calls=[("edit_cell", {"cell_id": "show", "source": "df.tail()",
-                                         "reason": "see the end"})]),
+        Reply(
+            tool_calls=[
+                ("edit_cell", {"cell_id": "show", "source": "df.tail()", "reason": "see the end"})
+            ]
+        ),
         Reply(content="done"),
     ]
     with ScriptedOpenAI(replies) as api:
