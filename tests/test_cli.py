@@ -1,0 +1,312 @@
+"""The `planbook` command on real notebook files; `approve` and `demo` start a real kernel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from planbook import cli
+from planbook.documents.file import FileNotebook
+from planbook.session import Session
+from planbook.workspace import Workspace
+
+
+def make_notebook(folder: Path, *, name: str = "analysis.ipynb") -> Path:
+    nb = nbformat.v4.new_notebook()
+    load = nbformat.v4.new_code_cell('x = int(open("answer.txt").read()) - 1\nx')
+    load["id"] = "load"
+    title = nbformat.v4.new_markdown_cell("# Analysis")
+    title["id"] = "title"
+    nb.cells = [title, load]
+    path = folder / name
+    nbformat.write(nb, path)
+    (folder / "answer.txt").write_text("42\n")
+    return path
+
+
+def open_session(path: Path) -> Session:
+    return Session(FileNotebook(path), Workspace(path.parent, protected=(path,)),
+                   notebook_path=path)
+
+
+@pytest.fixture
+def planned(tmp_path: Path) -> Path:
+    """A notebook with four pending steps: run a new cell, edit the title, write a file, fail."""
+    path = make_notebook(tmp_path)
+    pb = open_session(path)
+    pb.propose.insert_cell("y = x + 1\nprint(y)", after="load", reason="the answer", run=True)
+    pb.propose.edit_cell("title", "# Analysis of the answer", reason="a better title")
+    pb.propose.write_file("notes.txt", "x is 41\n", reason="keep a note")
+    return path
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def state(path: Path) -> dict:  # type: ignore[type-arg]
+    return nbformat.read(path, as_version=4).metadata["planbook"]  # type: ignore[no-any-return]
+
+
+def cells(path: Path) -> dict[str, nbformat.NotebookNode]:
+    return {c["id"]: c for c in nbformat.read(path, as_version=4).cells}
+
+
+# --- show --------------------------------------------------------------------------------------
+def test_show_prints_every_step_with_its_diff_and_changes_nothing(
+        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = planned.read_bytes()
+    code, out, _ = run(["show", str(planned)], capsys)
+    assert code == cli.EXIT_OK
+    assert "1. [pending] insert code cell" in out
+    assert "+y = x + 1" in out
+    assert "-# Analysis\n" in out and "+# Analysis of the answer" in out
+    assert "write file notes.txt" in out
+    assert "\x1b[" not in out  # not a terminal: no colour
+    assert planned.read_bytes() == before
+
+
+def test_show_colours_diffs_on_request(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["show", str(planned), "--color"], capsys)
+    assert code == cli.EXIT_OK
+    assert "\x1b[32m+y = x + 1\x1b[0m" in out
+
+
+# --- errors, each with its exit code ----------------------------------------------------------
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("show", "approve", "reject", "rollback", "log"):
+        code, out, err = run([command, str(tmp_path / "nope.ipynb")], capsys)
+        assert code == cli.EXIT_MISSING
+        assert err == f"planbook: {tmp_path / 'nope.ipynb'}: no such file\n"
+
+
+@pytest.mark.parametrize("content", ["this is not json", '{"cells": 3}', "[1, 2]", ""])
+def test_not_a_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str) -> None:
+    path = tmp_path / "x.ipynb"
+    path.write_text(content)
+    code, _, err = run(["show", str(path)], capsys)
+    assert code == cli.EXIT_NOT_NOTEBOOK
+    assert "not a Jupyter notebook" in err and err.count("\n") == 1
+
+
+def test_a_folder_is_not_a_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["show", str(tmp_path)], capsys)
+    assert code == cli.EXIT_NOT_NOTEBOOK
+    assert "is a folder" in err
+
+
+def test_notebook_without_a_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_notebook(tmp_path)
+    for command in ("show", "approve", "reject"):
+        code, _, err = run([command, str(path)], capsys)
+        assert code == cli.EXIT_NOTHING
+        assert "has no planbook plan" in err
+    code, _, err = run(["rollback", str(path)], capsys)
+    assert code == cli.EXIT_NOTHING
+    assert "nothing to roll back" in err
+    code, out, _ = run(["log", str(path)], capsys)
+    assert code == cli.EXIT_OK and "no planbook history yet" in out
+
+
+@pytest.mark.parametrize("raw", [
+    "a string",
+    {"schema_version": 1, "plans": "not a list"},
+    {"schema_version": 99},
+])
+def test_corrupted_or_future_metadata_is_refused_and_left_untouched(
+        planned: Path, capsys: pytest.CaptureFixture[str], raw: object) -> None:
+    nb = nbformat.read(planned, as_version=4)
+    nb.metadata["planbook"] = raw
+    nbformat.write(nb, planned)
+    before = planned.read_bytes()
+    for argv in (["show"], ["approve"], ["reject"], ["rollback"], ["log"]):
+        code, _, err = run([*argv, str(planned)], capsys)
+        assert code == cli.EXIT_METADATA, argv
+        assert "left untouched" in err or "left" in err
+    assert planned.read_bytes() == before
+
+
+@pytest.mark.parametrize("spec", ["x", "0", "99", "3-1", "1,,2", ""])
+def test_bad_step_range(planned: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    before = planned.read_bytes()
+    code, _, err = run(["approve", str(planned), "--steps", spec], capsys)
+    assert code == cli.EXIT_USAGE, err
+    assert err.startswith("planbook: ") and err.count("\n") == 1
+    assert planned.read_bytes() == before
+
+
+def test_bad_count_and_unknown_options(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["approve", str(planned), "--first", "0"], capsys)[0] == cli.EXIT_USAGE
+    assert run(["approve", str(planned), "--first", "9"], capsys)[0] == cli.EXIT_USAGE
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["approve", str(planned), "--bogus"])
+    assert exc.value.code == cli.EXIT_USAGE
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["frobnicate"])
+    assert exc.value.code == cli.EXIT_USAGE
+
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["approve", "--help"])
+    out = capsys.readouterr().out
+    assert "re-run" in out and "skipped" in out  # what happens before approving
+    for code in (cli.EXIT_MISSING, cli.EXIT_NOT_NOTEBOOK, cli.EXIT_NOTHING, cli.EXIT_METADATA):
+        assert f"\n  {code} " in out
+
+
+# --- approve without a kernel ------------------------------------------------------------------
+def test_dry_run_starts_no_kernel_and_changes_nothing(
+        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = planned.read_bytes()
+    code, out, _ = run(["approve", str(planned), "--dry-run"], capsys)
+    assert code == cli.EXIT_OK
+    assert out.splitlines() == [
+        "step 1 (insert_cell): would run",
+        "step 2 (edit_cell): would run",
+        "step 3 (write_file): would run",
+        "dry run: nothing was applied",
+    ]
+    assert planned.read_bytes() == before
+
+
+def test_dry_run_reports_a_target_changed_since_staging(
+        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nb = nbformat.read(planned, as_version=4)
+    next(c for c in nb.cells if c["id"] == "title")["source"] = "# Someone else's title"
+    nbformat.write(nb, planned)
+    code, out, _ = run(["approve", str(planned), "--steps", "2", "--dry-run"], capsys)
+    assert code == cli.EXIT_FAILED
+    assert "step 2 (edit_cell): would conflict" in out
+
+
+def test_nothing_pending(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["reject", str(planned)], capsys)[0] == cli.EXIT_OK
+    code, _, err = run(["approve", str(planned)], capsys)
+    assert code == cli.EXIT_NOTHING and "no step is pending" in err
+    code, _, err = run(["reject", str(planned)], capsys)
+    assert code == cli.EXIT_NOTHING and "nothing to reject" in err
+
+
+# --- reject and rollback (no kernel needed) ----------------------------------------------------
+def test_reject_some_then_all(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["reject", str(planned), "--steps", "2"], capsys)
+    assert (code, out) == (cli.EXIT_OK, "rejected 1 step(s): 2\n")
+    statuses = [s["status"] for s in state(planned)["plans"][0]["revisions"][-1]["steps"]]
+    assert statuses == ["pending", "rejected", "pending"]
+    code, out, _ = run(["reject", str(planned)], capsys)
+    assert (code, out) == (cli.EXIT_OK, "rejected 2 step(s): 1, 3\n")
+    assert cells(planned)["title"]["source"] == "# Analysis"
+
+
+def test_rollback_restores_cells_and_files_and_is_itself_undoable(
+        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Steps 2 and 3 need no kernel: run them in-process, then roll back from the CLI.
+    report = open_session(planned).approve("2-3")
+    assert report.ok
+    assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
+    code, out, _ = run(["rollback", str(planned)], capsys)
+    assert code == cli.EXIT_OK and "rolled back 1 step(s)" in out
+    assert not (planned.parent / "notes.txt").exists()
+    assert cells(planned)["title"]["source"] == "# Analysis of the answer"
+    undo = out.split("`planbook rollback ")[1].split("`")[0].split()[-1]
+    code, out, _ = run(["rollback", str(planned), "1"], capsys)
+    assert code == cli.EXIT_OK
+    assert cells(planned)["title"]["source"] == "# Analysis"
+    code, _, _ = run(["rollback", str(planned), undo], capsys)  # undo the first rollback
+    assert code == cli.EXIT_OK
+    assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
+
+
+def test_rollback_refuses_to_overwrite_a_later_change(
+        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert open_session(planned).approve("2-2").ok
+    nb = nbformat.read(planned, as_version=4)
+    next(c for c in nb.cells if c["id"] == "title")["source"] = "# Edited by hand"
+    nbformat.write(nb, planned)
+    code, _, err = run(["rollback", str(planned)], capsys)
+    assert code == cli.EXIT_FAILED
+    assert "planbook rollback --force" in err
+    assert cells(planned)["title"]["source"] == "# Edited by hand"
+    code, _, _ = run(["rollback", str(planned), "--force"], capsys)
+    assert code == cli.EXIT_OK
+    assert cells(planned)["title"]["source"] == "# Analysis"
+
+
+def test_rollback_unknown_checkpoint(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert open_session(planned).approve("3-3").ok
+    code, _, err = run(["rollback", str(planned), "cp-nope"], capsys)
+    assert code == cli.EXIT_USAGE
+    assert "no checkpoint 'cp-nope'" in err and "planbook log" in err
+
+
+# --- approve in a real kernel ------------------------------------------------------------------
+@pytest.mark.kernel
+def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(
+        planned: Path) -> None:
+    # Through the installed console script, as a person or CI would call it.
+    script = Path(sys.executable).parent / "planbook"
+    result = subprocess.run([str(script), "approve", str(planned), "--steps", "1,3"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == cli.EXIT_OK, result.stderr
+    assert result.stdout.splitlines()[:2] == ["step 1 (insert_cell): done",
+                                              "step 3 (write_file): done"]
+    # The notebook's own cell ran first in the notebook's folder, so x (from answer.txt) existed.
+    assert "re-ran 1 code cell(s)" in result.stderr
+    new = [c for c in nbformat.read(planned, as_version=4).cells if c["id"] not in ("load", "title")]
+    assert new[0]["outputs"][0]["text"] == "42\n"
+    assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
+    meta = state(planned)
+    plan = meta["plans"][0]
+    assert len(meta["checkpoints"]) == 2
+    assert plan["approvals"][0]["by"].endswith("(planbook CLI)")
+    assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["done", "pending", "done"]
+
+    log = subprocess.run([str(script), "log", str(planned), "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    rows = json.loads(log)
+    approved = next(r for r in rows if r["event"] == "approved")
+    assert approved["detail"].endswith("sha256=" + plan["approvals"][0]["sha256"])
+    after = rows[rows.index(approved) + 1:]
+    assert [r["event"] for r in after[:2]] == ["done", "done"]
+    assert "step 1 (insert_cell)" in after[0]["detail"]
+
+
+@pytest.mark.kernel
+def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path) -> None:
+    path = make_notebook(tmp_path)
+    pb = open_session(path)
+    pb.propose.insert_cell("1 / 0", after="load", reason="oops", run=True)
+    pb.propose.edit_cell("title", "# Never", reason="after the failure")
+    result = subprocess.run([sys.executable, "-m", "planbook.cli", "approve", str(path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == cli.EXIT_FAILED
+    assert "step 1 (insert_cell): failed" in result.stdout
+    assert "ZeroDivisionError" in result.stdout
+    assert "1 approved step(s) were not run and are pending again" in result.stdout
+    assert cells(path)["title"]["source"] == "# Analysis"
+    failed = [c for c in nbformat.read(path, as_version=4).cells if c["id"] not in ("load", "title")]
+    assert failed[0]["outputs"][0]["ename"] == "ZeroDivisionError"
+
+
+@pytest.mark.kernel
+def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "planbook.cli", "demo", "--dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == cli.EXIT_OK, result.stderr
+    out = result.stdout
+    assert "1. [pending] insert code cell demo-mass after load-penguins" in out
+    assert "step 1 (insert_cell): done" in out and "step 2 (insert_cell): done" in out
+    assert "Gentoo       5076.0" in out  # computed by a real kernel on the real data set
+    assert "rolled back 1 step(s)" in out
+    assert "approved" in out and "sha256=" in out
+    copy = tmp_path / "quickstart.ipynb"
+    assert "demo-mass" in cells(copy)
+    assert not (tmp_path / "NOTES.md").exists()  # step 3 was left pending
