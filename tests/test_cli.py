@@ -82,7 +82,7 @@ def test_show_colours_diffs_on_request(planned: Path, capsys: pytest.CaptureFixt
 # --- errors, each with its exit code ----------------------------------------------------------
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("show", "approve", "reject", "rollback", "log"):
-        code, out, err = run([command, str(tmp_path / "nope.ipynb")], capsys)
+        code, _, err = run([command, str(tmp_path / "nope.ipynb")], capsys)
         assert code == cli.EXIT_MISSING
         assert err == f"planbook: {tmp_path / 'nope.ipynb'}: no such file\n"
 
@@ -260,7 +260,7 @@ def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(
                                               "step 3 (write_file): done"]
     # The notebook's own cell ran first in the notebook's folder, so x (from answer.txt) existed.
     assert "re-ran 1 code cell(s)" in result.stderr
-    new = [c for c in nbformat.read(planned, as_version=4).cells if c["id"] not in ("load", "title")]
+    new = [c for c in cells(planned).values() if c["id"] not in ("load", "title")]
     assert new[0]["outputs"][0]["text"] == "42\n"
     assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
     meta = state(planned)
@@ -292,7 +292,7 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
     assert "ZeroDivisionError" in result.stdout
     assert "1 approved step(s) were not run and are pending again" in result.stdout
     assert cells(path)["title"]["source"] == "# Analysis"
-    failed = [c for c in nbformat.read(path, as_version=4).cells if c["id"] not in ("load", "title")]
+    failed = [c for c in cells(path).values() if c["id"] not in ("load", "title")]
     assert failed[0]["outputs"][0]["ename"] == "ZeroDivisionError"
 
 
