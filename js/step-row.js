@@ -15,14 +15,14 @@ import { h, renderCell, renderDiff } from "./diff-view.js";
  */
 
 export const KIND = {
-  insert_cell: ["＋", "insert cell"],
+  insert_cell: ["+", "insert cell"],
   edit_cell: ["✎", "edit cell"],
   delete_cell: ["✕", "delete cell"],
   move_cell: ["⇅", "move cell"],
   run_cell: ["▶", "run cell"],
-  write_file: ["🗎", "write file"],
+  write_file: ["▤", "write file"],
   edit_file: ["✎", "edit file"],
-  delete_file: ["🗑", "delete file"],
+  delete_file: ["✕", "delete file"],
   shell: ["$", "shell command"],
 };
 
@@ -78,7 +78,7 @@ export function renderStep(doc, step, st, act) {
   box.dataset.key = `step:${step.id}:select`;
   box.setAttribute("aria-label", `Approve step ${step.number}`);
   box.addEventListener("change", () => act.toggleSelect(step.id));
-  label.append(box, h(doc, "span", "pb-sr", `Approve step ${step.number}`));
+  label.append(box);
 
   const skip = button(doc, skipped ? "Unskip" : "Skip", `step:${step.id}:skip`,
     () => act.toggleSkip(step.id), "pb-btn pb-small");

@@ -1,0 +1,168 @@
+"""End to end: JupyterLab in Chromium, a notebook whose cell stages steps, the review panel.
+
+The person skips one step and clicks Approve selected: exactly the other steps run (the notebook
+and the files say so); then Rollback, confirmed, puts everything back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.support.jupyter_server import RunningServer, start_jupyter
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+STAGE = '''\
+import planbook
+s = planbook.session()
+s.propose.edit_cell("c1", "x = 41", reason="the answer is near", run=True)
+s.propose.insert_cell("y = x + 1\\nprint('y is', y)", after="c2", reason="derive y", run=True)
+s.propose.write_file("result.txt", "42\\n", reason="keep the result")
+s.propose.write_file("skipped.txt", "no\\n", reason="this one gets skipped")
+s.review()'''
+
+
+def write_notebook(path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    for cell_id, source in [("c1", "x = 1"), ("c2", "print('x is', x)"), ("c3", STAGE)]:
+        cell = nbformat.v4.new_code_cell(source)
+        cell["id"] = cell_id
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+
+
+def cells(path: Path) -> list[tuple[str, str]]:
+    nb = nbformat.read(path, as_version=4)
+    return [(c["id"], c["source"]) for c in nb.cells]
+
+
+def outputs_text(path: Path, cell_index: int) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return "".join(o.get("text", "") for o in nb.cells[cell_index].get("outputs", []))
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Wait until `check()` holds (the collaboration server saves about a second later)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (OSError, ValueError, json.JSONDecodeError, IndexError, KeyError):
+            pass  # the file is being replaced right now
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def run_first_cell(page: Any, tries: int = 4) -> None:
+    """Shift+Enter in the first cell until the kernel has run it: right after the page opens,
+    JupyterLab can drop an execution while the kernel connection and the shared document are
+    still settling, so the first run is retried (running `x = 1` twice changes nothing)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    prompt = page.locator(".jp-Cell").first.locator(".jp-InputPrompt")
+    for _ in range(tries):
+        page.locator(".jp-Cell .cm-content").first.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("JupyterLab never ran the first cell")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RunningServer]:
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "analysis.ipynb")
+    with start_jupyter(root, lab=True, collaboration=True) as running:
+        yield running
+
+
+def test_approve_selected_with_one_skipped_then_rollback(server: RunningServer, browser: Any,
+                                                         artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    nb_path = server.root / "analysis.ipynb"
+    original = cells(nb_path)
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        run_review(page, server, nb_path, original, artifacts)
+    except BaseException:
+        page.screenshot(path=str(artifacts / "panel-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+
+
+def run_review(page: Any, server: RunningServer, nb_path: Path,
+               original: list[tuple[str, str]], artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{server.url}lab/tree/analysis.ipynb?token={server.token}")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+
+    # Run the three cells: x = 1, print, then the cell that stages the plan and shows the panel.
+    run_first_cell(page)
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Control+Enter")  # run the last cell in place: no new empty cell
+    panel = page.locator(".planbook-panel")
+    expect(panel).to_be_visible()
+    steps = panel.locator(".pb-step")
+    expect(steps).to_have_count(4)
+    expect(panel.locator(".pb-header")).to_contain_text("4 pending")
+    expect(panel.locator(".pb-header")).to_contain_text("live")
+
+    panel.get_by_role("button", name="Skip step 4").click()
+    expect(steps.nth(3)).to_have_class(re.compile(r"\bpb-status-skipped\b"))
+    approve = panel.get_by_role("button", name="Approve selected (3)")
+    expect(approve).to_be_enabled()
+    panel.screenshot(path=str(artifacts / "panel-review.png"))
+
+    approve.click()
+    for i in range(3):
+        expect(steps.nth(i).locator(".pb-status-badge")).to_have_text("done")
+    expect(steps.nth(3).locator(".pb-status-badge")).to_have_text("skipped")
+    expect(panel.locator(".pb-header")).to_contain_text("3 done")
+    expect(panel.locator(".pb-checkpoint")).to_have_count(3)
+    panel.screenshot(path=str(artifacts / "panel-done.png"))
+
+    # Exactly the approved steps ran: the notebook (saved by the collaboration server) and files.
+    root = server.root
+    wait_for(lambda: len(cells(nb_path)) == 4 and cells(nb_path)[0][1] == "x = 41",
+             "the edited and inserted cells on disk")
+    ids_sources = cells(nb_path)
+    assert [src for _, src in ids_sources] == ["x = 41", "print('x is', x)",
+                                               "y = x + 1\nprint('y is', y)", STAGE]
+    wait_for(lambda: "y is 42" in outputs_text(nb_path, 2), "the inserted cell's output")
+    assert (root / "result.txt").read_text() == "42\n"
+    assert not (root / "skipped.txt").exists()
+    expect(page.locator(".jp-Cell").nth(2).locator(".cm-content")).to_contain_text("y = x + 1")
+
+    # Roll back to the first checkpoint, with a confirmation.
+    first = panel.locator(".pb-checkpoint").first
+    first.get_by_role("button", name="Rollback to before step 1 (edit_cell)").click()
+    dialog = panel.get_by_role("alertdialog", name="Confirm rollback")
+    expect(dialog).to_contain_text("Roll back to")
+    dialog.get_by_role("button", name="Roll back").click()
+    expect(panel.locator(".pb-error")).to_have_count(0)
+
+    wait_for(lambda: cells(nb_path) == original, "the notebook back as it was")
+    assert not (root / "result.txt").exists()
+    assert not (root / "skipped.txt").exists()
+    expect(page.locator(".jp-Cell")).to_have_count(3)
+    expect(page.locator(".jp-Cell").first.locator(".cm-content")).to_have_text("x = 1")
