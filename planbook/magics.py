@@ -146,9 +146,14 @@ class PlanbookMagics(Magics):
                 print(f"{n:>3}. {cell.id}  [{cell.cell_type}]  {first[:70]}")
         elif cmd == "panel":
             display(session.review())
+        elif len(args) == 1 and not line.strip().startswith(("'", '"')):
+            # one bare word is far more likely a mistyped command than a task for the agent
+            raise UsageError(
+                f"`{cmd}` is not a %plan command ({', '.join(PLAN_SUBCOMMANDS)}); "
+                f'to ask the agent, quote the task: %plan "{cmd}"'
+            )
         else:
-            task = line.strip().strip("\"'")
-            self._agent_plan(session, task)
+            self._agent_plan(session, line.strip().strip("\"'"))
 
     def _agent_plan(self, session: Session, task: str) -> None:
         try:

@@ -10,7 +10,11 @@ import os
 import tempfile
 from pathlib import Path
 
+import copy
+import json
+
 import nbformat
+from nbformat.v4.rwbase import split_lines, strip_transient
 
 from planbook.documents.nbnode import NodeNotebook, ensure_ids
 from planbook.errors import MetadataError
@@ -56,13 +60,22 @@ class FileNotebook(NodeNotebook):
         if (stat.st_mtime_ns, stat.st_size) != self._stamp:
             self._nb = self._read()
 
+    def _snapshot(self) -> None:
+        # The file on disk is the last committed state: a failed transaction just re-reads it.
+        return None
+
+    def _restore(self, saved: object) -> None:
+        self._stamp = None
+        self._nb = self._read()
+
     def _commit(self) -> None:
+        text = dumps_notebook(self._nb)
         fd, tmp = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
         )
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                nbformat.write(self._nb, handle)
+                handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
             if self.path.exists():
@@ -74,3 +87,24 @@ class FileNotebook(NodeNotebook):
         stat = self.path.stat()
         self._stamp = (stat.st_mtime_ns, stat.st_size)
         self._needs_save = False
+
+
+_PLANBOOK_SLOT = "\x00planbook-metadata\x00"
+
+
+def dumps_notebook(nb: nbformat.NotebookNode) -> str:
+    """The notebook as nbformat writes it (indent 1, sorted keys, split lines), but without
+    copying the whole notebook first, and with planbook's own metadata written compactly: it is
+    machine data that grows with every step, and the indented encoder is pure Python."""
+    out = nbformat.NotebookNode(nb)
+    out["metadata"] = nbformat.NotebookNode(nb.get("metadata", {}))
+    out["cells"] = copy.deepcopy(nb.cells)
+    planbook = out["metadata"].pop("planbook", None)
+    if planbook is not None:
+        out["metadata"]["planbook"] = _PLANBOOK_SLOT
+    out = strip_transient(split_lines(out))
+    text = json.dumps(out, sort_keys=True, indent=1, ensure_ascii=False)
+    if planbook is not None:
+        compact = json.dumps(planbook, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = text.replace(json.dumps(_PLANBOOK_SLOT), compact, 1)
+    return text + "\n"

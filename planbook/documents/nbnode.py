@@ -100,13 +100,15 @@ class NodeNotebook:
         return [to_cell(node) for node in self._nb.cells]
 
     def get_metadata(self, key: str) -> Any | None:
+        """The stored value itself, not a copy: callers treat it as read-only."""
         self._refresh()
-        value = self._nb.metadata.get(key)
-        return copy.deepcopy(value) if value is not None else None
+        return self._nb.metadata.get(key)
 
     def set_metadata(self, key: str, value: Any) -> None:
+        """Stores ``value`` as given: the caller hands over a fresh object it will not mutate."""
         with self.transaction():
-            self._nb.metadata[key] = nbformat.from_dict(copy.deepcopy(value))
+            # NotebookNode.__setitem__ would convert the whole value to NotebookNodes each save
+            dict.__setitem__(self._nb.metadata, key, value)
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():
@@ -133,23 +135,32 @@ class NodeNotebook:
                 return i
         raise UnknownCell(cell_id)
 
+    def _snapshot(self) -> NotebookNode | None:
+        """What to go back to when a transaction fails (None: reload from storage)."""
+        return copy.deepcopy(self._nb)
+
+    def _restore(self, saved: NotebookNode | None) -> None:
+        assert saved is not None
+        self._nb = saved
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        saved: NotebookNode | None = None
         if self._depth == 0:
             self._load()
-            saved = copy.deepcopy(self._nb)
+            saved = self._snapshot()
         self._depth += 1
         try:
             yield
         except BaseException:
             self._depth -= 1
             if self._depth == 0:
-                self._nb = saved
+                self._restore(saved)
             raise
         self._depth -= 1
         if self._depth == 0:
             try:
                 self._commit()
             except BaseException:
-                self._nb = saved
+                self._restore(saved)
                 raise

@@ -179,6 +179,15 @@ class Executor:
             )
         )
         self.store.save()
+        if checkpoint is not None:
+            self.emit(
+                Event(
+                    kind="checkpoint_written",
+                    plan_id=plan.id,
+                    step_id=step.id,
+                    data={"checkpoint": checkpoint},
+                )
+            )
         number = plan.steps.index(step) + 1
         self.emit(
             Event(
@@ -195,8 +204,8 @@ class Executor:
     def _run_step(self, plan: Plan, step: Step) -> StepOutcome:
         started = time.monotonic()
         number = plan.steps.index(step) + 1
+        # "running" is saved together with the checkpoint: one save fewer per step.
         step.status = "running"
-        self.store.save()
         self.emit(
             Event(
                 kind="step_started",
@@ -220,23 +229,19 @@ class Executor:
             elif isinstance(op, Shell):
                 return self._apply_shell(plan, step, op, checkpoint, started)
             else:
+                runs = isinstance(op, RunCell) or (
+                    step.run_at_approval and isinstance(op, InsertCell | EditCell)
+                )
                 with self.document.transaction():
                     checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
                     if not isinstance(op, RunCell):
                         apply_cell_op(self.document, op)
                     self.checkpoints.with_after_hashes(checkpoint)
                     self._record_checkpoint(step, checkpoint)
-                self.emit(
-                    Event(
-                        kind="checkpoint_written",
-                        plan_id=plan.id,
-                        step_id=step.id,
-                        data={"checkpoint": checkpoint.id},
-                    )
-                )
-                if isinstance(op, RunCell) or (
-                    step.run_at_approval and isinstance(op, InsertCell | EditCell)
-                ):
+                    if not runs:
+                        # the change, its checkpoint and "done" land in one save
+                        return self._finish(plan, step, "done", "", started, checkpoint.id)
+                if runs:
                     return self._run_code(plan, step, op.cell_id, checkpoint, started)
         except ConflictError as exc:
             return self._finish(plan, step, "conflict", str(exc), started)

@@ -64,7 +64,7 @@ class Store:
     def sync(self) -> None:
         """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor)."""
         raw = self.document.get_metadata(METADATA_KEY)
-        if raw != self._saved:
+        if raw is not self._saved and raw != self._saved:
             self.state = parse_state(raw, _where(self.document))
             self._saved = raw
 
