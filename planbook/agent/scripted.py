@@ -4,7 +4,8 @@ For teaching (show plan mode against act mode offline) and for notebooks validat
 Under the hood it is a pydantic-ai ``FunctionModel`` that answers each model request with the
 next call of the script (after an optional delay), and ends with a short text. A string argument
 ``"$new_cell"`` stands for the id of the cell inserted by the latest ``insert_cell`` step
-(``"$new_cell_1"`` for the first one), since ids are only known once the step is staged.
+(``"$new_cell_1"`` for the first one), and ``"$step"`` / ``"$step_2"`` for step ids (to link
+todos), since ids are only known once a step is staged.
 
     Scripted([
         ("list_cells", {}),
@@ -35,6 +36,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 __all__ = ["Call", "Scripted"]
 
 _NEW_CELL = re.compile(r"new cell id (\w+)")
+_STEP = re.compile(r"step id (\w+)")
 
 
 @dataclass(frozen=True)
@@ -81,33 +83,37 @@ class Scripted:
             call = queue.pop(0)
             if call.delay:
                 await asyncio.sleep(call.delay)
-            args = _substitute(call.args, _new_cells(messages))
+            args = _substitute(call.args, _ids_so_far(messages))
             return ModelResponse(parts=[ToolCallPart(call.tool, args)])
 
         return FunctionModel(play, model_name=self.model_name)
 
 
-def _new_cells(messages: list[ModelMessage]) -> list[str]:
-    ids: list[str] = []
+def _ids_so_far(messages: list[ModelMessage]) -> dict[str, list[str]]:
+    """Cell ids and step ids the tools have answered with so far, in order."""
+    found: dict[str, list[str]] = {"$new_cell": [], "$step": []}
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
-                if isinstance(part, ToolReturnPart) and part.tool_name == "insert_cell":
-                    ids += _NEW_CELL.findall(str(part.content))
-    return ids
+                if isinstance(part, ToolReturnPart):
+                    text = str(part.content)
+                    found["$new_cell"] += _NEW_CELL.findall(text)
+                    found["$step"] += _STEP.findall(text)
+    return found
 
 
-def _substitute(args: dict[str, Any] | str, cells: list[str]) -> dict[str, Any] | str:
-    if isinstance(args, str):
-        return args
-
-    def one(value: Any) -> Any:
-        if isinstance(value, str) and value.startswith("$new_cell") and cells:
-            suffix = value.removeprefix("$new_cell").lstrip("_")
-            if not suffix:
-                return cells[-1]
-            if suffix.isdigit() and 1 <= int(suffix) <= len(cells):
-                return cells[int(suffix) - 1]
-        return value
-
-    return {k: one(v) for k, v in args.items()}
+def _substitute(args: Any, ids: dict[str, list[str]]) -> Any:
+    """Replace "$new_cell" / "$step" (the latest) and "$new_cell_2" / "$step_1" (by order)."""
+    if isinstance(args, dict):
+        return {k: _substitute(v, ids) for k, v in args.items()}
+    if isinstance(args, list):
+        return [_substitute(v, ids) for v in args]
+    if isinstance(args, str) and args.startswith("$"):
+        for name, seen in ids.items():
+            if args.startswith(name) and seen:
+                suffix = args.removeprefix(name).lstrip("_")
+                if not suffix:
+                    return seen[-1]
+                if suffix.isdigit() and 1 <= int(suffix) <= len(seen):
+                    return seen[int(suffix) - 1]
+    return args

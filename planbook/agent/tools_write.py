@@ -287,18 +287,33 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
 
 
 async def withdraw_step(ctx: RunContext[AgentDeps], step_number: int, reason: str) -> str:
-    """Take a pending step out of the plan (it is kept as rejected; e.g. during a revision).
+    """Take a pending step out of the plan (kept as rejected), e.g. while revising.
+
+    Stage its replacement first: the last open step cannot be withdrawn (that would close the
+    plan).
 
     Args:
         step_number: The step's number in the plan.
         reason: Why.
     """
+    session = ctx.deps.session
+    plan = session.current_plan()
+    open_steps = [s for s in plan.steps if s.status == "pending"] if plan else []
+    if plan is None or not plan.is_open:
+        raise ModelRetry("there is no open plan to withdraw a step from")
+    if len(open_steps) == 1 and 1 <= step_number <= len(plan.steps) and (
+        plan.steps[step_number - 1] is open_steps[0]
+    ):
+        raise ModelRetry(
+            f"step {step_number} is the last open step: stage its replacement first, then "
+            "withdraw it (or tell the person that nothing should change)"
+        )
     try:
-        ctx.deps.session.reject([step_number])
+        session.reject([step_number])
     except PlanbookError as exc:
         raise ModelRetry(str(exc)) from None
     ctx.deps.say("staged", f"step {step_number} withdrawn: {reason}", number=step_number)
-    return f"Step {step_number} withdrawn."
+    return f"Step {step_number} withdrawn (kept in the plan as rejected)."
 
 
 WRITE_TOOLS = [

@@ -88,3 +88,17 @@ def test_magics_drive_the_agent(tmp_path: Path) -> None:
         """)
         )
         assert out.stdout.strip() == "awaiting_approval", out.text
+
+
+def test_act_mode_applies_and_runs_cells_from_the_agent_task(tmp_path: Path) -> None:
+    with kernel(tmp_path) as k:
+        k.run(SETUP.format(root=str(tmp_path)))
+        k.run("x = 1\ns.set_mode('act')")
+        call = {"source": "y = x + 41\nprint(y)", "reason": "add y", "run": True}
+        out = k.run(
+            f"run = await s.plan('add y', model=Scripted([('insert_cell', {call!r})]))\n"
+            "print(run.status, run.error)\n"
+            "print(y, [st.status for st in s.current_plan().steps], len(s.checkpoints()))\n"
+            "print(s.cells()[-1].outputs[0]['text'].strip())\n"
+        )
+        assert out.stdout.splitlines() == ["finished None", "42 ['done'] 1", "42"], out.text
