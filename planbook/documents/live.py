@@ -257,10 +257,11 @@ class LiveNotebook:
             return self._cache[1]
 
     def sync(self, timeout: float = 5.0) -> bool:
-        """Fetch everything the server has now (one round trip); False when disconnected.
-        Every outermost ``transaction()`` starts with it, so it begins from the server's state."""
+        """Fetch everything the server has now (one round trip, after waiting up to
+        ``timeout`` for a connection); False when that fails. Every outermost
+        ``transaction()`` starts with it, so it begins from the server's state."""
         with self._cond:
-            if not self._connected:
+            if not self._wait(lambda: self._connected, timeout if self._thread_ok() else 0):
                 return False
             try:
                 number = self._ask()
@@ -271,6 +272,9 @@ class LiveNotebook:
             self._wait(lambda: self._generation != generation or self._answered >= number, timeout)
             and self._generation == generation
         )
+
+    def _thread_ok(self) -> bool:
+        return not self._closed and threading.current_thread() is not self._thread
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (from the sync thread) after each change of the document."""
@@ -305,7 +309,12 @@ class LiveNotebook:
                 txn.depth -= 1
             return
         with self._writer:
-            self.sync()
+            if not self.sync(self.confirm_timeout):
+                raise LiveConnectionError(
+                    f"the collaboration room of {self.address.path!r} is unreachable "
+                    f"({self._last_error or 'no answer'}); nothing was applied: restart the "
+                    "Jupyter server or retry when it is back"
+                )
             cells = [c.model_copy(deep=True) for c in self._shared_cells()]
             txn = _Txn(cells=cells, base={c.id: c for c in cells})
             self._local.txn = txn
