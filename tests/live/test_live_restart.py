@@ -73,7 +73,7 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
     own_server.stop()
     doc.confirm_timeout = 2.0
 
-    with pytest.raises(PlanbookError, match="unreachable.*nothing was applied"):
+    with pytest.raises(PlanbookError, match=r"unreachable.*nothing was applied"):
         session.approve("2")
 
     own_server.start()
