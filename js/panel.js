@@ -141,6 +141,9 @@ export function createPanel({ model, el }) {
     send({ action: "approve", step_ids: ids, revision: revision() });
   };
 
+  /** Rendered rows by step id, with the JSON of what they show. */
+  let rowCache = new Map(/** @type {Array<[string, { key: string, li: HTMLLIElement }]>} */ ([]));
+
   const textarea = /** @type {HTMLTextAreaElement} */ (h(doc, "textarea", "pb-feedback"));
   textarea.rows = 2;
   textarea.placeholder = "What should change? The agent drafts a new revision.";
@@ -219,13 +222,26 @@ export function createPanel({ model, el }) {
       list.setAttribute("aria-label", "Steps (j/k to move, a approve, s skip, Alt+↑/↓ reorder)");
       const ids = v.steps.map((s) => s.id);
       if (!ui.focus || !ids.includes(ui.focus)) ui.focus = ids[0];
+      /** @type {Map<string, { key: string, li: HTMLLIElement }>} */
+      const rows = new Map();
       v.steps.forEach((step, i) => {
-        list.append(renderStep(doc, step, {
+        const st = {
           selected: !ui.deselected.has(step.id), open: isOpen(step),
-          expanded: ui.expanded.has(step.id), focused: step.id === ui.focus, mode: ui.mode,
+          expanded: ui.expanded.has(step.id), focused: false, mode: ui.mode,
           busy: busy(), first: i === 0, last: i === v.steps.length - 1,
-        }, actions));
+        };
+        // A row whose step and state did not change is reused: a run changes one step at a
+        // time, and rebuilding 300 rows with their diffs for that is wasted work.
+        const key = JSON.stringify([step, st]);
+        const cached = rowCache.get(step.id);
+        const li = cached && cached.key === key ? cached.li : renderStep(doc, step, st, actions);
+        const focused = step.id === ui.focus;
+        li.tabIndex = focused ? 0 : -1;
+        li.classList.toggle("pb-focused", focused);
+        rows.set(step.id, { key, li });
+        list.append(li);
       });
+      rowCache = rows;
       parts.push(list);
       parts.push(renderRevise());
     } else {
