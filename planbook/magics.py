@@ -274,6 +274,8 @@ def register(ipython: Any) -> None:
     except PlanbookError as exc:
         print(f"planbook: {exc}", file=sys.stderr)
         return
+    for note in session.recovered:
+        print(f"planbook: {note}", file=sys.stderr)
     plan = session.current_plan()
     restored = ""
     if plan is not None and plan.is_open:

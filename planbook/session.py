@@ -59,6 +59,8 @@ class Session:
         self.store = Store(document)
         self.executor = Executor(self.store, document, self.workspace, runner, self.events.emit)
         self.propose = Proposer(self)
+        #: What was repaired at start: runs cut off by a dead kernel (one line each).
+        self.recovered = self.executor.recover()
         #: Permission rules (set by the agent layer); None means the mode alone decides.
         self.rule_for: RuleHook | None = None
         #: Extensions (the agent, the panel) keep their per-session objects here.

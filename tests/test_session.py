@@ -265,3 +265,24 @@ def test_a_step_without_a_kernel_fails_clearly(session: Session) -> None:
     report = session.approve()
     assert report.outcomes[0].status == "failed"
     assert "needs an IPython kernel" in report.outcomes[0].message
+
+
+def test_a_run_cut_off_by_a_dead_kernel_is_recovered_at_the_next_start(
+    session: Session, nb_path: Path
+) -> None:
+    session.propose.edit_cell("c1", "import os", reason="landed")
+    session.propose.edit_cell("c2", "x = 2", reason="never started")
+    session.approve([1])
+    # what a kernel that died right after applying step 1 leaves in the file
+    raw = json.loads(json.dumps(session.document.get_metadata("planbook")))
+    raw["plans"][0]["state"] = "executing"
+    raw["plans"][0]["revisions"][-1]["steps"][0]["status"] = "running"
+    raw["plans"][0]["revisions"][-1]["steps"][1]["status"] = "approved"
+    session.document.set_metadata("planbook", raw)
+
+    again = reopen(nb_path)
+    assert again.recovered and "cut off" in again.recovered[0]
+    assert [s.status for s in again.plan.steps] == ["done", "pending"]
+    assert again.plan.state == "awaiting_approval"
+    assert again.approve().ok
+    assert [src for _, src in sources(nb_path)][:2] == ["import os", "x = 2"]

@@ -128,16 +128,8 @@ class Executor:
         except KeyboardInterrupt:
             self.store.sync()
             report.stopped = "interrupted: the run ended cleanly between steps"
-            plan = self.store.plan_by_id(plan_id)
-            for step in plan.steps:
-                if step.status == "running":
-                    self._settle_interrupted(plan, step, report)
         plan = self.store.plan_by_id(plan_id)
-        report.left_pending = self._release_unrun(plan)
-        if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
-            plan.fire("finish")
-        elif plan.state == "executing":
-            plan.fire("pause")
+        self._wrap_up(plan, report)
         self.store.save()
         self.emit(
             Event(
@@ -327,14 +319,58 @@ class Executor:
                 checkpoint.id,
             )
 
+    def _wrap_up(self, plan: Plan, report: RunReport) -> None:
+        """End a run (finished, stopped, interrupted, or found cut off after a restart)."""
+        for step in plan.steps:
+            if step.status == "running":
+                self._settle_interrupted(plan, step, report)
+        report.left_pending = self._release_unrun(plan)
+        if plan.state != "executing":
+            return
+        if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
+            plan.fire("finish")
+        else:
+            plan.fire("pause")
+
+    def recover(self) -> list[str]:
+        """Settle runs that a dead kernel left mid-way; the one-line notes say what was found."""
+        notes = []
+        for plan in self.store.state.plans:
+            if plan.state == "executing":
+                report = RunReport()
+                self._wrap_up(plan, report)
+                notes.append(
+                    f"plan {plan.id}: a run was cut off (kernel stopped?); "
+                    + ("; ".join(report.lines()) or "nothing had started")
+                )
+        if notes:
+            self.store.log("recovered", " | ".join(notes))
+            self.store.save()
+        return notes
+
     def _settle_interrupted(self, plan: Plan, step: Step, report: RunReport) -> None:
-        """After an interrupt: a step whose change landed is done, one that did not is pending."""
+        """After an interrupt: a step whose change landed is done, one that did not is pending,
+        and one whose code was running failed (its outputs may be incomplete)."""
         cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
         snaps: list[CellSnapshot | FileSnapshot] = [*cp.cells, *cp.files] if cp else []
         landed = cp is not None and all(
             self.checkpoints.current_hash(s) == s.after_hash for s in snaps
         )
-        if landed:
+        op = step.operation
+        runs_code = isinstance(op, RunCell | Shell) or (
+            step.run_at_approval and isinstance(op, InsertCell | EditCell)
+        )
+        if landed and runs_code:
+            self._finish(
+                plan,
+                step,
+                "failed",
+                "interrupted while its code ran; its outputs may "
+                "be incomplete: roll it back or run it again",
+                time.monotonic(),
+                step.checkpoint,
+            )
+        elif landed:
             self._finish(
                 plan,
                 step,
