@@ -1,0 +1,84 @@
+"""The promise of the live backend, seen by a person: a step approved in the kernel appears in
+the notebook open in JupyterLab, without reload (real Chromium through Playwright)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.live.conftest import run
+from tests.support.jupyter_server import RunningServer
+
+pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "chromium"), executable_path=CHROMIUM, args=FLAGS, headless=True
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def page_kernel(server: RunningServer, notebook: str) -> dict[str, Any]:
+    """The kernel session the page started for the notebook."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for session in server.api("GET", "api/sessions"):
+            if session["path"] == notebook:
+                return dict(session)
+        time.sleep(0.2)
+    raise AssertionError("the page started no kernel")
+
+
+def test_a_kernel_applied_step_appears_in_the_open_page(
+    server: RunningServer, notebook: str, page: Any
+) -> None:
+    page.goto(f"{server.url}lab/tree/{notebook}?token={server.token}")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    notebook_panel = page.locator(".jp-NotebookPanel")
+    expect(notebook_panel.locator(".jp-Cell")).to_have_count(3)
+
+    kernel = page_kernel(server, notebook)
+    run(
+        server,
+        kernel,
+        """
+import planbook
+s = planbook.session()
+assert s.document.backend == "live", s.document.description
+s.propose.insert_cell("print('planbook-live-42')", after="c3", reason="shown live")
+assert s.approve().ok
+""",
+    )
+
+    # the same page, never reloaded: the new cell arrives through the collaboration room
+    new_cell = notebook_panel.locator(".jp-Cell .cm-content", has_text="planbook-live-42")
+    new_cell.wait_for(state="visible", timeout=30_000)
+    expect(notebook_panel.locator(".jp-Cell")).to_have_count(4)
