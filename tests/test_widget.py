@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import sources
+from tests.conftest import sources
 
 from planbook.events import Event
 from planbook.session import Session
