@@ -24,7 +24,11 @@ STEPS = 50
 
 def small_cells_notebook(path: Path, n: int = STEPS) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for i in range(n):
         cell = nbformat.v4.new_code_cell(f"v{i} = {i} * 2\nprint('cell', {i}, v{i})")
         cell["id"] = f"c{i}"
@@ -36,7 +40,9 @@ def small_cells_notebook(path: Path, n: int = STEPS) -> Path:
 def plain_nbclient(path: Path) -> float:
     """Seconds to execute every cell with nbclient and save the result (kernel start excluded)."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     with client.setup_kernel():
         start = time.perf_counter()
         for index, cell in enumerate(nb.cells):
@@ -60,10 +66,18 @@ assert report.ok, str(report)
 print('TIMES', t1 - t0, t2 - t1)
 """
     runner = nbformat.v4.new_notebook()
-    runner.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    runner.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     runner.cells.append(nbformat.v4.new_code_cell(code))
-    client = NotebookClient(runner, kernel_name="python3", timeout=600,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        runner,
+        kernel_name="python3",
+        timeout=600,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     text = "".join(o.get("text", "") for o in runner.cells[0].outputs)
     stage, run = (float(x) for x in text.split("TIMES")[1].split())
@@ -79,8 +93,9 @@ def metadata_growth(folder: Path) -> tuple[int, int, int, float]:
     path = folder / "big.ipynb"
     nb = nbformat.v4.new_notebook()
     for i in range(1000):  # ~5 MB: 1000 cells of ~5 kB code each
-        body = "\n".join(f"result_{i}_{j} = compute(data[{j}], factor={j * 0.5})  # step {j}"
-                         for j in range(80))
+        body = "\n".join(
+            f"result_{i}_{j} = compute(data[{j}], factor={j * 0.5})  # step {j}" for j in range(80)
+        )
         cell = nbformat.v4.new_code_cell(body)
         cell["id"] = f"big{i}"
         nb.cells.append(cell)
@@ -108,7 +123,7 @@ def main() -> None:
         plain = plain_nbclient(small_cells_notebook(folder / "plain.ipynb"))
         stage, run = through_planbook(small_cells_notebook(folder / "planned.ipynb"))
         size, per_cp, per_change, ratio = metadata_growth(folder)
-    print(f"50-step plan of small cells (one run in a real kernel each way)")
+    print("50-step plan of small cells (one run in a real kernel each way)")
     print(f"  nbclient, execute + save          : {plain * 1000 / STEPS:8.2f} ms per cell")
     print(f"  planbook, approve + run           : {run * 1000 / STEPS:8.2f} ms per step")
     print(f"  planbook, staging                 : {stage * 1000 / STEPS:8.2f} ms per step")

@@ -19,8 +19,11 @@ def main(argv: list[str]) -> int:
     names = sorted(p.stem for p in HERE.glob("bench_*.py"))
     wanted = [n for n in names if not argv or n.removeprefix("bench_") in argv]
     if not wanted:
-        print(f"no benchmark named {' '.join(argv)}; there are: "
-              + ", ".join(n.removeprefix("bench_") for n in names), file=sys.stderr)
+        print(
+            f"no benchmark named {' '.join(argv)}; there are: "
+            + ", ".join(n.removeprefix("bench_") for n in names),
+            file=sys.stderr,
+        )
         return 2
     failed = 0
     for name in wanted:

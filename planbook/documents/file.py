@@ -6,12 +6,11 @@ transactions are seen (and a step whose target they changed becomes a conflict).
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import tempfile
 from pathlib import Path
-
-import copy
-import json
 
 import nbformat
 from nbformat.v4.rwbase import split_lines, strip_transient

@@ -1,1 +1,1 @@
-"""The engine: staging, approval, execution, checkpoints and persistence, on the document protocol."""
+"""The engine: staging, approval, execution, checkpoints and persistence, on documents."""
