@@ -127,7 +127,11 @@ def run_review(page: Any, server: RunningServer, nb_path: Path,
     expect(panel.locator(".pb-header")).to_contain_text("4 pending")
     expect(panel.locator(".pb-header")).to_contain_text("live")
 
-    panel.get_by_role("button", name="Skip step 4").click()
+    # Skip step 4 from the keyboard: JupyterLab's own j/k/s shortcuts must not take the keys.
+    steps.nth(2).locator(".pb-reason").click()
+    page.keyboard.press("j")
+    expect(steps.nth(3)).to_be_focused()
+    page.keyboard.press("s")
     expect(steps.nth(3)).to_have_class(re.compile(r"\bpb-status-skipped\b"))
     approve = panel.get_by_role("button", name="Approve selected (3)")
     expect(approve).to_be_enabled()
