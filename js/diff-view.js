@@ -18,10 +18,13 @@ const MARK = { context: " ", add: "+", del: "−" };
 const SPOKEN = { context: "unchanged", add: "added", del: "removed" };
 
 /**
+ * Create an element with a class and text.
+ * @template {keyof HTMLElementTagNameMap} K
  * @param {Document} doc
- * @param {string} tag
+ * @param {K} tag
  * @param {string} [cls]
  * @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
  */
 export function h(doc, tag, cls, text) {
   const node = doc.createElement(tag);

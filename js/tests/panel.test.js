@@ -279,3 +279,18 @@ test("every button has a text or an aria-label", (t) => {
     assert.equal(b.type, "button");
   }
 });
+
+test("a refresh rebuilds only the rows whose step changed", (t) => {
+  const p = mount();
+  t.after(p.close);
+  const [first, second] = p.$$(".pb-step");
+  const v = makeView();
+  v.steps[1].status = "done";
+  p.model.setView(v);
+  const [first2, second2] = p.$$(".pb-step");
+  assert.equal(first2, first, "an unchanged row is the same element");
+  assert.notEqual(second2, second);
+  assert.equal(second2.querySelector(".pb-status-badge").textContent, "done");
+  first2.querySelector(".pb-more, [data-key='step:s1:open']").click();
+  assert.notEqual(p.$$(".pb-step")[0], first, "a row whose own state changed is rebuilt");
+});
