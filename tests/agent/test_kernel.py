@@ -32,12 +32,12 @@ def test_kernel_stays_responsive_while_the_agent_plans(tmp_path: Path) -> None:
     with kernel(tmp_path) as k:
         assert k.run(SETUP.format(root=str(tmp_path))).status == "ok"
         started = k.run(f"run = s.plan('add y', model={SCRIPT})\nprint(run.status)")
-        assert started.status == "ok" and started.stdout.strip() == "running"
+        assert started.status == "ok" and started.stdout.strip() == "running", started.text
         # Let the run get to its question (awaiting in a cell lets the loop run the task)...
         k.run("import asyncio\nwhile not decisions_of(s).pending():\n    await asyncio.sleep(0.05)")
         # ...where it waits for the person, while the kernel answers other cells.
         busy = k.run("print(6 * 7, run.status, [d.question for d in decisions_of(s).pending()])")
-        assert busy.stdout.strip() == "42 running ['Run it too?']"
+        assert busy.stdout.strip() == "42 running ['Run it too?']", busy.text
         assert k.run("print([c.source for c in s.cells()])").stdout.strip() == "['x = 1']"
         k.run("decisions_of(s).answer(decisions_of(s).pending()[0].id, 'yes')")
         done = k.run(
@@ -47,7 +47,8 @@ def test_kernel_stays_responsive_while_the_agent_plans(tmp_path: Path) -> None:
             print([c.source for c in s.cells()])
         """)
         )
-        assert done.stdout.splitlines() == ["finished ['insert_cell', 'run_cell']", "['x = 1']"]
+        expected = ["finished ['insert_cell', 'run_cell']", "['x = 1']"]
+        assert done.stdout.splitlines() == expected, done.text
         assert "y" not in k.run("print(sorted(k for k in globals() if len(k) == 1))").stdout
 
 
