@@ -16,6 +16,7 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Unicode, observe
 from traitlets.config import Configurable
 
+from planbook.agent import view
 from planbook.agent.config import config_of
 from planbook.agent.context import Activity, decisions_of
 from planbook.agent.run import AgentRun, plan_task, revise_task, stop_run
@@ -24,17 +25,6 @@ if TYPE_CHECKING:
     from planbook.session import Session
 
 __all__ = ["Planbook", "answer_line", "register", "revise_plan", "start_plan", "stop_plan"]
-
-_ICONS = {
-    "status": "·",
-    "tool": "→",
-    "thinking": "…",
-    "text": "»",
-    "staged": "+",
-    "decision": "?",
-    "error": "!",
-}
-_SHOWN = 25
 
 
 class LiveView:
@@ -45,28 +35,10 @@ class LiveView:
         self._handle: Any = None
 
     def _repr_markdown_(self) -> str:
-        lines = [f"**planbook agent** · {self.run.status}"]
-        for a in self.run.activity[-_SHOWN:]:
-            lines.append(f"- `{_ICONS.get(a.type, '-')}` {a.message}")
-        pending = decisions_of(self.run.session).pending()
-        for d in pending:
-            choices = " / ".join(f"`{o}`" for o in d.options) or "free text"
-            lines.append(
-                f"\n**waiting for you ({d.id}):** {d.question}  \n"
-                f"answer with `%answer {d.id} <choice>` ({choices}) or in the panel"
-            )
-        if self.run.error:
-            lines.append(f"\n**{self.run.error}**")
-        return "\n".join(lines)
+        return view.markdown(self.run)
 
     def __repr__(self) -> str:
-        lines = [f"planbook agent: {self.run.status}"]
-        lines += [f"  {_ICONS.get(a.type, '-')} {a.message}" for a in self.run.activity[-_SHOWN:]]
-        for d in decisions_of(self.run.session).pending():
-            lines.append(f"  waiting for you ({d.id}): {d.question} -> %answer {d.id} <choice>")
-        if self.run.error:
-            lines.append(f"  {self.run.error}")
-        return "\n".join(lines)
+        return view.text(self.run)
 
     def show(self) -> None:
         try:

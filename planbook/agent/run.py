@@ -57,8 +57,14 @@ class AgentRun:
         self._task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
-        last = self.activity[-1].message if self.activity else ""
-        return f"<planbook AgentRun {self.status}: {self.error or last}>"
+        from planbook.agent import view
+
+        return view.text(self)
+
+    def _repr_markdown_(self) -> str:
+        from planbook.agent import view
+
+        return view.markdown(self)
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> AgentRun:

@@ -301,8 +301,10 @@ async def withdraw_step(ctx: RunContext[AgentDeps], step_number: int, reason: st
     open_steps = [s for s in plan.steps if s.status == "pending"] if plan else []
     if plan is None or not plan.is_open:
         raise ModelRetry("there is no open plan to withdraw a step from")
-    if len(open_steps) == 1 and 1 <= step_number <= len(plan.steps) and (
-        plan.steps[step_number - 1] is open_steps[0]
+    if (
+        len(open_steps) == 1
+        and 1 <= step_number <= len(plan.steps)
+        and (plan.steps[step_number - 1] is open_steps[0])
     ):
         raise ModelRetry(
             f"step {step_number} is the last open step: stage its replacement first, then "

@@ -165,7 +165,15 @@ def _long_prefix_of(arg: str, *names: str) -> bool:
 
 
 _FIND_WRITERS = {
-    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
+    "-delete",
+    "-exec",
+    "-execdir",
+    "-ok",
+    "-okdir",
+    "-fprint",
+    "-fprint0",
+    "-fprintf",
+    "-fls",
 }
 
 
@@ -247,9 +255,31 @@ READ_ONLY_PROGRAMS: dict[str, Check] = {
     **{
         name: _plain
         for name in (
-            "ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "egrep", "fgrep", "cut",
-            "nl", "basename", "dirname", "realpath", "stat", "du", "df", "whoami", "uname",
-            "true", "false", "diff", "tr", "which",
+            "ls",
+            "cat",
+            "head",
+            "tail",
+            "wc",
+            "pwd",
+            "echo",
+            "grep",
+            "egrep",
+            "fgrep",
+            "cut",
+            "nl",
+            "basename",
+            "dirname",
+            "realpath",
+            "stat",
+            "du",
+            "df",
+            "whoami",
+            "uname",
+            "true",
+            "false",
+            "diff",
+            "tr",
+            "which",
         )
     },
     "find": _find,

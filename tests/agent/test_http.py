@@ -14,7 +14,7 @@ from tests.support.openai_server import Reply, ScriptedOpenAI
 pytestmark = pytest.mark.anyio
 
 PLAN = [
-    Reply(tool_calls=[("list_cells", {})]),
+    Reply(tool_calls=[("list_cells", {})], reasoning="First I look at the cells."),
     Reply(
         tool_calls=[
             (
@@ -54,6 +54,8 @@ async def test_agent_plans_over_http(session: planbook.Session, stream: bool) ->
     assert [s.operation.kind for s in plan.steps] == ["insert_cell"]
     assert [c.source for c in session.cells()][-1] == "df.head()"  # not applied
     assert any(a.type == "text" and "ready for your review" in a.message for a in run.activity)
+    thinking = [a.message for a in run.activity if a.type == "thinking"]
+    assert thinking == ["First I look at the cells."]
 
 
 async def test_rate_limit_is_retried(session: planbook.Session) -> None:

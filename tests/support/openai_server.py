@@ -21,8 +21,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-_ERROR_TYPES = {429: "rate_limit_error", 500: "server_error", 503: "server_error",
-                401: "invalid_api_key", 400: "invalid_request_error"}
+_ERROR_TYPES = {
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "server_error",
+    401: "invalid_api_key",
+    400: "invalid_request_error",
+}
 
 
 @dataclass
@@ -30,6 +35,8 @@ class Reply:
     """One scripted answer."""
 
     content: str | None = None
+    #: Reasoning text, sent as ``reasoning_content`` (as DeepSeek, vLLM and others do).
+    reasoning: str | None = None
     #: (tool name, arguments as a dict or as raw JSON text, which may be malformed on purpose)
     tool_calls: Sequence[tuple[str, dict[str, Any] | str]] = ()
     #: Not 200: answer with this HTTP error instead (the script still advances).
@@ -60,8 +67,9 @@ class ScriptedOpenAI:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-openai",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="scripted-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -77,8 +85,9 @@ class ScriptedOpenAI:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def model(self, **provider: Any) -> Any:
@@ -124,8 +133,11 @@ def _handler_for(api: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             if reply.delay:
                 time.sleep(reply.delay)
             if reply.status != 200:
-                self._json(reply.status, _error(reply.status, reply.error),
-                           {"retry-after-ms": "20"} if reply.status == 429 else None)
+                self._json(
+                    reply.status,
+                    _error(reply.status, reply.error),
+                    {"retry-after-ms": "20"} if reply.status == 429 else None,
+                )
                 return
             n = api.new_id()
             if body.get("stream"):
@@ -133,8 +145,9 @@ def _handler_for(api: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             else:
                 self._json(200, _completion(reply, n, str(body.get("model", api.model_name))))
 
-        def _json(self, status: int, payload: dict[str, Any],
-                  headers: dict[str, str] | None = None) -> None:
+        def _json(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -161,8 +174,14 @@ def _handler_for(api: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
 
 
 def _error(status: int, message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": _ERROR_TYPES.get(status, "error"),
-                      "param": None, "code": None}}
+    return {
+        "error": {
+            "message": message,
+            "type": _ERROR_TYPES.get(status, "error"),
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def _arguments(args: dict[str, Any] | str) -> str:
@@ -175,28 +194,48 @@ def _usage() -> dict[str, int]:
 
 def _completion(reply: Reply, n: int, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": name, "arguments": _arguments(args)}}
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": _arguments(args)},
+            }
             for i, (name, args) in enumerate(reply.tool_calls)
         ]
     return {
-        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
         "usage": _usage(),
     }
 
 
 def _chunks(reply: Reply, n: int, model: str) -> Iterator[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
     yield chunk({"role": "assistant", "content": ""})
+    if reply.reasoning:
+        half = len(reply.reasoning) // 2
+        yield chunk({"reasoning_content": reply.reasoning[:half]})
+        yield chunk({"reasoning_content": reply.reasoning[half:]})
     if reply.content:
         # Two pieces, so the client really has to put a streamed text together.
         half = len(reply.content) // 2
@@ -204,11 +243,27 @@ def _chunks(reply: Reply, n: int, model: str) -> Iterator[dict[str, Any]]:
         yield chunk({"content": reply.content[half:]})
     for i, (name, args) in enumerate(reply.tool_calls):
         text = _arguments(args)
-        yield chunk({"tool_calls": [{"index": i, "id": f"call_{n}_{i}", "type": "function",
-                                     "function": {"name": name, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": f"call_{n}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         cut = len(text) // 2
         for piece in (text[:cut], text[cut:]):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
-    yield {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
-           "model": model, "choices": [], "usage": _usage()}
+    yield {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [],
+        "usage": _usage(),
+    }

@@ -1,0 +1,50 @@
+"""How an agent run reads in a notebook: status, the latest activity, open questions.
+
+Used by the live ``%plan`` output (a display handle updated in place) and by ``AgentRun``'s own
+rich display, so ``run = await session.plan(...)`` shows the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planbook.agent.context import decisions_of
+
+if TYPE_CHECKING:
+    from planbook.agent.run import AgentRun
+
+ICONS = {
+    "status": "·",
+    "tool": "→",
+    "thinking": "…",
+    "text": "»",
+    "staged": "+",
+    "decision": "?",
+    "error": "!",
+}
+SHOWN = 25
+
+
+def markdown(run: AgentRun) -> str:
+    lines = [f"**planbook agent** · {run.status}"]
+    for a in run.activity[-SHOWN:]:
+        lines.append(f"- `{ICONS.get(a.type, '-')}` {a.message}")
+    for d in decisions_of(run.session).pending():
+        choices = " / ".join(f"`{o}`" for o in d.options) or "free text"
+        lines.append(
+            f"\n**waiting for you ({d.id}):** {d.question}  \n"
+            f"answer with `%answer {d.id} <choice>` ({choices}) or in the panel"
+        )
+    if run.error:
+        lines.append(f"\n**{run.error}**")
+    return "\n".join(lines)
+
+
+def text(run: AgentRun) -> str:
+    lines = [f"planbook agent: {run.status}"]
+    lines += [f"  {ICONS.get(a.type, '-')} {a.message}" for a in run.activity[-SHOWN:]]
+    for d in decisions_of(run.session).pending():
+        lines.append(f"  waiting for you ({d.id}): {d.question} -> %answer {d.id} <choice>")
+    if run.error:
+        lines.append(f"  {run.error}")
+    return "\n".join(lines)
