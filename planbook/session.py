@@ -9,7 +9,8 @@ only the executor ever writes, and only approved steps.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,19 @@ class Session:
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
 
+    @contextmanager
+    def _editing(self) -> Iterator[None]:
+        """One operation under the session lock, starting from the saved state. If it fails,
+        whatever it changed in memory is dropped: the saved state was never touched."""
+        with self._lock:
+            self.store.sync()
+            try:
+                yield
+            except BaseException:
+                with suppress(PlanbookError):
+                    self.store.load()
+                raise
+
     # --- observing ---------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         return self.events.subscribe(listener)
@@ -96,8 +110,7 @@ class Session:
         return self.store.state.mode
 
     def set_mode(self, mode: str) -> Mode:
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             self.store.state.mode = check_mode(mode)
             self.store.log("mode", mode)
             self.store.save()
@@ -137,7 +150,7 @@ class Session:
 
     def new_plan(self, task: str) -> Plan:
         """Start a plan for ``task``; an open plan with no steps is reused."""
-        with self._lock:
+        with self._editing():
             plan = self.current_plan()
             if plan is not None and plan.is_open and plan.steps:
                 raise UsageMistake(
@@ -151,8 +164,7 @@ class Session:
 
     def stage(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step:
         """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint."""
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             verdict = self.rule_for(op) if self.rule_for else None
             decision = decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
@@ -194,8 +206,7 @@ class Session:
         self, steps: StepSelection = None, *, dry_run: bool = False, by: str | None = None
     ) -> RunReport:
         """Approve pending steps (all, the first n, or "1,3-5") and run exactly those."""
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             plan = self._require_plan()
             if plan.state == "executing":
                 raise UsageMistake("a run is already in progress: wait for it or stop it")
@@ -260,8 +271,7 @@ class Session:
 
     def reject(self, steps: StepSelection = None) -> list[Step]:
         """Reject pending steps (all by default). A plan left with nothing open is closed."""
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             plan = self._require_plan()
             if plan.state == "executing":
                 raise UsageMistake("a run is in progress: stop it before rejecting steps")
@@ -287,8 +297,7 @@ class Session:
         return chosen
 
     def _edit_plan(self, change: Callable[[Plan], Any], log: str) -> Any:
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             plan = self._require_plan()
             if plan.state == "executing":
                 raise UsageMistake("a run is in progress: change the plan when it has finished")
@@ -332,8 +341,7 @@ class Session:
 
     def rollback(self, checkpoint: str | None = None, *, force: bool = False) -> Checkpoint:
         """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable."""
-        with self._lock:
-            self.store.sync()
+        with self._editing():
             if not self.store.state.checkpoints:
                 raise UsageMistake("nothing to roll back: no step has run yet")
             target = find_checkpoint(self.store, checkpoint)

@@ -286,3 +286,26 @@ def test_a_run_cut_off_by_a_dead_kernel_is_recovered_at_the_next_start(
     assert again.plan.state == "awaiting_approval"
     assert again.approve().ok
     assert [src for _, src in sources(nb_path)][:2] == ["import os", "x = 2"]
+
+
+def test_file_steps_that_could_never_run_are_refused_when_staged(session: Session) -> None:
+    session.workspace.max_bytes = 100
+    (session.workspace.root / "blob.bin").write_bytes(b"\x00\x01binary")
+    (session.workspace.root / "folder").mkdir()
+    cases = [
+        (lambda: session.propose.write_file("big.txt", "x" * 101), "over the 100-byte limit"),
+        (
+            lambda: session.propose.edit_file("blob.bin", [{"search": "a", "replace": "b"}]),
+            "binary file",
+        ),
+        (lambda: session.propose.write_file("folder", "x"), "is a folder"),
+        (lambda: session.propose.write_file("analysis.ipynb", "{}"), "the notebook itself"),
+        (
+            lambda: session.propose.edit_file("missing.txt", [{"search": "a", "replace": "b"}]),
+            "does not exist",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(PlanbookError, match=message):
+            call()
+    assert session.current_plan() is None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from planbook.documents.base import Cell
 from planbook.engine.hashing import ABSENT, cell_hash, sha256
-from planbook.errors import UnknownCell, UsageMistake
+from planbook.errors import UnknownCell, UnreadableFile, UsageMistake
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -137,18 +137,30 @@ class Projection:
                         "only code cells can run"
                     )
             case WriteFile():
+                self._check_size(op.path, op.content)
                 self.file_text(op.path)
             case EditFile():
                 if self.file_text(op.path) is None:
                     raise UsageMistake(
                         f"{op.path!r} does not exist; propose write_file to create it"
                     )
-                self.before_after(op)
+                self._check_size(op.path, self.before_after(op)[1])
             case DeleteFile():
                 if self.file_text(op.path) is None:
                     raise UsageMistake(f"{op.path!r} does not exist, so it cannot be deleted")
             case Shell():
                 pass
+
+    def _check_size(self, path: str, content: str) -> None:
+        """Refuse at staging what the workspace would refuse to write at execution."""
+        if self.workspace is not None:
+            self.workspace.check_writable(path)
+            size = len(content.encode())
+            if size > self.workspace.max_bytes:
+                raise UnreadableFile(
+                    f"refused: the new content of {path!r} is {size:,} bytes, over the "
+                    f"{self.workspace.max_bytes:,}-byte limit"
+                )
 
     def apply(self, op: AnyOperation, step_id: str | None = None) -> None:
         match op:
