@@ -260,8 +260,11 @@ def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
         raise UsageMistake('say what to do: `%plan "clean the sales frame"`')
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
-    session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
+    rules_of(session)  # a broken rule file is reported now, in one line, not mid-run
     session.new_plan(task)  # refuses, with a clear line, when a plan with steps is open
+    session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
+    # A new task starts a fresh conversation; revisions continue it (see revise_task).
+    session.extras.pop("agent_history", None)
     prompt = f"Task from the person: {task}"
     run = AgentRun(session, prompt, resolved, config, auto_answers=answers)
     session.extras["agent_run"] = run
@@ -272,6 +275,7 @@ def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentR
     """Start the next revision with the person's feedback and let the agent rework the plan."""
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
+    rules_of(session)
     revision = session.revise(feedback)
     prompt = (
         f"The person reviewed the plan and asks for changes: {feedback}\n"

@@ -53,3 +53,14 @@ def test_key_in_environment_builds_the_model(monkeypatch: pytest.MonkeyPatch) ->
 def test_env_default_model(session: planbook.Session, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLANBOOK_MODEL", "openai:gpt-4.1-mini")
     assert config_of(session).model == "openai:gpt-4.1-mini"
+
+
+def test_a_broken_rule_file_is_reported_before_the_run(session: planbook.Session) -> None:
+    from planbook.agents import Scripted
+    from planbook.engine.rules import RulesError
+
+    root = session.workspace.root
+    (root / "planbook.toml").write_text('[permissions]\nshell = "sometimes"\n')
+    with pytest.raises(RulesError, match="must be one of allow, ask, deny"):
+        plan_task(session, "x", model=Scripted([]))
+    assert session.current_plan() is None
