@@ -168,16 +168,22 @@ def _planbook_errors(action: Callable[[], Any]) -> Any:
 
 def _for_cli(exc: Exception) -> str:
     """Core messages name the magics; in a terminal the matching command is the fix."""
-    return (str(exc).replace("`%checkpoints`", "`planbook log`")
-            .replace("`%plan`", "`planbook show`")
-            .replace("`%rollback --force`", "`planbook rollback --force`"))
+    return (
+        str(exc)
+        .replace("`%checkpoints`", "`planbook log`")
+        .replace("`%plan`", "`planbook show`")
+        .replace("`%rollback --force`", "`planbook rollback --force`")
+    )
 
 
 def _pending(loaded: Loaded, session: Any) -> None:
     plan = session.current_plan()
     if plan is None or not any(s.status == "pending" for s in plan.steps):
-        raise CliError(EXIT_NOTHING, f"{loaded.path.name}: no step is pending; "
-                       f"see the plan with `planbook show {loaded.path.name}`")
+        raise CliError(
+            EXIT_NOTHING,
+            f"{loaded.path.name}: no step is pending; "
+            f"see the plan with `planbook show {loaded.path.name}`",
+        )
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -207,8 +213,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
     session = file_session(loaded)
     record = _planbook_errors(lambda: session.rollback(args.checkpoint, force=args.force))
-    print(f"rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
-          f"`planbook rollback {args.notebook} {record.id}`")
+    print(
+        f"rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+        f"`planbook rollback {args.notebook} {record.id}`"
+    )
     return EXIT_OK
 
 
@@ -245,8 +253,7 @@ def audit_rows(state: Any) -> list[dict[str, str]]:
         if entry.event == "approved":
             sha = entry.detail.rpartition("sha256=")[2]
             by = approvals[sha].by if sha in approvals and approvals[sha].by else by
-        rows.append({"at": _when(entry.at), "by": by, "event": entry.event,
-                     "detail": entry.detail})
+        rows.append({"at": _when(entry.at), "by": by, "event": entry.event, "detail": entry.detail})
         if entry.event == "approved":
             # The log's timestamps are whole seconds: place each result after its approval.
             ids = entry.detail.partition(" steps ")[2].partition(" ")[0].split(",")
@@ -273,12 +280,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
     dry = _planbook_errors(lambda: preview.approve(spec, dry_run=True))
     if args.dry_run:
         for o in dry.outcomes:
-            print(f"step {o.number} ({o.kind}): {o.status}"
-                  + (f": {o.message}" if o.message else ""))
+            print(
+                f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else "")
+            )
         print("dry run: nothing was applied")
         return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
-    report = run_in_kernel(loaded, spec, rerun=not args.no_rerun, timeout=args.timeout,
-                           by=args.by, quiet=args.quiet)
+    report = run_in_kernel(
+        loaded, spec, rerun=not args.no_rerun, timeout=args.timeout, by=args.by, quiet=args.quiet
+    )
     return print_report(loaded, report)
 
 
@@ -287,16 +296,20 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
         code = EXIT_USAGE if report.get("type") in ("UsageMistake", "UnknownStep") else EXIT_FAILED
         raise CliError(code, report["error"])
     for o in report["outcomes"]:
-        print(f"step {o['number']} ({o['kind']}): {o['status']}"
-              + (f": {o['message']}" if o["message"] else ""))
+        print(
+            f"step {o['number']} ({o['kind']}): {o['status']}"
+            + (f": {o['message']}" if o["message"] else "")
+        )
     if report["stopped"]:
         print(report["stopped"])
     if report["left_pending"]:
         print(f"{report['left_pending']} approved step(s) were not run and are pending again")
     done = [o for o in report["outcomes"] if o["status"] == "done"]
     if done:
-        print(f"saved to {loaded.path.name}; undo the last step with "
-              f"`planbook rollback {loaded.path.name}`")
+        print(
+            f"saved to {loaded.path.name}; undo the last step with "
+            f"`planbook rollback {loaded.path.name}`"
+        )
     if report["stopped"] == "interrupted: the run ended cleanly between steps":
         return EXIT_INTERRUPTED
     return EXIT_OK if report["ok"] else EXIT_FAILED
@@ -304,34 +317,50 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
 
 # --- the kernel -----------------------------------------------------------------------------
 def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
-    return "\n".join([
-        "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
-        "from planbook.errors import PlanbookError as _PbError",
-        "try:",
-        f"    _pb_r = _pb.session(notebook={str(path)!r}, fresh=True).approve({spec!r}, by={by!r})",
-        "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
-        "               'left_pending': _pb_r.left_pending,",
-        "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
-        "except _PbError as _pb_e:",
-        "    _pb_out = {'error': str(_pb_e), 'type': type(_pb_e).__name__}",
-        f"print({_SENTINEL!r} + _pb_json.dumps(_pb_out))",
-    ])
+    return "\n".join(
+        [
+            "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
+            "from planbook.errors import PlanbookError as _PbError",
+            "try:",
+            f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
+            f"    _pb_r = _pb_s.approve({spec!r}, by={by!r})",
+            "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
+            "               'left_pending': _pb_r.left_pending,",
+            "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
+            "except _PbError as _pb_e:",
+            "    _pb_out = {'error': str(_pb_e), 'type': type(_pb_e).__name__}",
+            f"print({_SENTINEL!r} + _pb_json.dumps(_pb_out))",
+        ]
+    )
 
 
-def run_in_kernel(loaded: Loaded, spec: str | int | None, *, rerun: bool, timeout: float,
-                  by: str | None, quiet: bool = False) -> dict[str, Any]:
+def run_in_kernel(
+    loaded: Loaded,
+    spec: str | int | None,
+    *,
+    rerun: bool,
+    timeout: float,
+    by: str | None,
+    quiet: bool = False,
+) -> dict[str, Any]:
     """Start a kernel in the notebook's folder, re-run its code cells, approve there."""
     from jupyter_client.manager import start_new_kernel
 
     from planbook.engine.store import _user
 
-    say: Callable[[str], None] = (lambda _m: None) if quiet else (
-        lambda m: print(m, file=sys.stderr))
+    say: Callable[[str], None] = (
+        (lambda _m: None) if quiet else (lambda m: print(m, file=sys.stderr))
+    )
     env = {**os.environ, "JPY_SESSION_NAME": str(loaded.path)}
     try:
         # The kernel's own stderr (a TCP warning, debugger notes) is noise for a CLI user.
-        km, kc = start_new_kernel(kernel_name="python3", cwd=str(loaded.path.parent), env=env,
-                                  startup_timeout=60, stderr=subprocess.DEVNULL)
+        km, kc = start_new_kernel(
+            kernel_name="python3",
+            cwd=str(loaded.path.parent),
+            env=env,
+            startup_timeout=60,
+            stderr=subprocess.DEVNULL,
+        )
     except Exception as exc:  # jupyter_client raises RuntimeError, TimeoutError, OSError...
         raise CliError(EXIT_KERNEL, f"could not start a python3 kernel: {exc}") from None
     try:
@@ -340,14 +369,17 @@ def run_in_kernel(loaded: Loaded, spec: str | int | None, *, rerun: bool, timeou
             _rerun_cells(kc, km, loaded, timeout, say)
             if _plan_changed(loaded, before):
                 loaded.path.write_bytes(before)
-                raise CliError(EXIT_FAILED, "re-running the notebook's cells changed its plan, "
-                               "so nothing was approved (the file is restored); use --no-rerun")
+                raise CliError(
+                    EXIT_FAILED,
+                    "re-running the notebook's cells changed its plan, "
+                    "so nothing was approved (the file is restored); use --no-rerun",
+                )
         lines: list[str] = []
         code = _approve_code(loaded.path, spec, by or f"{_user()} (planbook CLI)")
         reply = _execute(kc, km, code, timeout=None, sink=lines.append)
         for line in "".join(lines).split("\n"):
             if line.startswith(_SENTINEL):
-                report: dict[str, Any] = json.loads(line[len(_SENTINEL):])
+                report: dict[str, Any] = json.loads(line[len(_SENTINEL) :])
                 return report
         detail = reply.get("evalue") or "no report"
         raise CliError(EXIT_KERNEL, f"the kernel did not report back ({detail})")
@@ -356,8 +388,9 @@ def run_in_kernel(loaded: Loaded, spec: str | int | None, *, rerun: bool, timeou
         km.shutdown_kernel(now=True)
 
 
-def _rerun_cells(kc: Any, km: Any, loaded: Loaded, timeout: float,
-                 say: Callable[[str], None]) -> None:
+def _rerun_cells(
+    kc: Any, km: Any, loaded: Loaded, timeout: float, say: Callable[[str], None]
+) -> None:
     code = [c for c in loaded.nb.cells if c.cell_type == "code" and c.source.strip()]
     skipped = [c for c in code if _USES_PLANBOOK.search(c.source)]
     errors: list[str] = []
@@ -379,8 +412,9 @@ def _plan_changed(loaded: Loaded, before: bytes) -> bool:
     return bool(now.metadata.get("planbook") != old.metadata.get("planbook"))
 
 
-def _execute(kc: Any, km: Any, code: str, *, timeout: float | None,
-             sink: Callable[[str], None]) -> dict[str, Any]:
+def _execute(
+    kc: Any, km: Any, code: str, *, timeout: float | None, sink: Callable[[str], None]
+) -> dict[str, Any]:
     """Run ``code``; stream text goes to ``sink``. Ctrl-C interrupts the kernel once and waits
     for the cell to end (the executor stops between steps); a second Ctrl-C gives up."""
     msg_id = kc.execute(code, store_history=True, allow_stdin=False)
@@ -391,8 +425,10 @@ def _execute(kc: Any, km: Any, code: str, *, timeout: float | None,
             msg = kc.get_iopub_msg(timeout=1)
         except queue.Empty:
             if deadline is not None and time.monotonic() > deadline:
-                raise CliError(EXIT_KERNEL, f"a cell did not finish within {timeout:g}s; "
-                               "raise --timeout or use --no-rerun") from None
+                raise CliError(
+                    EXIT_KERNEL,
+                    f"a cell did not finish within {timeout:g}s; raise --timeout or use --no-rerun",
+                ) from None
             if not km.is_alive():
                 raise CliError(EXIT_KERNEL, "the kernel died; nothing more was run") from None
             continue
@@ -429,8 +465,9 @@ def quickstart_source() -> Path:
 def cmd_demo(args: argparse.Namespace) -> int:
     import nbformat
 
-    folder = (Path(args.dir).resolve() if args.dir
-              else Path(tempfile.mkdtemp(prefix="planbook-demo-")))
+    folder = (
+        Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="planbook-demo-"))
+    )
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "quickstart.ipynb"
     shutil.copyfile(quickstart_source(), target)
@@ -472,14 +509,26 @@ def stage_demo_plan(session: Any) -> None:
 
     session.new_plan("summarise body mass by species")
     # A fixed id so the demo can point at the new cell; the Python API picks a random one.
-    session.stage(InsertCell(cell_id="demo-mass", after="load-penguins",
-                             source='penguins.groupby("species")["body_mass_g"].mean().round(1)'),
-                  reason="average body mass per species", run=True)
-    session.propose.insert_cell("Body mass by species, computed by the demo plan.",
-                                after="demo-mass", cell_type="markdown",
-                                reason="say what the new cell shows")
-    session.propose.write_file("NOTES.md", "# Notes\n\n- Gentoo are the heaviest species.\n",
-                               reason="keep a note next to the notebook")
+    session.stage(
+        InsertCell(
+            cell_id="demo-mass",
+            after="load-penguins",
+            source='penguins.groupby("species")["body_mass_g"].mean().round(1)',
+        ),
+        reason="average body mass per species",
+        run=True,
+    )
+    session.propose.insert_cell(
+        "Body mass by species, computed by the demo plan.",
+        after="demo-mass",
+        cell_type="markdown",
+        reason="say what the new cell shows",
+    )
+    session.propose.write_file(
+        "NOTES.md",
+        "# Notes\n\n- Gentoo are the heaviest species.\n",
+        reason="keep a note next to the notebook",
+    )
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -487,20 +536,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="planbook",
         description="Review, approve and roll back the plan stored in a notebook, outside Jupyter.",
-        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int],
-                description: str = "") -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=description or help_text,
-                           epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    def command(
+        name: str, help_text: str, run: Callable[[argparse.Namespace], int], description: str = ""
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=description or help_text,
+            epilog=EXIT_CODES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.set_defaults(run=run)
         return p
 
     def color_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--color", dest="color", action="store_true", default=None,
-                       help="colour diffs (default: when writing to a terminal)")
+        p.add_argument(
+            "--color",
+            dest="color",
+            action="store_true",
+            default=None,
+            help="colour diffs (default: when writing to a terminal)",
+        )
         p.add_argument("--no-color", dest="color", action="store_false")
 
     show = command("show", "the plan and its diffs", cmd_show)
@@ -508,24 +569,42 @@ def build_parser() -> argparse.ArgumentParser:
     color_flags(show)
 
     approve = command(
-        "approve", "approve pending steps and run them in a real kernel", cmd_approve,
+        "approve",
+        "approve pending steps and run them in a real kernel",
+        cmd_approve,
         "Approve pending steps and run exactly those, in order, each behind a checkpoint, in a "
         "real Jupyter kernel started in the notebook's folder. Outputs, results and checkpoints "
         "are written into the notebook. Before approving, the notebook's code cells are re-run "
         "in that kernel (in order, errors reported and ignored) so that run_cell steps find the "
-        "variables they use; cells that use planbook itself (magics or `planbook`) are skipped.")
+        "variables they use; cells that use planbook itself (magics or `planbook`) are skipped.",
+    )
     approve.add_argument("notebook", help="the .ipynb file")
-    approve.add_argument("--steps", metavar="SPEC",
-                         help="step numbers: 3 (step 3), 1,3-5; default: every pending step")
+    approve.add_argument(
+        "--steps",
+        metavar="SPEC",
+        help="step numbers: 3 (step 3), 1,3-5; default: every pending step",
+    )
     approve.add_argument("--first", type=int, metavar="N", help="the first N pending steps")
-    approve.add_argument("--dry-run", action="store_true",
-                         help="check what would run (selection, drift); start no kernel")
-    approve.add_argument("--no-rerun", action="store_true",
-                         help="do not re-run the notebook's cells before approving")
-    approve.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                         help="limit for each re-run cell (default 600)")
-    approve.add_argument("--by", help="who approves, recorded with the approval "
-                         "(default: '<user> (planbook CLI)')")
+    approve.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check what would run (selection, drift); start no kernel",
+    )
+    approve.add_argument(
+        "--no-rerun",
+        action="store_true",
+        help="do not re-run the notebook's cells before approving",
+    )
+    approve.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="limit for each re-run cell (default 600)",
+    )
+    approve.add_argument(
+        "--by", help="who approves, recorded with the approval (default: '<user> (planbook CLI)')"
+    )
     approve.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     reject = command("reject", "reject pending steps (all by default)", cmd_reject)
@@ -533,21 +612,27 @@ def build_parser() -> argparse.ArgumentParser:
     reject.add_argument("--steps", metavar="SPEC", help="step numbers: 3, 1,3-5; default: all")
 
     rollback = command(
-        "rollback", "undo the last step, or everything after a checkpoint", cmd_rollback,
+        "rollback",
+        "undo the last step, or everything after a checkpoint",
+        cmd_rollback,
         "Undo the last executed step, or everything after CHECKPOINT, restoring cells and files. "
-        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.")
+        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.",
+    )
     rollback.add_argument("notebook", help="the .ipynb file")
-    rollback.add_argument("checkpoint", nargs="?",
-                          help="checkpoint id, id prefix or number (see `planbook log`)")
-    rollback.add_argument("--force", action="store_true",
-                          help="roll back even over changes made after the step ran")
+    rollback.add_argument(
+        "checkpoint", nargs="?", help="checkpoint id, id prefix or number (see `planbook log`)"
+    )
+    rollback.add_argument(
+        "--force", action="store_true", help="roll back even over changes made after the step ran"
+    )
 
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")
     log.add_argument("--json", action="store_true", help="machine-readable rows")
 
-    demo = command("demo", "stage, review, approve and roll back a plan on a copy of the "
-                   "quickstart", cmd_demo)
+    demo = command(
+        "demo", "stage, review, approve and roll back a plan on a copy of the quickstart", cmd_demo
+    )
     demo.add_argument("--dir", help="folder for the copy (default: a new temp folder)")
     color_flags(demo)
     return parser

@@ -30,8 +30,9 @@ def make_notebook(folder: Path, *, name: str = "analysis.ipynb") -> Path:
 
 
 def open_session(path: Path) -> Session:
-    return Session(FileNotebook(path), Workspace(path.parent, protected=(path,)),
-                   notebook_path=path)
+    return Session(
+        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
+    )
 
 
 @pytest.fixture
@@ -61,7 +62,8 @@ def cells(path: Path) -> dict[str, nbformat.NotebookNode]:
 
 # --- show --------------------------------------------------------------------------------------
 def test_show_prints_every_step_with_its_diff_and_changes_nothing(
-        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = planned.read_bytes()
     code, out, _ = run(["show", str(planned)], capsys)
     assert code == cli.EXIT_OK
@@ -115,13 +117,17 @@ def test_notebook_without_a_plan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == cli.EXIT_OK and "no planbook history yet" in out
 
 
-@pytest.mark.parametrize("raw", [
-    "a string",
-    {"schema_version": 1, "plans": "not a list"},
-    {"schema_version": 99},
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "a string",
+        {"schema_version": 1, "plans": "not a list"},
+        {"schema_version": 99},
+    ],
+)
 def test_corrupted_or_future_metadata_is_refused_and_left_untouched(
-        planned: Path, capsys: pytest.CaptureFixture[str], raw: object) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str], raw: object
+) -> None:
     nb = nbformat.read(planned, as_version=4)
     nb.metadata["planbook"] = raw
     nbformat.write(nb, planned)
@@ -164,7 +170,8 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
 
 # --- approve without a kernel ------------------------------------------------------------------
 def test_dry_run_starts_no_kernel_and_changes_nothing(
-        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = planned.read_bytes()
     code, out, _ = run(["approve", str(planned), "--dry-run"], capsys)
     assert code == cli.EXIT_OK
@@ -178,7 +185,8 @@ def test_dry_run_starts_no_kernel_and_changes_nothing(
 
 
 def test_dry_run_reports_a_target_changed_since_staging(
-        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     nb = nbformat.read(planned, as_version=4)
     next(c for c in nb.cells if c["id"] == "title")["source"] = "# Someone else's title"
     nbformat.write(nb, planned)
@@ -207,7 +215,8 @@ def test_reject_some_then_all(planned: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_rollback_restores_cells_and_files_and_is_itself_undoable(
-        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Steps 2 and 3 need no kernel: run them in-process, then roll back from the CLI.
     report = open_session(planned).approve("2-3")
     assert report.ok
@@ -226,7 +235,8 @@ def test_rollback_restores_cells_and_files_and_is_itself_undoable(
 
 
 def test_rollback_refuses_to_overwrite_a_later_change(
-        planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert open_session(planned).approve("2-2").ok
     nb = nbformat.read(planned, as_version=4)
     next(c for c in nb.cells if c["id"] == "title")["source"] = "# Edited by hand"
@@ -249,15 +259,20 @@ def test_rollback_unknown_checkpoint(planned: Path, capsys: pytest.CaptureFixtur
 
 # --- approve in a real kernel ------------------------------------------------------------------
 @pytest.mark.kernel
-def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(
-        planned: Path) -> None:
+def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(planned: Path) -> None:
     # Through the installed console script, as a person or CI would call it.
     script = Path(sys.executable).parent / "planbook"
-    result = subprocess.run([str(script), "approve", str(planned), "--steps", "1,3"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(script), "approve", str(planned), "--steps", "1,3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == cli.EXIT_OK, result.stderr
-    assert result.stdout.splitlines()[:2] == ["step 1 (insert_cell): done",
-                                              "step 3 (write_file): done"]
+    assert result.stdout.splitlines()[:2] == [
+        "step 1 (insert_cell): done",
+        "step 3 (write_file): done",
+    ]
     # The notebook's own cell ran first in the notebook's folder, so x (from answer.txt) existed.
     assert "re-ran 1 code cell(s)" in result.stderr
     new = [c for c in cells(planned).values() if c["id"] not in ("load", "title")]
@@ -269,12 +284,13 @@ def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(
     assert plan["approvals"][0]["by"].endswith("(planbook CLI)")
     assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["done", "pending", "done"]
 
-    log = subprocess.run([str(script), "log", str(planned), "--json"], capture_output=True,
-                         text=True, check=True).stdout
+    log = subprocess.run(
+        [str(script), "log", str(planned), "--json"], capture_output=True, text=True, check=True
+    ).stdout
     rows = json.loads(log)
     approved = next(r for r in rows if r["event"] == "approved")
     assert approved["detail"].endswith("sha256=" + plan["approvals"][0]["sha256"])
-    after = rows[rows.index(approved) + 1:]
+    after = rows[rows.index(approved) + 1 :]
     assert [r["event"] for r in after[:2]] == ["done", "done"]
     assert "step 1 (insert_cell)" in after[0]["detail"]
 
@@ -285,8 +301,12 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
     pb = open_session(path)
     pb.propose.insert_cell("1 / 0", after="load", reason="oops", run=True)
     pb.propose.edit_cell("title", "# Never", reason="after the failure")
-    result = subprocess.run([sys.executable, "-m", "planbook.cli", "approve", str(path)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "approve", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == cli.EXIT_FAILED
     assert "step 1 (insert_cell): failed" in result.stdout
     assert "ZeroDivisionError" in result.stdout
@@ -298,8 +318,12 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
 
 @pytest.mark.kernel
 def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "planbook.cli", "demo", "--dir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "demo", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == cli.EXIT_OK, result.stderr
     out = result.stdout
     assert "1. [pending] insert code cell demo-mass after load-penguins" in out

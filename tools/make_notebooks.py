@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (markdown tables in the notebook texts cannot be wrapped)
 """Write the teaching notebooks in notebooks/ from the cell lists below.
 
 The notebooks are generated so that they can be reviewed as plain Python in a pull request and
@@ -22,20 +23,23 @@ from nbformat import NotebookNode
 
 HERE = Path(__file__).resolve().parent.parent / "notebooks"
 
-Cell = tuple[str, str, str]  # (kind: "md" | "code", id, source)
+Cell = tuple[str, str, str]  # (kind: "md" | "code" | "code-raises", id, source)
 
 
 def md(cell_id: str, text: str) -> Cell:
     return ("md", cell_id, text.strip("\n"))
 
 
-def code(cell_id: str, text: str) -> Cell:
-    return ("code", cell_id, text.strip("\n"))
+def code(cell_id: str, text: str, *, raises: bool = False) -> Cell:
+    """A code cell; ``raises``: it shows an exception on purpose (tagged for nbval/nbclient)."""
+    return ("code-raises" if raises else "code", cell_id, text.strip("\n"))
 
 
 def copy_cell(name: str) -> Cell:
     """The cell every tutorial starts with: a copy of this notebook to work on."""
-    return code("setup", f'''
+    return code(
+        "setup",
+        f'''
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,12 +53,15 @@ shutil.copy("{name}", work / "{name}")
 pb = planbook.session(notebook=work / "{name}")
 ids_before = [cell.id for cell in pb.cells()]
 print(pb.document.description)
-''')
+''',
+    )
 
 
 def quickstart() -> list[Cell]:
     return [
-        md("intro", """
+        md(
+            "intro",
+            """
 # planbook in five minutes
 
 planbook is plan mode for notebooks: every change to a cell or a file is first **staged** as a
@@ -64,104 +71,152 @@ checkpoints are stored in the notebook itself.
 
 No language model is needed here: you play the assistant and propose the changes yourself.
 The data are the 344 Palmer penguins (the `palmerpenguins` package ships them, no download).
-"""),
-        code("load-penguins", """
+""",
+        ),
+        code(
+            "load-penguins",
+            """
 from palmerpenguins import load_penguins
 
 penguins = load_penguins()
 penguins.shape
-"""),
-        md("point", """
+""",
+        ),
+        md(
+            "point",
+            """
 ## 1. Point planbook at a notebook
 
 With `%load_ext planbook` in JupyterLab, planbook finds the notebook its kernel belongs to.
 Here we hand it a copy of this notebook explicitly.
-"""),
+""",
+        ),
         copy_cell("quickstart.ipynb"),
         code("load-ext", "%load_ext planbook"),
-        md("stage", """
+        md(
+            "stage",
+            """
 ## 2. Stage changes
 
 `%%propose` stages the body of its cell instead of running it: `--after ID` inserts it as a new
 cell, `--replace ID` proposes it as the new source of that cell, `--run` runs it once approved.
 `%plan cells` lists the cell ids.
-"""),
-        code("propose-count", """
+""",
+        ),
+        code(
+            "propose-count",
+            """
 %%propose --after load-penguins --run --reason "count penguins per species and island"
 penguins.groupby(["species", "island"]).size().unstack(fill_value=0)
-"""),
-        code("propose-dropna", """
+""",
+        ),
+        code(
+            "propose-dropna",
+            """
 %%propose --replace load-penguins --reason "drop the 11 rows with missing measurements"
 from palmerpenguins import load_penguins
 
 penguins = load_penguins().dropna()
 penguins.shape
-"""),
+""",
+        ),
         md("api", "The same from Python, including a change to a file next to the notebook:"),
-        code("propose-api", """
+        code(
+            "propose-api",
+            """
 pb.propose.insert_cell("## Counts\\nPenguins per species and island.", after="load-penguins",
                        cell_type="markdown", reason="a heading for the new table")
 species = "\\n".join(sorted(penguins.species.unique())) + "\\n"
 step = pb.propose.write_file("species.txt", species, reason="the species list, for the README")
 print(f"staged {step.operation.kind} of {step.operation.path}: {step.status}")
-"""),
+""",
+        ),
         md("nothing-yet", "Nothing has changed yet, in the notebook or on disk:"),
-        code("check-nothing", """
+        code(
+            "check-nothing",
+            """
 assert [cell.id for cell in pb.cells()] == ids_before
 assert not (work / "species.txt").exists()
 print(len(pb.current_plan().steps), "steps staged, nothing applied")
-"""),
-        md("review", """
+""",
+        ),
+        md(
+            "review",
+            """
 ## 3. Review
 
 `%plan` shows every step with its reason, its risk and a diff of what it would change.
-"""),
+""",
+        ),
         code("show-plan", "%plan"),
-        md("approve", """
+        md(
+            "approve",
+            """
 ## 4. Approve some
 
 `%approve` alone approves everything; `%approve 2` the first two pending steps;
 `%approve 1,4` exactly steps 1 and 4. We keep the raw data (step 2) and reject it.
-"""),
+""",
+        ),
         code("approve-some", "%approve 1,4"),
         code("reject-one", "%reject 2"),
-        code("after-approve", """
+        code(
+            "after-approve",
+            """
 table = next(cell for cell in pb.cells() if cell.source.startswith("penguins.groupby"))
 print(table.outputs[0]["data"]["text/plain"])  # the output is stored in the notebook
 print((work / "species.txt").read_text())
-"""),
-        md("rollback", """
+""",
+        ),
+        md(
+            "rollback",
+            """
 ## 5. Checkpoints and rollback
 
 A checkpoint was written before each step. `%rollback` undoes the last step;
 `%rollback N` everything after checkpoint N. A rollback is recorded too, so it can be undone.
 Variables in the kernel are **not** rolled back: `penguins` is still what it was.
-"""),
+""",
+        ),
         code("checkpoints", "%checkpoints"),
-        code("rollback-last", """
+        code(
+            "rollback-last",
+            """
 %rollback
-"""),
+""",
+        ),
         code("after-rollback-last", 'assert not (work / "species.txt").exists()'),
         code("rollback-all", "%rollback 1"),
-        code("after-rollback-all", """
+        code(
+            "after-rollback-all",
+            """
 assert [cell.id for cell in pb.cells()] == ids_before
 print(pb.render_text())
-"""),
-        md("audit", """
+""",
+        ),
+        md(
+            "audit",
+            """
 ## 6. It is all in the notebook
 
 Plans, approvals (with the SHA-256 of exactly what was approved), results and checkpoints live in
 `notebook.metadata["planbook"]`. `planbook log` prints the audit trail from a terminal.
-"""),
-        code("audit-log", """
+""",
+        ),
+        code(
+            "audit-log",
+            """
 import subprocess
 import sys
 
 log = subprocess.run([sys.executable, "-m", "planbook.cli", "log", str(work / "quickstart.ipynb")],
                      capture_output=True, text=True, check=True)
 print(log.stdout)
-"""),
-        md("next", """
+""",
+        ),
+        md(
+            "next",
+            """
 ## Next
 
 - `plan-vs-act.ipynb`: what plan mode protects against.
@@ -169,24 +224,641 @@ print(log.stdout)
 - `files-and-shell.ipynb`: an assistant that edits a module and runs its tests.
 - `bring-your-model.ipynb`: connect OpenAI, Anthropic or Ollama.
 - In a terminal: `planbook demo`, then `planbook show` / `approve` / `log` on any notebook.
-"""),
+""",
+        ),
+    ]
+
+
+LOAD = code(
+    "load-penguins",
+    """
+from palmerpenguins import load_penguins
+
+penguins = load_penguins()
+penguins.shape
+""",
+)
+
+
+def plan_vs_act() -> list[Cell]:
+    return [
+        md(
+            "intro",
+            """
+# Plan mode against act mode
+
+The same scripted assistant gets the same task twice: once in **plan** mode, once in **act**
+mode. Its script holds two mistakes real models make: it deletes a markdown cell with your notes
+("clutter"), and it deletes a file with `rm` ("stray files"). Plan mode lets you catch both before
+anything happens; act mode applies each change at once, behind a checkpoint, and a checkpoint
+can bring back a cell but not what a shell command destroyed.
+""",
+        ),
+        LOAD,
+        md(
+            "my-notes",
+            """
+**My notes.** Chinstrap penguins were only sampled on Dream island: check that before comparing
+islands. (This is the cell the assistant will call clutter.)
+""",
+        ),
+        code(
+            "setup",
+            """
+import shutil
+import tempfile
+from pathlib import Path
+
+import planbook
+from planbook.agents import Scripted
+
+
+def fresh_copy(label):
+    \"\"\"A copy of this notebook, with a file of field notes next to it, and a session on it.\"\"\"
+    folder = Path(tempfile.mkdtemp(prefix=f"planbook-{label}-"))
+    shutil.copy("plan-vs-act.ipynb", folder / "plan-vs-act.ipynb")
+    (folder / "field-notes.txt").write_text("Biscoe 2009: three nests flooded\\n")
+    return planbook.session(notebook=folder / "plan-vs-act.ipynb", fresh=True), folder
+
+
+CLEANED = \"\"\"from palmerpenguins import load_penguins
+
+penguins = load_penguins().dropna()
+penguins.shape\"\"\"
+
+script = Scripted([
+    ("list_cells", {}),
+    ("edit_cell", {"cell_id": "load-penguins", "source": CLEANED, "run": True,
+                   "reason": "drop the rows with missing values"}),
+    ("delete_cell", {"cell_id": "my-notes", "reason": "remove clutter"}),
+    ("shell", {"command": "rm -f field-notes.txt", "reason": "clean up stray files"}),
+    ("present_plan", {"summary": "Drop missing rows, then tidy the notebook and the folder."}),
+])
+TASK = "tidy the penguins analysis"
+""",
+        ),
+        md(
+            "plan-mode",
+            """
+## Plan mode: everything is staged
+
+Read tools (list the cells, read files, read-only shell) run at once; every change becomes a step.
+""",
+        ),
+        code(
+            "run-plan",
+            """
+pb_plan, plan_folder = fresh_copy("plan")
+pb_plan.set_mode("plan")
+run = await pb_plan.plan(TASK, model=script)
+print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
+""",
+        ),
+        code(
+            "plan-nothing-yet",
+            """
+assert "my-notes" in [cell.id for cell in pb_plan.cells()]
+assert (plan_folder / "field-notes.txt").exists()
+pb_plan.plan  # the review: every step with its diff
+""",
+        ),
+        md(
+            "plan-decide",
+            """
+You approve the cleaning, and reject the two mistakes:
+""",
+        ),
+        code(
+            "plan-approve",
+            """
+print(pb_plan.approve("1-1"))
+pb_plan.reject("2-3")
+print(penguins.shape)  # the approved edit ran in this kernel
+""",
+        ),
+        md(
+            "act-mode",
+            """
+## Act mode: everything applies at once
+
+The same script. Each change is applied as soon as the assistant makes it, each one behind a
+checkpoint.
+""",
+        ),
+        code(
+            "run-act",
+            """
+pb_act, act_folder = fresh_copy("act")
+pb_act.set_mode("act")
+run = await pb_act.plan(TASK, model=script)
+print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
+print("notes cell still there:", "my-notes" in [cell.id for cell in pb_act.cells()])
+print("field-notes.txt still there:", (act_folder / "field-notes.txt").exists())
+""",
+        ),
+        md(
+            "act-rollback",
+            """
+Roll everything back to the first checkpoint: the notebook comes back, the file does not.
+""",
+        ),
+        code(
+            "act-undo",
+            """
+record = pb_act.rollback("1")
+print(f"undid {len(record.undid)} steps")
+print("notes cell back:", "my-notes" in [cell.id for cell in pb_act.cells()])
+print("field-notes.txt back:", (act_folder / "field-notes.txt").exists())
+assert not (act_folder / "field-notes.txt").exists()
+""",
+        ),
+        md("side-by-side", "## Side by side"),
+        code(
+            "compare",
+            """
+import pandas as pd
+
+
+def outcome(session, folder):
+    ids = [cell.id for cell in session.cells()]
+    steps = [step for plan in session.store.state.plans for step in plan.steps]
+    return {
+        "your notes cell": "kept" if "my-notes" in ids else "deleted",
+        "field-notes.txt": "kept" if (folder / "field-notes.txt").exists() else "deleted",
+        "steps": ", ".join(step.status for step in steps),
+    }
+
+
+pd.DataFrame({"plan mode": outcome(pb_plan, plan_folder),
+              "act mode, then rollback": outcome(pb_act, act_folder)})
+""",
+        ),
+        md(
+            "lesson",
+            """
+## What each mode protects against
+
+| mode | what the assistant can do without you | what protects you |
+| --- | --- | --- |
+| `plan` | read cells, files, variables; read-only shell | nothing changes until you approve; you see every diff first |
+| `ask` | the same | each change waits for your yes or no |
+| `auto-edit` | edit cells and files | checkpoints; running code and shell still asks |
+| `act` | everything | checkpoints only: cells and files can be rolled back, shell effects and kernel memory cannot |
+
+Switch with `%mode plan|ask|auto-edit|act` (or `%plan on` / `%plan off`). Permission rules
+refine this per tool and path: see `files-and-shell.ipynb`.
+""",
+        ),
+    ]
+
+
+def checkpoints() -> list[Cell]:
+    return [
+        md(
+            "intro",
+            """
+# Checkpoints: undoing a change found after the fact
+
+A change that looked harmless breaks a later cell. We find out afterwards, look at what the
+checkpoints hold, and roll back. Then the one thing a checkpoint cannot bring back: the
+kernel's memory.
+""",
+        ),
+        LOAD,
+        code("summary", 'penguins.groupby("species")["body_mass_g"].mean().round(1)'),
+        copy_cell("checkpoints.ipynb"),
+        code("load-ext", "%load_ext planbook"),
+        md("harmless", "## 1. A change that looks harmless"),
+        code(
+            "propose-columns",
+            """
+%%propose --replace load-penguins --run --reason "keep only the columns we plot"
+from palmerpenguins import load_penguins
+
+penguins = load_penguins()[["species", "island", "bill_length_mm", "flipper_length_mm"]]
+penguins.shape
+""",
+        ),
+        code("approve-columns", "%approve"),
+        md(
+            "found",
+            """
+## 2. Found after the fact
+
+Later the summary is refreshed, through planbook as well. It fails: the column it needs is gone.
+(The step ran in this kernel, so its traceback shows here too; it is also stored in the cell.)
+""",
+        ),
+        code(
+            "refresh",
+            """
+pb.propose.run_cell("summary", reason="refresh the summary")
+report = pb.approve()
+print(report)
+assert not report.ok
+""",
+            raises=True,
+        ),
+        md(
+            "holds",
+            """
+## 3. What a checkpoint holds
+
+One checkpoint per executed step. For every cell the step touched: its id, its position, and a
+content-addressed blob of the whole cell (source, outputs, metadata) as it was before. For a
+file: its bytes, or that it did not exist. Blobs are compressed and stored once, however many
+checkpoints refer to them.
+""",
+        ),
+        code("list-checkpoints", "%checkpoints"),
+        code(
+            "inspect-checkpoint",
+            """
+import json
+
+first = pb.checkpoints()[0]
+snapshot = first.cells[0]
+cell_before = json.loads(pb.store.blobs.get(snapshot.blob))
+print(first.label, "| cell", snapshot.cell_id, "at position", snapshot.index)
+print(cell_before["source"])
+size = len(json.dumps(pb.store.state.model_dump(mode="json")))
+print(f"planbook metadata: {size} bytes, {len(pb.store.state.blobs)} blobs")
+""",
+        ),
+        md(
+            "roll",
+            """
+## 4. Roll back
+
+`%rollback 1` undoes everything after checkpoint 1, newest first: the refresh (the summary's
+outputs come back) and the edit (the old source comes back).
+""",
+        ),
+        code("rollback", "%rollback 1"),
+        code(
+            "after-rollback",
+            """
+restored = next(cell for cell in pb.cells() if cell.id == "load-penguins")
+assert "penguins = load_penguins()\\n" in restored.source
+print(restored.source)
+""",
+        ),
+        md(
+            "memory",
+            """
+## 5. What it cannot roll back: kernel memory
+
+The notebook is back, but `penguins` in this kernel is still the narrowed frame: a checkpoint
+stores cells and files, not variables. Re-run the restored cells (through planbook, so it is
+recorded too).
+""",
+        ),
+        code(
+            "memory-still-broken",
+            """
+print("body_mass_g in memory:", "body_mass_g" in penguins.columns)
+assert "body_mass_g" not in penguins.columns
+""",
+        ),
+        code(
+            "rerun",
+            """
+pb.propose.run_cell("load-penguins", reason="reload the full table after the rollback")
+pb.propose.run_cell("summary", reason="refresh the summary")
+print(pb.approve())
+assert "body_mass_g" in penguins.columns
+""",
+        ),
+        md(
+            "also",
+            """
+Also not undone by a rollback: shell commands (a checkpoint before a shell step says so in its
+label), and anything a cell did outside the notebook (a database write, an upload). Files
+written by file steps are restored byte for byte.
+""",
+        ),
+    ]
+
+
+MODULE = '''"""Small statistics over the Palmer penguins table."""
+
+import pandas as pd
+
+
+def bill_ratio(frame: pd.DataFrame) -> pd.Series:
+    """Bill length over bill depth, per penguin."""
+    return frame["bill_length_mm"] / frame["bill_length_mm"]
+
+
+def heaviest_species(frame: pd.DataFrame) -> str:
+    return str(frame.groupby("species")["body_mass_g"].mean().idxmax())
+'''
+
+TESTS = """from palmerpenguins import load_penguins
+
+from penguin_stats import bill_ratio, heaviest_species
+
+penguins = load_penguins()
+
+
+def test_bill_ratio_of_the_first_penguin():
+    assert round(bill_ratio(penguins).iloc[0], 2) == 2.09
+
+
+def test_heaviest_species():
+    assert heaviest_species(penguins) == "Gentoo"
+"""
+
+RULES = """[tool.planbook.permissions]
+shell = { "* -m pytest *" = "allow", "rm *" = "deny" }
+write_file = { "*.md" = "allow" }
+"""
+
+
+def files_and_shell() -> list[Cell]:
+    return [
+        md(
+            "intro",
+            """
+# Files and shell: an assistant that fixes a module and runs its tests
+
+Next to this notebook (in a temp copy) live `penguin_stats.py`, a small module with a bug,
+and `test_penguin_stats.py`. A scripted assistant reads them, proposes a fix and a test run;
+shell commands go through a classifier; permission rules in `pyproject.toml` refine what may run
+without asking.
+""",
+        ),
+        LOAD,
+        copy_cell("files-and-shell.ipynb"),
+        code("load-ext", "%load_ext planbook"),
+        code(
+            "write-project",
+            f"""
+import sys
+
+MODULE = '''{MODULE}'''
+TESTS = '''{TESTS}'''
+RULES = '''{RULES}'''
+(work / "penguin_stats.py").write_text(MODULE)
+(work / "test_penguin_stats.py").write_text(TESTS)
+(work / "pyproject.toml").write_text(RULES)
+# The kernel's own Python, so the test run uses the packages this notebook has.
+TEST = f"{{sys.executable}} -m pytest -q --color=no -p no:cacheprovider"
+print(MODULE)
+""",
+        ),
+        md(
+            "plan",
+            """
+## 1. Reads run at once, everything else is staged
+
+`read_file` and a read-only shell command (`ls`) run immediately. The edit to the module and the
+test run are staged. The classifier decides whether a command is read-only.
+""",
+        ),
+        code(
+            "run-agent",
+            """
+from planbook.agents import Scripted
+
+fix = [{"search": 'frame["bill_length_mm"] / frame["bill_length_mm"]',
+        "replace": 'frame["bill_length_mm"] / frame["bill_depth_mm"]'}]
+script = Scripted([
+    ("read_file", {"path": "penguin_stats.py"}),
+    ("run_read_only_shell", {"command": "ls"}),
+    ("edit_file", {"path": "penguin_stats.py", "edits": fix,
+                   "reason": "the ratio divided the length by itself"}),
+    ("shell", {"command": TEST, "reason": "run the tests"}),
+    ("shell", {"command": "rm -rf __pycache__", "reason": "remove the bytecode cache"}),
+    ("present_plan", {"summary": "Fix bill_ratio, then run the tests."}),
+])
+run = await pb.plan("make the tests pass", model=script)
+print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
+assert "bill_depth_mm" not in (work / "penguin_stats.py").read_text()  # nothing changed yet
+""",
+        ),
+        md(
+            "denied",
+            """
+The `rm` was refused outright: a `deny` rule in `pyproject.toml` (below) forbids it in every
+mode, so it never even reaches the plan. Review what did:
+""",
+        ),
+        code("review", "%plan"),
+        code("approve", "%approve"),
+        code(
+            "after",
+            """
+plan = pb.current_plan()
+print(plan.results[-1].message)  # the tail of the test run
+assert all(step.status == "done" for step in plan.steps)
+""",
+        ),
+        md(
+            "classifier",
+            """
+## 2. The shell classifier
+
+A command counts as read-only only if it parses into allow-listed read-only programs, with no
+redirection, substitution, or chaining into something else. Anything unsure is a write.
+""",
+        ),
+        code(
+            "classify",
+            """
+from planbook.engine.shell_classifier import classify
+
+for command in ["ls -la", "git status", "grep -n def penguin_stats.py | head -3",
+                "python -m pytest -q", "echo hi > notes.txt", "find . -name '*.pyc' -delete",
+                "cat $(ls)", "rm -rf build"]:
+    verdict = classify(command)
+    label = "read-only" if verdict.read_only else "write"
+    print(f"{label:9}  {command:40}  {verdict.reason}")
+""",
+        ),
+        md(
+            "rules",
+            """
+## 3. Permission rules
+
+`[tool.planbook]` in the project's `pyproject.toml` (or a `planbook.toml`) refines the mode:
+`allow`, `ask` or `deny` per tool, with glob patterns on the path or the command; the last rule
+that matches wins. In plan mode an `allow` never skips the plan, a `deny` always refuses. In
+`auto-edit` mode, allowed commands run without asking:
+""",
+        ),
+        code("show-rules", 'print((work / "pyproject.toml").read_text())'),
+        code(
+            "auto-edit",
+            """
+pb.set_mode("auto-edit")
+script = Scripted([
+    ("shell", {"command": TEST, "reason": "run the tests again"}),
+    ("write_file", {"path": "CHANGELOG.md", "content": "- fix bill_ratio\\n",
+                    "reason": "note the fix"}),
+])
+run = await pb.plan("check and note the fix", model=script)
+print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
+print((work / "CHANGELOG.md").read_text())
+""",
+        ),
+        md(
+            "end",
+            """
+Both ran without a question (the test command by the `allow` rule, the changelog by the mode)
+and both are steps with checkpoints: `%rollback` removes the changelog again.
+""",
+        ),
+        code(
+            "rollback",
+            """
+%rollback
+""",
+        ),
+        code("after-rollback", 'assert not (work / "CHANGELOG.md").exists()'),
+    ]
+
+
+def bring_your_model() -> list[Cell]:
+    return [
+        md(
+            "intro",
+            """
+# Bring your model
+
+planbook's assistant runs on pydantic-ai, so any model it supports works: name it with a string.
+Keys come from the usual environment variables and are never written into the notebook.
+
+| provider | setting | key |
+| --- | --- | --- |
+| OpenAI | `%config Planbook.model = "openai:gpt-4.1"` | `OPENAI_API_KEY` |
+| Anthropic | `%config Planbook.model = "anthropic:claude-sonnet-4-5"` | `ANTHROPIC_API_KEY`, and `pip install "pydantic-ai-slim[anthropic]"` |
+| Ollama, vLLM, any OpenAI-compatible server | `%config Planbook.model = "http://localhost:11434/v1#llama3.1"` | none |
+
+`PLANBOOK_MODEL` in the environment sets the default. Without any model, everything but the
+assistant (`%%propose`, `%approve`, the panel, rollback) still works.
+
+This notebook never calls out when no model is configured: it uses the scripted stand-in.
+""",
+        ),
+        LOAD,
+        copy_cell("bring-your-model.ipynb"),
+        code("load-ext", "%load_ext planbook"),
+        md(
+            "resolve",
+            """
+## 1. What each setting gives
+
+Building a model does not call the provider; a missing key is reported in one line.
+""",
+        ),
+        code(
+            "resolve-models",
+            """
+import os
+
+from planbook.agent.config import AgentConfig, NoModelConfigured, resolve_model
+
+for spec in ["openai:gpt-4.1", "anthropic:claude-sonnet-4-5",
+             "http://localhost:11434/v1#llama3.1"]:
+    try:
+        model = resolve_model(AgentConfig(model=spec))
+        print(f"{spec:36} -> {type(model).__name__}({model.model_name!r})")
+    except NoModelConfigured as exc:
+        print(f"{spec:36} -> not usable here: {str(exc)[:90]}...")
+""",
+        ),
+        md(
+            "choose",
+            """
+## 2. Pick the model
+
+A real one if `PLANBOOK_MODEL` is set; otherwise the scripted agent, which makes the same tool
+calls a model would, through the same tools and the same policy.
+""",
+        ),
+        code(
+            "choose-model",
+            """
+from planbook.agents import Scripted
+
+scripted = Scripted([
+    ("list_cells", {}),
+    ("inspect_variable", {"name": "penguins"}),
+    ("insert_cell", {"source": 'penguins.groupby("species")["flipper_length_mm"].mean().round(1)',
+                     "after": "load-penguins", "run": True,
+                     "reason": "mean flipper length per species"}),
+    ("present_plan", {"summary": "One new cell: mean flipper length per species."}),
+])
+model = os.environ.get("PLANBOOK_MODEL") or scripted
+print("using", model if isinstance(model, str) else "the scripted agent (PLANBOOK_MODEL is not set)")
+""",
+        ),
+        md(
+            "run",
+            """
+## 3. Ask for a plan
+
+With `%config Planbook.model = ...` set, `%plan "task"` starts the assistant in the background
+and shows its activity as it works. From Python, `await pb.plan("task", model=...)` runs it and
+waits for it.
+""",
+        ),
+        code(
+            "plan-task",
+            """
+run = await pb.plan("add a table of mean flipper length per species", model=model)
+print(run.status, "-", len(run.activity), "activity lines")
+""",
+        ),
+        code("review", "%plan"),
+        code("approve", "%approve"),
+        code(
+            "result",
+            """
+new = next(cell for cell in pb.cells() if "flipper_length_mm" in cell.source)
+print(new.outputs[0]["data"]["text/plain"] if new.outputs else "(no output)")
+""",
+        ),
+        md(
+            "testing",
+            """
+## Testing without a network
+
+Tests never reach a model: use `planbook.agents.Scripted` (as here), or pydantic-ai's
+`FunctionModel` / `TestModel` as `Planbook.model`. Provider errors that survive the client's
+retries end the run with one line; the steps staged so far stay in the plan.
+""",
+        ),
     ]
 
 
 NOTEBOOKS: dict[str, Callable[[], list[Cell]]] = {
     "quickstart.ipynb": quickstart,
+    "plan-vs-act.ipynb": plan_vs_act,
+    "checkpoints.ipynb": checkpoints,
+    "files-and-shell.ipynb": files_and_shell,
+    "bring-your-model.ipynb": bring_your_model,
 }
 
 
 def build(cells: list[Cell]) -> NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     for kind, cell_id, source in cells:
-        cell = (nbformat.v4.new_markdown_cell(source) if kind == "md"
-                else nbformat.v4.new_code_cell(source))
+        cell = (
+            nbformat.v4.new_markdown_cell(source)
+            if kind == "md"
+            else nbformat.v4.new_code_cell(source)
+        )
         cell["id"] = cell_id
+        if kind == "code-raises":
+            cell.metadata["tags"] = ["raises-exception"]
         nb.cells.append(cell)
     return nb
 
@@ -194,8 +866,13 @@ def build(cells: list[Cell]) -> NotebookNode:
 def execute(nb: NotebookNode, folder: Path) -> None:
     from nbclient import NotebookClient
 
-    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(folder)}},
+    ).execute()
 
 
 def main(argv: list[str] | None = None) -> int:
