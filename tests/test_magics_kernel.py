@@ -53,6 +53,12 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
         assert "insert code cell" in markdown and '+print("doubled", x * 2)' in markdown
         assert "-x * 2" in markdown and "+x * 3" in markdown and "show doubled" in markdown
 
+        before = nb.read_bytes()
+        dry = k.run("%approve --dry-run")
+        assert "step 1 (insert_cell): would run" in dry.stdout
+        assert "step 2 (edit_cell): would run" in dry.stdout and "nothing was applied" in dry.stdout
+        assert nb.read_bytes() == before
+
         approved = k.run("%approve 1")
         assert "step 1 (insert_cell): done" in approved.stdout, approved.text
         new_id = sources(nb)[2][0]
