@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 import urllib.error
@@ -140,6 +141,23 @@ def _to_cell(raw: dict[str, Any]) -> Cell:
     )
 
 
+def _quick_ack(ws: Any) -> None:
+    """Acknowledge TCP segments at once. The server (tornado) leaves Nagle on, so its answer
+    to our sync request waits behind the echo of our own update until that is acknowledged:
+    with delayed ACKs that costs 40 ms per commit (Linux only; elsewhere a no-op)."""
+    option = getattr(socket, "TCP_QUICKACK", None)
+    sock = getattr(ws, "sock", None)
+    if option is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+
+
+def _normal(cell: Cell) -> Cell:
+    """The cell as it reads back from the shared document (JSON numbers, no outputs on
+    markdown), so the local view after a commit equals a fresh read."""
+    return _to_cell(_cell_dict(cell))
+
+
 def _cell_dict(cell: Cell) -> dict[str, Any]:
     """The nbformat dict jupyter_ydoc turns into a shared cell (same keys as the frontend)."""
     out: dict[str, Any] = {
@@ -258,8 +276,8 @@ class LiveNotebook:
 
     def sync(self, timeout: float = 5.0) -> bool:
         """Fetch everything the server has now (one round trip, after waiting up to
-        ``timeout`` for a connection); False when that fails. Every outermost
-        ``transaction()`` starts with it, so it begins from the server's state."""
+        ``timeout`` for a connection); False when that fails. Every commit starts with it, so
+        its conflict check sees what others did up to then."""
         with self._cond:
             if not self._wait(lambda: self._connected, timeout if self._thread_ok() else 0):
                 return False
@@ -309,13 +327,8 @@ class LiveNotebook:
                 txn.depth -= 1
             return
         with self._writer:
-            if not self.sync(self.confirm_timeout):
-                raise LiveConnectionError(
-                    f"the collaboration room of {self.address.path!r} is unreachable "
-                    f"({self._last_error or 'no answer'}); nothing was applied: restart the "
-                    "Jupyter server or retry when it is back"
-                )
-            cells = [c.model_copy(deep=True) for c in self._shared_cells()]
+            # the cached cells are never mutated (ops replace them), so sharing them is safe
+            cells = list(self._shared_cells())
             txn = _Txn(cells=cells, base={c.id: c for c in cells})
             self._local.txn = txn
             try:
@@ -380,16 +393,19 @@ class LiveNotebook:
 
     def _commit(self, txn: _Txn) -> None:
         path = self.address.path
-        if not self._wait(lambda: self._connected, self.confirm_timeout):
+        # Fetch what the server has first: an edit someone made before this commit is then
+        # seen by the check below (a conflict), not merged over.
+        if not self.sync(self.confirm_timeout):
             raise LiveConnectionError(
                 f"the collaboration room of {path!r} is unreachable ({self._last_error}); "
                 "nothing was applied: restart the Jupyter server or retry when it is back"
             )
         with self._cond:
             current = {c.id: c for c in self._shared_cells()}
-            self._check(txn, current)
+            after = self._check(txn, current)
             ticket = _Ticket(ops=txn.ops, generation=self._generation)
             self._apply(txn.ops, strict=True)
+            self._cache = (self._version, after)  # what the update made: no need to re-read
             self._tickets.append(ticket)
             try:
                 self._send_update_and_ask(self._last_update, [ticket])
@@ -409,9 +425,9 @@ class LiveNotebook:
                         "look at the notebook, then retry"
                     )
 
-    def _check(self, txn: _Txn, current: dict[str, Cell]) -> None:
+    def _check(self, txn: _Txn, current: dict[str, Cell]) -> list[Cell]:
         """Refuse the whole transaction if a cell it changes was changed by someone else since
-        the transaction began, or vanished (nothing is applied)."""
+        the transaction began, or vanished (nothing is applied); else the cells after it."""
         for op in txn.ops:
             target = op.cell_id if op.kind in ("replace", "delete", "move") else None
             if target is None or target not in txn.base:
@@ -427,7 +443,8 @@ class LiveNotebook:
                     f"cell {target!r} was edited by someone else while this change was being "
                     "applied; nothing was applied: review the cell and re-plan"
                 )
-        # Dry run on the ids, so that applying cannot fail half way.
+        # Dry run, so that applying cannot fail half way; its result is the new local view.
+        cells = list(current.values())
         ids = list(current)
         for op in txn.ops:
             if op.kind in ("insert", "move") and op.after is not None and op.after not in ids:
@@ -442,7 +459,9 @@ class LiveNotebook:
                         f"someone else added a cell with id {op.cell.id!r} meanwhile; "
                         "nothing was applied: re-plan"
                     )
-                ids.insert(ids.index(op.after) + 1 if op.after is not None else 0, op.cell.id)
+                at = ids.index(op.after) + 1 if op.after is not None else 0
+                ids.insert(at, op.cell.id)
+                cells.insert(at, _normal(op.cell))
             elif op.kind in ("replace", "delete", "move"):
                 assert op.cell_id is not None
                 if op.cell_id not in ids:
@@ -450,11 +469,18 @@ class LiveNotebook:
                         f"cell {op.cell_id!r} is gone from the shared notebook; "
                         "nothing was applied: re-plan"
                     )
-                if op.kind == "delete":
-                    ids.remove(op.cell_id)
-                elif op.kind == "move":
-                    ids.remove(op.cell_id)
-                    ids.insert(ids.index(op.after) + 1 if op.after is not None else 0, op.cell_id)
+                i = ids.index(op.cell_id)
+                if op.kind == "replace":
+                    assert op.cell is not None
+                    cells[i] = _normal(op.cell)
+                    continue
+                ids.pop(i)
+                moved = cells.pop(i)
+                if op.kind == "move":
+                    at = ids.index(op.after) + 1 if op.after is not None else 0
+                    ids.insert(at, op.cell_id)
+                    cells.insert(at, moved)
+        return cells
 
     def _apply(self, ops: list[_Op], *, strict: bool) -> None:
         """Apply ``ops`` to the shared document in one pycrdt transaction (one update).
@@ -464,9 +490,13 @@ class LiveNotebook:
 
         ynb = YNotebook(self._doc)
         before = self._doc.get_state()
+        changed = False  # the cell list changed since ``ids`` was read
         with self._doc.transaction(origin="planbook"):
+            ids = [str(c.get("id")) for c in self._ycells]
             for op in ops:
-                ids = [str(c.get("id")) for c in self._ycells]
+                if op.kind in ("insert", "delete", "move", "replace"):
+                    ids = [str(c.get("id")) for c in self._ycells] if changed else ids
+                    changed = op.kind != "replace"
                 if op.kind == "meta":
                     assert op.key is not None
                     meta = self._ymeta.get("metadata")
@@ -565,6 +595,9 @@ class LiveNotebook:
         from pycrdt import Array, Doc, Map
 
         self._doc = Doc(allow_multithreading=True)
+        self._touched = False
+        # called only for transactions that changed something (never read the doc in it)
+        self._doc.observe(lambda _event: setattr(self, "_touched", True))
         self._ycells = self._doc.get("cells", type=Array)
         self._ymeta = self._doc.get("meta", type=Map)
         self._last_update = b""
@@ -638,9 +671,12 @@ class LiveNotebook:
     def _serve_once(self) -> None:
         import websocket  # websocket-client
 
-        if self._file_id is None or self._reset_next:
-            self._file_id, self._session_id = self.address.open_session()
-        assert self._session_id is not None
+        file_id, session_id = self.address.open_session()
+        if self._session_id is not None and session_id != self._session_id:
+            # The server restarted. Its room may have been rebuilt from the file with new
+            # CRDT items; merging our old copy into it would duplicate text. Start afresh.
+            self._reset_next = True
+        self._file_id, self._session_id = file_id, session_id
         ws = websocket.create_connection(
             self.address.room_url(self._file_id, self._session_id),
             enable_multithread=True,
@@ -661,6 +697,7 @@ class LiveNotebook:
         synced = False
         while not self._closed:
             opcode, data = ws.recv_data()
+            _quick_ack(ws)
             if opcode == _CLOSE_OPCODE:
                 self._on_close(bytes(data))
                 return
@@ -676,7 +713,6 @@ class LiveNotebook:
         if code == 1003 and "reloadable" in reason:
             # the server restarted with a document our copy cannot merge with: reload it
             self._reset_next = True
-            self._session_id = None
         raise ConnectionError(self._last_error)
 
     def _on_message(self, data: bytes, synced: bool) -> bool:
@@ -693,9 +729,12 @@ class LiveNotebook:
             elif kind in (_STEP2, _UPDATE):
                 update = read_message(payload)
                 if update != b"\x00\x00":
+                    self._touched = False
                     with self._doc.transaction(origin="remote"):
                         self._doc.apply_update(update)
-                    self._changed()
+                    # the room echoes our own updates back: only a real change counts
+                    if self._touched:
+                        self._changed()
                 if kind == _STEP2:
                     self._answered += 1
                     if not synced:

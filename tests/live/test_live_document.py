@@ -151,3 +151,30 @@ def test_an_edit_of_the_target_cell_meanwhile_is_a_conflict(
 def test_cells_sees_other_clients_edits(live: LiveNotebook, other: YClient) -> None:
     other.set_source("c1", "import os")
     assert live.wait_for(lambda cells: cells[0].source == "import os")
+
+
+def test_the_local_view_after_commits_equals_a_fresh_read(live: LiveNotebook) -> None:
+    with live.transaction():
+        live.insert_cell(0, Cell(id="m", cell_type="markdown", source="# t", outputs=[]))
+        live.replace_cell(
+            live.cells()[2].model_copy(
+                update={
+                    "metadata": {"tags": ["a"], "n": 2.0, "f": 0.5},
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}],
+                    "execution_count": 3,
+                }
+            )
+        )
+        live.move_cell("c3", 1)
+        live.insert_cell(4, Cell(id="z", source="last"))
+        live.delete_cell("m")
+    after_commit = live.cells()
+    assert [(c.id, c.source) for c in after_commit] == [
+        ("c3", "print(x + 1)"),
+        ("c1", "import math"),
+        ("c2", "x = 1"),
+        ("z", "last"),
+    ]
+    assert after_commit[2].metadata["tags"] == ["a"]
+    live._cache = None  # force a read of the shared document
+    assert live.cells() == after_commit
