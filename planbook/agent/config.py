@@ -54,6 +54,11 @@ class AgentConfig(BaseModel):
     history_budget_chars: int = Field(
         default=60_000, gt=1000, description="Old tool outputs are pruned beyond this size."
     )
+    max_requests: int = Field(
+        default=200,
+        ge=1,
+        description="Model requests one run may make (pydantic-ai's default is 50).",
+    )
     stream: bool = Field(default=True, description="Stream model responses when possible.")
     doom_loop_limit: int = Field(default=3, ge=2, description="Identical calls before refusing.")
 

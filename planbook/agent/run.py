@@ -131,6 +131,7 @@ class AgentRun:
         from pydantic_ai import Agent
         from pydantic_ai.messages import PartEndEvent
         from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.usage import UsageLimits
 
         from planbook.agent.build import build_agent
         from planbook.agent.guard import RunStopped
@@ -156,8 +157,13 @@ class AgentRun:
         )
         history = session.extras.get("agent_history")
         try:
+            limits = UsageLimits(request_limit=self.config.max_requests)
             async with agent.iter(
-                self.prompt, deps=deps, model=self.model, message_history=history
+                self.prompt,
+                deps=deps,
+                model=self.model,
+                message_history=history,
+                usage_limits=limits,
             ) as run:
                 async for node in run:
                     if streams and Agent.is_model_request_node(node):

@@ -273,3 +273,11 @@ def test_plan_mode_never_writes_whatever_the_model_calls(
         plan = session.current_plan()
         assert plan is not None
         assert all(s.status == "pending" for s in plan.steps)
+
+
+async def test_long_runs_are_not_cut_short(session: planbook.Session) -> None:
+    # pydantic-ai stops a run after 50 model requests by default; planning takes more.
+    calls = [("read_file", {"path": "notes.txt", "offset": i}) for i in range(70)]
+    run = await plan_task(session, "look around a lot", model=Scripted(calls))
+    assert run.status == "finished", run.error
+    assert sum(1 for a in run.activity if a.type == "tool") == 70
