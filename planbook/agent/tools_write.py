@@ -277,6 +277,13 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
         reason: Why.
         timeout: Seconds before it is stopped.
     """
+    from planbook.agent.tools_read import run_read_only_shell
+    from planbook.engine.shell_classifier import is_read_only
+
+    if is_read_only(command) and ctx.deps.rules.decide("shell", command) is None:
+        # Certainly read-only: no need to clutter the plan with it (a rule may still say ask).
+        answer = await run_read_only_shell(ctx, command)
+        return "(read-only, so it ran at once instead of being staged)\n" + answer
     return await _write(
         ctx,
         "shell",

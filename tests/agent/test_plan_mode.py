@@ -281,3 +281,30 @@ async def test_long_runs_are_not_cut_short(session: planbook.Session) -> None:
     run = await plan_task(session, "look around a lot", model=Scripted(calls))
     assert run.status == "finished", run.error
     assert sum(1 for a in run.activity if a.type == "tool") == 70
+
+
+async def test_a_read_only_command_given_to_shell_runs_instead_of_being_staged(
+    session: planbook.Session,
+) -> None:
+    await plan_task(
+        session,
+        "x",
+        model=Scripted(
+            [
+                ("shell", {"command": "cat notes.txt", "reason": "look"}),
+                ("shell", {"command": "cat notes.txt > copy.txt", "reason": "copy"}),
+            ]
+        ),
+    )
+    returns = [
+        str(p.content)
+        for m in session.extras["agent_history"]
+        for p in m.parts
+        if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == "shell"
+    ]
+    assert "ran at once" in returns[0] and "hello" in returns[0]
+    assert returns[1].startswith("Queued as step 1")
+    plan = session.current_plan()
+    assert plan is not None and [s.operation.command for s in plan.steps] == [  # type: ignore[union-attr]
+        "cat notes.txt > copy.txt"
+    ]
