@@ -160,9 +160,31 @@ def find_server(
 
 
 def _root_dir(server: ServerInfo) -> Path | None:
+    root = os.environ.get("PLANBOOK_SERVER_ROOT")
+    if root:
+        return Path(root)
     for known in running_servers():
         if known.url.rstrip("/") == server.url.rstrip("/"):
             return known.root_dir
+    return None
+
+
+def find_on_server(server: ServerInfo, path: Path) -> str | None:
+    """The path of a local notebook on a server whose root is unknown (a server given by URL):
+    the shortest trailing part of the path that the server has, with the same size."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    parts = path.resolve().parts
+    for k in range(1, len(parts)):
+        rel = "/".join(parts[-k:])
+        try:
+            model = server.api("GET", f"api/contents/{urllib.parse.quote(rel)}?content=0")
+        except (OSError, ValueError):
+            continue
+        if model and model.get("type") == "notebook" and model.get("size") == size:
+            return rel
     return None
 
 
@@ -247,7 +269,7 @@ def open_document(
         from planbook.documents.live import LiveConnectionError, open_live
 
         room = _relative(path, server.root_dir) if explicit is not None else rel
-        room = room or _relative(path, server.root_dir)
+        room = room or _relative(path, server.root_dir) or find_on_server(server, path)
         assert room is not None
         try:
             doc = open_live(
@@ -284,8 +306,12 @@ def _live_reason(
         if os.environ.get("JPY_SESSION_NAME"):
             return f"no Jupyter server found for this kernel: {FIGHT_WARNING}"
         return "no Jupyter server: headless run"
-    if rel is None and _relative(path, server.root_dir) is None:
-        return f"the notebook is outside the root of the server {server.url}"
+    if (
+        rel is None
+        and _relative(path, server.root_dir) is None
+        and (server.root_dir is not None or find_on_server(server, path) is None)
+    ):
+        return f"the notebook is not one the server {server.url} serves"
     if not server.has_collaboration():
         return f"no collaboration on the server: {FIGHT_WARNING}; {INSTALL_LIVE}"
     missing = live_available()
