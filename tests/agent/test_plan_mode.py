@@ -247,6 +247,9 @@ _calls = st.one_of(
     st.tuples(st.just("list_cells"), st.just({})),
     st.tuples(st.just("present_plan"), _args(summary=_text)),
     st.tuples(st.just("no_such_tool"), st.just({"x": 1})),
+    # asking to leave plan mode: the scripted person never accepts, so nothing may apply
+    st.tuples(st.just("exit_plan"), _args(reason=_reason, mode=st.sampled_from(["act", "ask"]))),
+    st.tuples(st.just("ask_user"), _args(question=_text, options=st.just(["a", "b"]))),
 )
 
 
@@ -270,6 +273,7 @@ def test_plan_mode_never_writes_whatever_the_model_calls(
         assert run.status in ("finished", "failed"), run.error
         assert snapshot(session, root) == before
         assert [c.id for c in session.cells()] == [c.id for c in CELLS]
+        assert session.mode == "plan"
         plan = session.current_plan()
         assert plan is not None
         assert all(s.status == "pending" for s in plan.steps)
