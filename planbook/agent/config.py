@@ -75,7 +75,13 @@ def config_of(session: Any) -> AgentConfig:
 
 def resolve_model(config: AgentConfig) -> Model:
     """A pydantic-ai Model for the config, or `NoModelConfigured` saying how to set one up."""
-    from pydantic_ai.models import Model
+    try:
+        from pydantic_ai.models import Model
+    except ImportError:
+        raise NoModelConfigured(
+            "the agent needs pydantic-ai: `pip install \"planbook[agent]\"`; the rest of "
+            "planbook (%%propose, %approve, the panel, rollback) works without it"
+        ) from None
 
     spec = config.model
     if isinstance(spec, Model):

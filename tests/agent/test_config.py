@@ -64,3 +64,13 @@ def test_a_broken_rule_file_is_reported_before_the_run(session: planbook.Session
     with pytest.raises(RulesError, match="must be one of allow, ask, deny"):
         plan_task(session, "x", model=Scripted([]))
     assert session.current_plan() is None
+
+
+def test_without_pydantic_ai_the_message_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pydantic_ai.models", None)
+    with pytest.raises(NoModelConfigured, match=r"pip install \"planbook\[agent\]\""):
+        resolve_model(AgentConfig(model="openai:gpt-4.1"))
