@@ -29,8 +29,15 @@ from planbook.session import Session  # noqa: E402
 from planbook.workspace import Workspace  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 PAGE_SCRIPT = """
 async ({ esm, view, repeat }) => {
@@ -110,17 +117,24 @@ def plan_view(steps: int) -> dict[str, Any]:
 
     from planbook.widget import ReviewPanel
 
-    cells = [Cell(id=f"c{i}", source=f"value_{i} = load({i})\nprint(value_{i})")
-             for i in range(steps)]
+    cells = [
+        Cell(id=f"c{i}", source=f"value_{i} = load({i})\nprint(value_{i})") for i in range(steps)
+    ]
     root = Path(tempfile.mkdtemp(prefix="planbook-bench-"))
     session = Session(MemoryNotebook(cells), Workspace(root))
     for i in range(steps):
         if i % 3 == 2:
-            session.propose.write_file(f"out/file_{i}.py", f"def f{i}(x):\n    return x * {i}\n",
-                                       reason=f"write helper {i}")
+            session.propose.write_file(
+                f"out/file_{i}.py",
+                f"def f{i}(x):\n    return x * {i}\n",
+                reason=f"write helper {i}",
+            )
         else:
-            session.propose.edit_cell(f"c{i}", f"value_{i} = load({i}, cache=True)\n"
-                                      f"print(value_{i}.head())", reason=f"cache load {i}")
+            session.propose.edit_cell(
+                f"c{i}",
+                f"value_{i} = load({i}, cache=True)\nprint(value_{i}.head())",
+                reason=f"cache load {i}",
+            )
     view: dict[str, Any] = ReviewPanel(session).view
     return view
 
@@ -135,15 +149,18 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     view = plan_view(args.steps)
-    html = (f"<!doctype html><html><head><style>{css_path().read_text()}</style></head>"
-            "<body><div id='host' style='width:900px'></div></body></html>")
+    html = (
+        f"<!doctype html><html><head><style>{css_path().read_text()}</style></head>"
+        "<body><div id='host' style='width:900px'></div></body></html>"
+    )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             page.set_content(html)
-            raw = page.evaluate(PAGE_SCRIPT, {"esm": esm_source(), "view": view,
-                                              "repeat": args.repeat})
+            raw = page.evaluate(
+                PAGE_SCRIPT, {"esm": esm_source(), "view": view, "repeat": args.repeat}
+            )
         finally:
             browser.close()
     panel = statistics.median(raw["panel"])

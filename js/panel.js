@@ -44,6 +44,7 @@ export function createPanel({ model, el }) {
     mode: /** @type {"unified" | "split"} */ ("unified"),
     confirming: /** @type {string | null} */ (null),
     localError: /** @type {string | null} */ (null),
+    stopping: false,
     feedback: "",
   };
 
@@ -213,8 +214,11 @@ export function createPanel({ model, el }) {
     }
     if (v.progress?.running) {
       const cur = v.progress.current ? stepOf(v.progress.current) : undefined;
-      parts.push(renderProgress(doc, v.progress, cur ? `step ${cur.number} ${cur.target}` : "",
-        () => send({ action: "stop" })));
+      // A step that is running keeps the kernel busy, so the kernel may only read the Stop
+      // when that step ends: say at once that the run will stop there.
+      const progress = { ...v.progress, stopping: v.progress.stopping || ui.stopping };
+      parts.push(renderProgress(doc, progress, cur ? `step ${cur.number} ${cur.target}` : "",
+        () => { ui.stopping = true; send({ action: "stop" }); render(); }));
     }
     if (v.steps.length) {
       parts.push(renderToolbar());
@@ -299,6 +303,7 @@ export function createPanel({ model, el }) {
   }
 
   const onChange = () => {
+    if (!busy()) ui.stopping = false;
     const steps = view().steps || [];
     const ids = new Set(steps.map((s) => s.id));
     for (const id of ui.deselected) if (!ids.has(id)) ui.deselected.delete(id);

@@ -5,16 +5,18 @@ person's actions come back as custom messages, validated (``planbook.panel.messa
 carried out through the Session exactly as the magics do. A bad message changes nothing and
 shows its reason in the panel.
 
-Approved steps run on the kernel's main thread. On ipykernel 7 a comm message is handled on the
-main thread's event loop, so the run is scheduled there as a task that yields between steps:
-the comm handler returns at once, progress streams to the page, and a Stop message gets in
-between two steps. Without a running loop (tests, plain Python) the steps run right away.
+Approved steps run on the kernel's main thread, as a task on its event loop that yields between
+steps (``planbook.panel.mainloop``): the comm handler returns at once, progress streams to the
+page, and a Stop gets in between two steps. A message may be handled on a subshell's thread
+while a step runs on the main thread, so while a run is in progress a message only touches the
+panel's own state (the stop flag, the shown error), never the Session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +28,7 @@ from planbook.errors import PlanbookError, UsageMistake
 from planbook.events import Event
 from planbook.model.plan import Plan
 from planbook.panel.assets import css_path, esm_source
+from planbook.panel.mainloop import running_main_loop, start_on_main
 from planbook.panel.messages import (
     Action,
     Approve,
@@ -51,6 +54,9 @@ log = logging.getLogger("planbook")
 
 #: Agent activity lines kept for the panel (the newest ones).
 ACTIVITY_KEEP = 20
+#: Seconds the run yields to the kernel's loop between two steps, so a Stop sent meanwhile is
+#: read before the next step starts.
+STEP_PAUSE = 0.02
 
 
 class ReviewPanel(anywidget.AnyWidget):
@@ -69,7 +75,10 @@ class ReviewPanel(anywidget.AnyWidget):
         #: Step ids of the run this panel started, while it runs.
         self._batch: list[str] | None = None
         self._stop = False
-        self._task: asyncio.Task[None] | None = None
+        #: View updates come from the main thread (events) and from message threads.
+        self._lock = threading.RLock()
+        #: The kernel's main loop, seen while the panel was made in a cell (main thread).
+        self._home_loop = running_main_loop()
         self._agent: dict[str, Any] = {}
         self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
         self.on_msg(self._on_msg)
@@ -86,6 +95,10 @@ class ReviewPanel(anywidget.AnyWidget):
 
     def refresh(self) -> None:
         """Rebuild the whole view from the Session."""
+        with self._lock:
+            self._refresh()
+
+    def _refresh(self) -> None:
         session = self._session
         try:
             plan = session.current_plan()
@@ -108,15 +121,25 @@ class ReviewPanel(anywidget.AnyWidget):
         except PlanbookError as exc:
             self.view = {**self.view, "error": str(exc)}
 
-    def _show_error(self, message: str) -> None:
-        self._error = message
-        self.refresh()
+    def _show_error(self, message: str | None) -> None:
+        """Show (or clear) the panel's error; during a run without touching the Session."""
+        with self._lock:
+            self._error = message
+            if self.running:
+                self.view = {**self.view, "error": message}
+            else:
+                self._refresh()
 
     def _push_progress(self) -> None:
         """Send progress and step statuses without touching the Session (it may be mid-step)."""
-        self.view = {**self.view, "progress": self._progress.as_json()}
+        with self._lock:
+            self.view = {**self.view, "progress": self._progress.as_json()}
 
     def _patch_step(self, step_id: str, status: str | None, error: str | None) -> None:
+        with self._lock:
+            self._patch_step_locked(step_id, status, error)
+
+    def _patch_step_locked(self, step_id: str, status: str | None, error: str | None) -> None:
         steps = []
         for step in self.view.get("steps", []):
             if step["id"] == step_id and status is not None:
@@ -126,8 +149,12 @@ class ReviewPanel(anywidget.AnyWidget):
         for step in steps:
             counts[step["status"]] = counts.get(step["status"], 0) + 1
         header = {**self.view.get("header", {}), "counts": counts}
-        self.view = {**self.view, "steps": steps, "header": header,
-                     "progress": self._progress.as_json()}
+        self.view = {
+            **self.view,
+            "steps": steps,
+            "header": header,
+            "progress": self._progress.as_json(),
+        }
 
     # --- session events ----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -142,13 +169,13 @@ class ReviewPanel(anywidget.AnyWidget):
         elif event.kind == "step_finished" and event.step_id:
             progress.current = None
             progress.finished.append(event.step_id)
-            self._patch_step(event.step_id, event.status,
-                             event.message if event.status != "done" else None)
+            self._patch_step(
+                event.step_id, event.status, event.message if event.status != "done" else None
+            )
         elif event.kind == "run_finished" and not mine:
             self._progress = Progress()
             self.refresh()
-        elif event.kind in ("agent_activity", "todos_changed", "decision_needed",
-                            "decision_made"):
+        elif event.kind in ("agent_activity", "todos_changed", "decision_needed", "decision_made"):
             self._on_agent_event(event)
         elif event.kind in ("checkpoint_written", "run_started", "run_finished", "error"):
             if event.kind == "error" and event.message:
@@ -165,9 +192,12 @@ class ReviewPanel(anywidget.AnyWidget):
         elif event.kind == "todos_changed":
             todos = event.data.get("todos", [])
             agent["todos"] = [
-                {"text": str(t.get("text", t.get("content", ""))),
-                 "done": bool(t.get("done", t.get("status") == "done"))}
-                for t in todos if isinstance(t, dict)
+                {
+                    "text": str(t.get("text", t.get("content", ""))),
+                    "done": bool(t.get("done", t.get("status") == "done")),
+                }
+                for t in todos
+                if isinstance(t, dict)
             ]
         elif event.kind == "decision_needed" and event.message:
             agent["decisions"] = [*agent.get("decisions", []), event.message][-ACTIVITY_KEEP:]
@@ -209,9 +239,12 @@ class ReviewPanel(anywidget.AnyWidget):
         )
 
     def _not_running(self, doing: str) -> None:
-        plan = self._session.current_plan()
-        if self.running or (plan is not None and plan.state == "executing"):
+        # Checked before the Session is touched: during a run this may be another thread.
+        if self.running:
             raise UsageMistake(f"a run is in progress: {doing} when it has finished, or press Stop")
+        plan = self._session.current_plan()
+        if plan is not None and plan.state == "executing":
+            raise UsageMistake(f"a run is in progress: {doing} when it has finished")
 
     def _apply(self, action: Action) -> None:
         session = self._session
@@ -219,10 +252,10 @@ class ReviewPanel(anywidget.AnyWidget):
             self._request_stop()
             return
         if isinstance(action, Dismiss):
-            self._error = None
-            self.refresh()
+            self._show_error(None)
             return
         if isinstance(action, ShowRevisionDiff):
+            self._not_running("compare revisions")
             self._show_revisions(action)
             return
         if isinstance(action, Rollback):
@@ -231,14 +264,17 @@ class ReviewPanel(anywidget.AnyWidget):
             session.rollback(action.checkpoint)
             self.refresh()
             return
+        doing = "approve" if isinstance(action, Approve | ApproveAll) else "change the plan"
+        self._not_running(doing)
         plan = self._plan_at(action.revision)
         if isinstance(action, Approve | ApproveAll):
-            self._not_running("approve")
-            ids = (list(action.step_ids) if isinstance(action, Approve)
-                   else [s.id for s in plan.steps if s.status == "pending"])
+            ids = (
+                list(action.step_ids)
+                if isinstance(action, Approve)
+                else [s.id for s in plan.steps if s.status == "pending"]
+            )
             self._approve(plan, ids)
             return
-        self._not_running("change the plan")
         self._error = None
         if isinstance(action, Reject):
             session.reject()
@@ -246,8 +282,9 @@ class ReviewPanel(anywidget.AnyWidget):
             number = self._number(plan, action.step_id)
             session.skip(number) if action.action == "skip" else session.unskip(number)
         elif isinstance(action, Reorder):
-            for number, before in moves_for([s.id for s in plan.steps], list(action.order),
-                                            {s.id: s.status for s in plan.steps}):
+            for number, before in moves_for(
+                [s.id for s in plan.steps], list(action.order), {s.id: s.status for s in plan.steps}
+            ):
                 session.move(number, before=before)
         elif isinstance(action, Revise):
             session.revise(action.feedback)
@@ -293,14 +330,16 @@ class ReviewPanel(anywidget.AnyWidget):
         self._stop = False
         self._progress = Progress(running=True, step_ids=list(self._batch))
         self.refresh()
+        revision = plan.current.number
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None:
-            self._run_batch_now(batch, plan.current.number)
-        else:
-            self._task = loop.create_task(self._run_batch(batch, plan.current.number))
+            start_on_main(
+                lambda: self._run_batch(batch, revision),
+                lambda: self._run_batch_now(batch, revision),
+                self._home_loop,
+            )
+        except RuntimeError as exc:
+            self._end_batch()
+            raise UsageMistake(str(exc)) from None
 
     async def _run_batch(self, batch: list[tuple[str, str]], revision: int) -> None:
         try:
@@ -308,7 +347,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 if not self._run_one(step_id, expected, revision):
                     break
                 # Let the kernel handle comm messages (a Stop) between two steps.
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(STEP_PAUSE)
         finally:
             self._end_batch()
 
@@ -328,18 +367,21 @@ class ReviewPanel(anywidget.AnyWidget):
         plan = self._session.current_plan()
         step = plan.find_step(step_id) if plan is not None else None
         if plan is None or step is None or plan.current.number != revision:
-            self._error = ("the plan changed during the run; the remaining steps were not run: "
-                           "review it and approve again")
+            self._error = (
+                "the plan changed during the run; the remaining steps were not run: "
+                "review it and approve again"
+            )
             return False
         if approval_hash([step]) != expected:
-            self._error = (f"step {plan.steps.index(step) + 1} changed after you approved it; "
-                           "it was not run: review it and approve again")
+            self._error = (
+                f"step {plan.steps.index(step) + 1} changed after you approved it; "
+                "it was not run: review it and approve again"
+            )
             return False
         if step.status != "pending":
             return True
         try:
-            report = self._session.approve([plan.steps.index(step) + 1],
-                                           by="review panel")
+            report = self._session.approve([plan.steps.index(step) + 1], by="review panel")
         except PlanbookError as exc:
             self._error = str(exc)
             return False
@@ -350,7 +392,6 @@ class ReviewPanel(anywidget.AnyWidget):
     def _end_batch(self) -> None:
         self._batch = None
         self._stop = False
-        self._task = None
         self._progress = Progress()
         self.refresh()
 

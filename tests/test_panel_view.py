@@ -25,10 +25,14 @@ def test_a_changed_line_is_a_removed_and_an_added_line_with_the_changed_characte
     assert (diff["added"], diff["removed"]) == (2, 1)
     assert unified_text(diff) == "@@ -1,3 +1,4 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n+d = 4"
     lines = diff["hunks"][0]["lines"]
-    assert lines[2] == {"type": "add", "old": None, "new": 2, "text": "b = 20",
-                        "ranges": [(5, 6)]}
-    assert [(ln["old"], ln["new"]) for ln in lines] == [(1, 1), (2, None), (None, 2), (3, 3),
-                                                        (None, 4)]
+    assert lines[2] == {"type": "add", "old": None, "new": 2, "text": "b = 20", "ranges": [(5, 6)]}
+    assert [(ln["old"], ln["new"]) for ln in lines] == [
+        (1, 1),
+        (2, None),
+        (None, 2),
+        (3, 3),
+        (None, 4),
+    ]
 
 
 def test_lines_that_barely_match_get_no_intraline_marks():
@@ -52,8 +56,10 @@ def test_far_apart_changes_make_separate_hunks_with_three_lines_of_context():
 
 def test_side_by_side_pairs_each_removed_run_with_the_added_run_after_it():
     hunk = diff_texts("a\nb\nc\n", "a\nB\nC\nD\nc\n")["hunks"][0]
-    rows = [(left["text"] if left else None, right["text"] if right else None)
-            for left, right in side_by_side(hunk)]
+    rows = [
+        (left["text"] if left else None, right["text"] if right else None)
+        for left, right in side_by_side(hunk)
+    ]
     assert rows == [("a", "a"), ("b", "B"), (None, "C"), (None, "D"), ("c", "c")]
 
 
@@ -68,10 +74,21 @@ def test_a_huge_diff_is_cut_and_says_how_much_was_left_out(monkeypatch: pytest.M
 
 def _view(number: int, kind: str, before: str, after: str, **extra: object) -> StepView:
     data: dict[str, object] = {
-        "number": number, "id": f"s{number}", "kind": kind, "target": f"c{number}: {before}",
-        "title": kind, "reason": "why", "risk": "low", "status": "pending", "error": None,
-        "before": before, "after": after, "language": "python", "depends_on": [],
-        "checkpoint": None, "run_at_approval": False,
+        "number": number,
+        "id": f"s{number}",
+        "kind": kind,
+        "target": f"c{number}: {before}",
+        "title": kind,
+        "reason": "why",
+        "risk": "low",
+        "status": "pending",
+        "error": None,
+        "before": before,
+        "after": after,
+        "language": "python",
+        "depends_on": [],
+        "checkpoint": None,
+        "run_at_approval": False,
     }
     data.update(extra)
     return StepView.model_validate(data)
@@ -85,8 +102,16 @@ def test_the_view_has_header_counts_steps_checkpoints_and_revisions():
         _view(3, "write_file", "", "hi", status="done", target="out.txt", language="text"),
     ]
     cp = Checkpoint(seq=1, plan=plan.id, step="s3", label="")
-    view = build_view(plan=plan, steps=steps, checkpoints=[cp], mode="plan", backend="file",
-                      backend_description="file: a.ipynb", progress=Progress(), error="oops")
+    view = build_view(
+        plan=plan,
+        steps=steps,
+        checkpoints=[cp],
+        mode="plan",
+        backend="file",
+        backend_description="file: a.ipynb",
+        progress=Progress(),
+        error="oops",
+    )
     json.dumps(view)  # the whole view is JSON, as the trait needs
     assert view["header"]["task"] == "tidy"
     assert view["header"]["revision"] == 1
@@ -124,8 +149,12 @@ def test_revision_diff_says_which_steps_were_added_removed_changed_or_kept():
     plan.revisions.append(Revision(number=2, parent=1, steps=[keep, redrafted, new]))
     out = revision_diff(plan, 1, 2)
     got = [(c["change"], c["kind"], c["target"]) for c in out["changes"]]
-    assert got == [("same", "edit_cell", "cell c1"), ("changed", "write_file", "a.txt"),
-                   ("added", "insert_cell", "cell n2"), ("removed", "insert_cell", "cell n1")]
+    assert got == [
+        ("same", "edit_cell", "cell c1"),
+        ("changed", "write_file", "a.txt"),
+        ("added", "insert_cell", "cell n2"),
+        ("removed", "insert_cell", "cell n1"),
+    ]
     changed = unified_text(out["changes"][1]["diff"])
     assert "-one" in changed and "+two" in changed
 
@@ -145,7 +174,8 @@ def test_reorder_becomes_the_fewest_moves_and_refuses_a_bad_order():
 
 def test_messages_parse_into_actions_and_bad_ones_say_what_is_wrong():
     assert parse({"action": "approve", "step_ids": ["a"], "revision": 2}) == Approve(
-        action="approve", step_ids=("a",), revision=2)
+        action="approve", step_ids=("a",), revision=2
+    )
     shown = parse({"action": "show_revision_diff", "from": 1, "to": 2})
     assert isinstance(shown, ShowRevisionDiff) and (shown.from_, shown.to) == (1, 2)
     for bad, where in [
@@ -158,3 +188,9 @@ def test_messages_parse_into_actions_and_bad_ones_say_what_is_wrong():
     ]:
         with pytest.raises(BadMessage, match=where):
             parse(bad)
+
+
+def test_a_shell_step_shows_its_command_as_the_cell():
+    step = _view(1, "shell", "", "", target="ls -la data/", language="shell")
+    shown = build_view(plan=Plan(), steps=[step])["steps"][0]
+    assert shown["cell"] == "ls -la data/" and shown["diff"] is None

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import sources
 
 from planbook.events import Event
 from planbook.session import Session
 from planbook.widget import ReviewPanel
+from tests.conftest import sources
 
 
 @pytest.fixture
@@ -63,21 +63,22 @@ def test_the_view_follows_session_events(staged: Session, panel: ReviewPanel):
     assert len(panel.view["steps"]) == 4, "a closed panel stops listening"
 
 
-def test_approve_runs_exactly_the_selected_steps(staged: Session, panel: ReviewPanel,
-                                                 nb_path: Path):
+def test_approve_runs_exactly_the_selected_steps(
+    staged: Session, panel: ReviewPanel, nb_path: Path
+):
     edit, _, insert = ids(panel)
     panel.handle({"action": "approve", "step_ids": [insert, edit], "revision": rev(panel)})
     assert panel.view["error"] is None
     assert statuses(panel) == ["done", "pending", "done"]
     assert not (nb_path.parent / "notes.txt").exists()
-    assert [s for _, s in sources(nb_path)] == ["import math", "x = 2", "y = x * 3",
-                                                "print(x + 1)"]
+    assert [s for _, s in sources(nb_path)] == ["import math", "x = 2", "y = x * 3", "print(x + 1)"]
     assert panel.view["progress"]["running"] is False
     assert [c["step"] for c in panel.view["checkpoints"]] == [1, 3]
 
 
-def test_approve_all_then_rollback_puts_everything_back(staged: Session, panel: ReviewPanel,
-                                                        nb_path: Path):
+def test_approve_all_then_rollback_puts_everything_back(
+    staged: Session, panel: ReviewPanel, nb_path: Path
+):
     before = sources(nb_path)
     panel.handle({"action": "approve_all", "revision": rev(panel)})
     assert statuses(panel) == ["done", "done", "done"]
@@ -89,8 +90,7 @@ def test_approve_all_then_rollback_puts_everything_back(staged: Session, panel: 
     assert not (nb_path.parent / "notes.txt").exists()
 
 
-def test_skip_unskip_reject_and_revise_go_through_the_session(staged: Session,
-                                                              panel: ReviewPanel):
+def test_skip_unskip_reject_and_revise_go_through_the_session(staged: Session, panel: ReviewPanel):
     _, write, _ = ids(panel)
     panel.handle({"action": "skip", "step_id": write, "revision": rev(panel)})
     assert statuses(panel)[1] == "skipped"
@@ -146,8 +146,9 @@ def test_revision_switcher_shows_what_changed(staged: Session, panel: ReviewPane
         ({"action": "rollback", "checkpoint": "cp-none"}, "nothing to roll back"),
     ],
 )
-def test_bad_messages_show_an_error_and_apply_nothing(panel: ReviewPanel, nb_path: Path,
-                                                      message: Any, error: str):
+def test_bad_messages_show_an_error_and_apply_nothing(
+    panel: ReviewPanel, nb_path: Path, message: Any, error: str
+):
     before_nb = nb_path.read_text()
     before_view = {k: v for k, v in panel.view.items() if k != "error"}
     panel.handle(message)
@@ -167,7 +168,8 @@ def test_approving_a_skipped_step_is_refused(panel: ReviewPanel, nb_path: Path):
 
 
 def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
-        staged: Session, panel: ReviewPanel, nb_path: Path):
+    staged: Session, panel: ReviewPanel, nb_path: Path
+):
     threads: list[str] = []
     seen_running: list[bool] = []
 
@@ -183,10 +185,12 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
 
     async def click() -> None:
         panel.handle({"action": "approve_all", "revision": 1})
-        assert panel._task is not None, "the comm handler returns before the steps run"
+        assert statuses(panel) == ["pending"] * 3, "the comm handler returns before steps run"
+        assert panel.view["progress"]["running"] is True
         panel.handle({"action": "approve_all", "revision": 1})
         assert "a run is in progress" in panel.view["error"]
-        await panel._task
+        while panel.running:
+            await asyncio.sleep(0.01)
 
     asyncio.run(click())
     assert threads == [threading.main_thread().name]
@@ -207,8 +211,7 @@ def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPa
 
     staged.subscribe(listen)
     staged.approve("1,2")
-    assert seen == [(1, 2, ["done", "approved", "pending"]),
-                    (2, 2, ["done", "done", "pending"])]
+    assert seen == [(1, 2, ["done", "approved", "pending"]), (2, 2, ["done", "done", "pending"])]
     assert panel.view["progress"]["running"] is False
     assert panel.view["header"]["counts"]["done"] == 2
 
@@ -228,3 +231,30 @@ def test_the_front_end_is_one_module_with_a_default_render(panel: ReviewPanel):
     assert "export default" in esm
     assert 'from "./' not in esm, "relative imports cannot load from anywidget's blob URL"
     assert "--jp-" in str(panel._css)
+
+
+def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread(
+    staged: Session, nb_path: Path
+):
+    """JupyterLab may send widget messages on a kernel subshell, handled on its own thread."""
+    threads: list[str] = []
+    staged.subscribe(
+        lambda e: (
+            threads.append(threading.current_thread().name) if e.kind == "step_started" else None
+        )
+    )
+
+    async def main() -> None:
+        panel = ReviewPanel(staged)  # made in a cell: on the main thread, inside its loop
+        worker = threading.Thread(
+            target=panel.handle, args=({"action": "approve_all", "revision": 1},)
+        )
+        worker.start()
+        await asyncio.to_thread(worker.join)
+        while panel.running or panel.view["steps"][0]["status"] == "pending":
+            await asyncio.sleep(0.01)
+        assert statuses(panel) == ["done", "done", "done"]
+
+    asyncio.run(main())
+    assert threads == [threading.main_thread().name] * 3
+    assert (nb_path.parent / "notes.txt").exists()

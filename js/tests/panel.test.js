@@ -246,6 +246,11 @@ test("while executing: progress, live statuses, Stop, and actions disabled", (t)
   assert.deepEqual(p.model.sent, [], "Ctrl+Enter does nothing while running");
   p.byKey("action:stop").click();
   assert.deepEqual(p.model.sent, [{ action: "stop" }]);
+  assert.match(p.$(".pb-progress-text").textContent, /Stopping after the current step/,
+    "the panel says so at once, before the busy kernel reads the message");
+  assert.equal(p.byKey("action:stop").disabled, true);
+  p.model.setView(makeView());
+  assert.equal(p.$("progress"), null);
 });
 
 test("a failed step shows its error; a panel error is an alert that can be dismissed", (t) => {

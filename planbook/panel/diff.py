@@ -113,8 +113,9 @@ def diff_texts(before: str, after: str, *, context: int = CONTEXT) -> Diff:
         lines: list[DiffLine] = []
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                lines.extend(_line("context", i + 1, j1 + k + 1, a[i]) for k, i in
-                             enumerate(range(i1, i2)))
+                lines.extend(
+                    _line("context", i + 1, j1 + k + 1, a[i]) for k, i in enumerate(range(i1, i2))
+                )
             elif tag == "replace":
                 lines.extend(_replace_block(a, b, i1, i2, j1, j2))
             elif tag == "delete":
@@ -132,13 +133,15 @@ def diff_texts(before: str, after: str, *, context: int = CONTEXT) -> Diff:
             lines = lines[:room]
         sent += len(lines)
         first, last = group[0], group[-1]
-        hunks.append({
-            "old_start": first[1] + 1,
-            "old_count": last[2] - first[1],
-            "new_start": first[3] + 1,
-            "new_count": last[4] - first[3],
-            "lines": lines,
-        })
+        hunks.append(
+            {
+                "old_start": first[1] + 1,
+                "old_count": last[2] - first[1],
+                "new_start": first[3] + 1,
+                "new_count": last[4] - first[3],
+                "lines": lines,
+            }
+        )
     return {
         "kind": kind,
         "hunks": hunks,

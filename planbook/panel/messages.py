@@ -75,7 +75,15 @@ class Dismiss(_Action):
 
 
 Action = Annotated[
-    Approve | ApproveAll | Reject | Skip | Reorder | Revise | Stop | Rollback | ShowRevisionDiff
+    Approve
+    | ApproveAll
+    | Reject
+    | Skip
+    | Reorder
+    | Revise
+    | Stop
+    | Rollback
+    | ShowRevisionDiff
     | Dismiss,
     Field(discriminator="action"),
 ]

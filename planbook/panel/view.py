@@ -66,7 +66,8 @@ def step_json(text: StepView) -> dict[str, Any]:
         head = first_line(text.after)
         out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
     if text.kind in SHOW_AS_CELL:
-        out["cell"] = text.after
+        # A shell step's text is its command, which the core gives as the target.
+        out["cell"] = text.after or (text.target if text.kind == "shell" else "")
         out["diff"] = None
     else:
         out["cell"] = None
@@ -147,9 +148,7 @@ def _describe(step: Step) -> str:
         if key in data:
             body = str(data.pop(key))
     if "edits" in data:
-        body = "\n".join(
-            f"- {e['search']}\n+ {e['replace']}" for e in data.pop("edits")
-        )
+        body = "\n".join(f"- {e['search']}\n+ {e['replace']}" for e in data.pop("edits"))
     head = " ".join(f"{k}={v}" for k, v in sorted(data.items()) if v not in (None, ""))
     return f"{op.kind} {head}\nreason: {step.reason}\n\n{body}"
 
@@ -180,8 +179,12 @@ def revision_diff(plan: Plan, old: int, new: int) -> dict[str, Any]:
         prior = unmatched.get(step.id)
         if prior is None:
             prior = next(
-                (p for p in by_target.get((step.operation.kind, _target(step)), [])
-                 if p.id in unmatched), None,
+                (
+                    p
+                    for p in by_target.get((step.operation.kind, _target(step)), [])
+                    if p.id in unmatched
+                ),
+                None,
             )
         if prior is None:
             change, diff = "added", diff_texts("", _describe(step))
@@ -190,9 +193,16 @@ def revision_diff(plan: Plan, old: int, new: int) -> dict[str, Any]:
             before, after = _describe(prior), _describe(step)
             change = "same" if before == after else "changed"
             diff = diff_texts(before, after)
-        changes.append({"change": change, "kind": step.operation.kind,
-                        "target": _target(step), "diff": diff})
+        changes.append(
+            {"change": change, "kind": step.operation.kind, "target": _target(step), "diff": diff}
+        )
     for prior in unmatched.values():
-        changes.append({"change": "removed", "kind": prior.operation.kind,
-                        "target": _target(prior), "diff": diff_texts(_describe(prior), "")})
+        changes.append(
+            {
+                "change": "removed",
+                "kind": prior.operation.kind,
+                "target": _target(prior),
+                "diff": diff_texts(_describe(prior), ""),
+            }
+        )
     return {"from": old, "to": new, "changes": changes}

@@ -12,12 +12,18 @@ import pytest
 
 CHROMIUM = os.environ.get("PLANBOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 #: Screenshots and logs the browser tests keep (tests/artifacts is ignored by git).
-ARTIFACTS = Path(os.environ.get("PLANBOOK_ARTIFACTS",
-                                Path(__file__).resolve().parents[1] / "artifacts"))
+ARTIFACTS = Path(
+    os.environ.get("PLANBOOK_ARTIFACTS", Path(__file__).resolve().parents[1] / "artifacts")
+)
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +40,11 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000},
+            str(tmp_path / "chromium-profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1200, "height": 1000},
         )
         try:
             yield context

@@ -20,20 +20,23 @@ from tests.support.jupyter_server import RunningServer, start_jupyter
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
-STAGE = '''\
+STAGE = """\
 import planbook
 s = planbook.session()
 s.propose.edit_cell("c1", "x = 41", reason="the answer is near", run=True)
 s.propose.insert_cell("y = x + 1\\nprint('y is', y)", after="c2", reason="derive y", run=True)
 s.propose.write_file("result.txt", "42\\n", reason="keep the result")
 s.propose.write_file("skipped.txt", "no\\n", reason="this one gets skipped")
-s.review()'''
+s.review()"""
 
 
 def write_notebook(path: Path) -> None:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     for cell_id, source in [("c1", "x = 1"), ("c2", "print('x is', x)"), ("c3", STAGE)]:
         cell = nbformat.v4.new_code_cell(source)
         cell["id"] = cell_id
@@ -91,8 +94,9 @@ def server(tmp_path: Path) -> Iterator[RunningServer]:
         yield running
 
 
-def test_approve_selected_with_one_skipped_then_rollback(server: RunningServer, browser: Any,
-                                                         artifacts: Path) -> None:
+def test_approve_selected_with_one_skipped_then_rollback(
+    server: RunningServer, browser: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
 
     expect.set_options(timeout=60_000)
@@ -109,8 +113,13 @@ def test_approve_selected_with_one_skipped_then_rollback(server: RunningServer, 
         page.close()
 
 
-def run_review(page: Any, server: RunningServer, nb_path: Path,
-               original: list[tuple[str, str]], artifacts: Path) -> None:
+def run_review(
+    page: Any,
+    server: RunningServer,
+    nb_path: Path,
+    original: list[tuple[str, str]],
+    artifacts: Path,
+) -> None:
     from playwright.sync_api import expect
 
     page.goto(f"{server.url}lab/tree/analysis.ipynb?token={server.token}")
@@ -147,11 +156,17 @@ def run_review(page: Any, server: RunningServer, nb_path: Path,
 
     # Exactly the approved steps ran: the notebook (saved by the collaboration server) and files.
     root = server.root
-    wait_for(lambda: len(cells(nb_path)) == 4 and cells(nb_path)[0][1] == "x = 41",
-             "the edited and inserted cells on disk")
+    wait_for(
+        lambda: len(cells(nb_path)) == 4 and cells(nb_path)[0][1] == "x = 41",
+        "the edited and inserted cells on disk",
+    )
     ids_sources = cells(nb_path)
-    assert [src for _, src in ids_sources] == ["x = 41", "print('x is', x)",
-                                               "y = x + 1\nprint('y is', y)", STAGE]
+    assert [src for _, src in ids_sources] == [
+        "x = 41",
+        "print('x is', x)",
+        "y = x + 1\nprint('y is', y)",
+        STAGE,
+    ]
     wait_for(lambda: "y is 42" in outputs_text(nb_path, 2), "the inserted cell's output")
     assert (root / "result.txt").read_text() == "42\n"
     assert not (root / "skipped.txt").exists()
@@ -170,3 +185,72 @@ def run_review(page: Any, server: RunningServer, nb_path: Path,
     assert not (root / "skipped.txt").exists()
     expect(page.locator(".jp-Cell")).to_have_count(3)
     expect(page.locator(".jp-Cell").first.locator(".cm-content")).to_have_text("x = 1")
+
+
+SLOW = """\
+import planbook
+s = planbook.session()
+s.propose.shell("while [ ! -f release.flag ]; do sleep 0.1; done; echo released",
+                reason="wait for the test to let go", timeout=120)
+s.propose.write_file("after-stop.txt", "should not exist\\n", reason="runs only if not stopped")
+s.review()"""
+
+
+@pytest.fixture
+def slow_server(tmp_path: Path) -> Iterator[RunningServer]:
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    for cell_id, source in [("c1", "x = 1"), ("c2", SLOW)]:
+        cell = nbformat.v4.new_code_cell(source)
+        cell["id"] = cell_id
+        nb.cells.append(cell)
+    nbformat.write(nb, root / "slow.ipynb")
+    with start_jupyter(root, lab=True, collaboration=True) as running:
+        yield running
+
+
+def test_stop_ends_the_run_between_steps(
+    slow_server: RunningServer, browser: Any, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    root = slow_server.root
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{slow_server.url}lab/tree/slow.ipynb?token={slow_server.token}")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        run_first_cell(page)
+        page.keyboard.press("Control+Enter")
+        panel = page.locator(".planbook-panel")
+        steps = panel.locator(".pb-step")
+        expect(steps).to_have_count(2)
+        panel.get_by_role("button", name="Approve all").click()
+
+        # Step 1 waits for the flag: the panel shows the run and stays usable meanwhile.
+        expect(steps.nth(0).locator(".pb-status-badge")).to_have_text("running")
+        expect(panel.locator("progress")).to_be_visible()
+        expect(panel.locator(".pb-progress-text")).to_contain_text("Running 1 of 2")
+        stop = panel.get_by_role("button", name="Stop the run after the current step")
+        stop.click()
+        expect(panel.locator(".pb-progress-text")).to_contain_text("Stopping")
+        (root / "release.flag").write_text("go")
+
+        expect(steps.nth(0).locator(".pb-status-badge")).to_have_text("done")
+        expect(panel.locator(".pb-error")).to_contain_text("stopped on request")
+        expect(steps.nth(1).locator(".pb-status-badge")).to_have_text("pending")
+        expect(panel.locator("progress")).to_have_count(0)
+        assert not (root / "after-stop.txt").exists()
+        panel.screenshot(path=str(artifacts / "panel-stopped.png"))
+    except BaseException:
+        page.screenshot(path=str(artifacts / "panel-stop-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()

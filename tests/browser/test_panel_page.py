@@ -41,8 +41,11 @@ def view(tmp_path: Path) -> dict[str, Any]:
     cells = [Cell(id="c1", source="x = 1"), Cell(id="c2", source="print(x)")]
     session = Session(MemoryNotebook(cells), Workspace(tmp_path))
     session.propose.edit_cell("c1", LONG, reason="a very long line " * 8)
-    session.propose.write_file("a/deeply/nested/folder/with/a/long/name/output_file.py",
-                               "def f():\n    return 1\n", reason="a file")
+    session.propose.write_file(
+        "a/deeply/nested/folder/with/a/long/name/output_file.py",
+        "def f():\n    return 1\n",
+        reason="a file",
+    )
     session.propose.insert_cell("y = 2", after="c2", reason="short")
     result: dict[str, Any] = ReviewPanel(session).view
     return result
@@ -80,8 +83,10 @@ def test_a_narrow_output_area_wraps_instead_of_overflowing(page: Any, artifacts:
 
 
 def test_colours_come_from_the_jupyterlab_theme_variables(page: Any):
-    dark = (":root { --jp-ui-font-color1: rgb(230, 230, 230); --jp-layout-color1: rgb(17, 17, 17);"
-            " --jp-brand-color1: rgb(10, 132, 255); }")
+    dark = (
+        ":root { --jp-ui-font-color1: rgb(230, 230, 230); --jp-layout-color1: rgb(17, 17, 17);"
+        " --jp-brand-color1: rgb(10, 132, 255); }"
+    )
     p = page(800, dark)
     colours = p.evaluate("""() => {
       const root = getComputedStyle(document.querySelector('.planbook-panel'));
