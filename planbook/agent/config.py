@@ -59,6 +59,12 @@ class AgentConfig(BaseModel):
         ge=1,
         description="Model requests one run may make (pydantic-ai's default is 50).",
     )
+    request_timeout: float = Field(
+        default=120.0, gt=0, description="Seconds one model request may take before it is retried."
+    )
+    provider_retries: int = Field(
+        default=3, ge=0, description="Retries of a failed model request (rate limit, 5xx, timeout)."
+    )
     stream: bool = Field(default=True, description="Stream model responses when possible.")
     doom_loop_limit: int = Field(default=3, ge=2, description="Identical calls before refusing.")
 
@@ -79,7 +85,7 @@ def resolve_model(config: AgentConfig) -> Model:
         from pydantic_ai.models import Model
     except ImportError:
         raise NoModelConfigured(
-            "the agent needs pydantic-ai: `pip install \"planbook[agent]\"`; the rest of "
+            'the agent needs pydantic-ai: `pip install "planbook[agent]"`; the rest of '
             "planbook (%%propose, %approve, the panel, rollback) works without it"
         ) from None
 

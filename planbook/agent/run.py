@@ -131,6 +131,7 @@ class AgentRun:
         from pydantic_ai import Agent
         from pydantic_ai.messages import PartEndEvent
         from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.settings import ModelSettings
         from pydantic_ai.usage import UsageLimits
 
         from planbook.agent.build import build_agent
@@ -158,12 +159,18 @@ class AgentRun:
         history = session.extras.get("agent_history")
         try:
             limits = UsageLimits(request_limit=self.config.max_requests)
+            # The provider's client retries rate limits, 5xx and timeouts with backoff (and
+            # honours retry-after); what still fails after that ends the run in one line.
+            settings = ModelSettings(
+                timeout=self.config.request_timeout, max_retries=self.config.provider_retries
+            )
             async with agent.iter(
                 self.prompt,
                 deps=deps,
                 model=self.model,
                 message_history=history,
                 usage_limits=limits,
+                model_settings=settings,
             ) as run:
                 async for node in run:
                     if streams and Agent.is_model_request_node(node):

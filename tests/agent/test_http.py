@@ -66,7 +66,18 @@ async def test_rate_limit_is_retried(session: planbook.Session) -> None:
     assert len(api.requests) == 5
 
 
+async def test_a_timed_out_request_is_retried(session: planbook.Session) -> None:
+    config_of(session).request_timeout = 0.5
+    with ScriptedOpenAI([Reply(content="too late", delay=3), *PLAN]) as api:
+        config_of(session).model = api.model()
+        run = await plan_task(session, "clean the frame")
+    assert run.status == "finished", run.error
+    assert len(api.requests) == 5
+    assert not any("too late" in a.message for a in run.activity)
+
+
 async def test_server_errors_end_in_one_line_and_keep_the_plan(session: planbook.Session) -> None:
+    config_of(session).provider_retries = 2
     replies = [PLAN[1], *[Reply(status=500, error="upstream exploded")] * 3]
     with ScriptedOpenAI(replies) as api:
         config_of(session).model = api.model()
