@@ -49,6 +49,9 @@ EXIT_CODES = f"""exit codes:
 #: A line the kernel prints with its JSON report; nothing a notebook prints looks like it.
 _SENTINEL = "__planbook_report__:"
 
+#: What the executor reports when a KeyboardInterrupt ended a run between steps.
+_CLEAN_STOP = "interrupted: the run ended cleanly between steps"
+
 #: Cells that use planbook itself are not re-run before ``approve``: they would stage steps again.
 _USES_PLANBOOK = re.compile(
     r"\bplanbook\b|^\s*%%?(propose|approve|reject|rollback|plan|mode|checkpoints)\b", re.M
@@ -332,7 +335,8 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
             f"saved to {loaded.path.name}; undo the last step with "
             f"`planbook rollback {loaded.path.name}`"
         )
-    if report["stopped"] == "interrupted: the run ended cleanly between steps":
+    if report.get("interrupted") or report["stopped"] == _CLEAN_STOP:
+        print("interrupted: steps not yet run stay pending", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if report["ok"] else EXIT_FAILED
 
@@ -402,6 +406,7 @@ def run_in_kernel(
         for line in "".join(lines).split("\n"):
             if line.startswith(_SENTINEL):
                 report: dict[str, Any] = json.loads(line[len(_SENTINEL) :])
+                report["interrupted"] = reply["_interrupted"]
                 return report
         detail = reply.get("evalue") or "no report"
         raise CliError(EXIT_KERNEL, f"the kernel did not report back ({detail})")
@@ -420,6 +425,8 @@ def _rerun_cells(
         if cell in skipped:
             continue
         reply = _execute(kc, km, cell.source, timeout=timeout, sink=lambda _t: None)
+        if reply["_interrupted"]:
+            raise KeyboardInterrupt
         if reply.get("status") == "error":
             errors.append(f"cell {cell.get('id')}: {reply.get('ename')}: {reply.get('evalue')}")
     msg = f"re-ran {len(code) - len(skipped)} code cell(s) of {loaded.path.name}"
@@ -469,7 +476,7 @@ def _execute(
     while True:  # the matching execute_reply is on the shell channel
         reply = kc.get_shell_msg(timeout=30)
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
-            return dict(reply.get("content", {}))
+            return {**reply.get("content", {}), "_interrupted": interrupted}
 
 
 # --- demo -----------------------------------------------------------------------------------

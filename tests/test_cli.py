@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -334,3 +336,58 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     copy = tmp_path / "quickstart.ipynb"
     assert "demo-mass" in cells(copy)
     assert not (tmp_path / "NOTES.md").exists()  # step 3 was left pending
+
+
+@pytest.mark.kernel
+def test_a_slow_notebook_cell_times_out_before_anything_is_approved(tmp_path: Path) -> None:
+    path = make_notebook(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(120)"))
+    nbformat.write(nb, path)
+    open_session(path).propose.edit_cell("title", "# Later", reason="r")
+    before = path.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "approve", str(path), "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == cli.EXIT_KERNEL
+    assert "did not finish within 2s" in result.stderr and "--no-rerun" in result.stderr
+    assert path.read_bytes() == before
+
+
+@pytest.mark.kernel
+def test_ctrl_c_interrupts_the_running_step_and_leaves_the_rest_pending(tmp_path: Path) -> None:
+    path = make_notebook(tmp_path)
+    pb = open_session(path)
+    pb.propose.insert_cell("import time\ntime.sleep(120)", after="load", run=True, reason="slow")
+    pb.propose.edit_cell("title", "# Never", reason="after the slow one")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planbook.cli", "approve", str(path), "--no-rerun"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The executor saves "running" before it runs a step: wait for that, then press Ctrl-C.
+        while state_of_step(path, 0) != "running":
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == cli.EXIT_INTERRUPTED, (out, err)
+    assert "interrupted" in err
+    assert state_of_step(path, 0) == "failed"
+    assert state_of_step(path, 1) == "pending"
+    assert cells(path)["title"]["source"] == "# Analysis"
+
+
+def state_of_step(path: Path, index: int) -> str | None:
+    try:
+        meta = state(path)
+    except Exception:  # caught mid-write by the atomic replace: read again
+        return None
+    return str(meta["plans"][0]["revisions"][-1]["steps"][index]["status"])
