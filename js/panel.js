@@ -16,7 +16,7 @@ import { button, OPEN_LIMIT, renderStep } from "./step-row.js";
  *   revisions: import("./sections.js").RevisionJSON[],
  *   revision_diff: import("./sections.js").RevisionDiff | null,
  *   progress: import("./sections.js").Progress, error: string | null,
- *   agent: any }} View
+ *   agent: import("./sections.js").AgentJSON | null }} View
  * @typedef {{ get(name: string): any, on(name: string, cb: Function): void,
  *   off(name: string, cb: Function): void, send(msg: object): void }} Model
  */
@@ -269,7 +269,11 @@ export function createPanel({ model, el }) {
         },
       }));
     }
-    if (v.agent) parts.push(renderAgent(doc, v.agent));
+    if (v.agent) {
+      parts.push(renderAgent(doc, v.agent, {
+        answer: (id, choice, text) => send({ action: "answer", decision_id: id, choice, text }),
+      }));
+    }
     root.replaceChildren(...parts);
     if (key) {
       const again = byKey(key);

@@ -165,28 +165,76 @@ export function renderRevisions(doc, revisions, diff, opts) {
 }
 
 /**
- * Agent activity, todos and decisions, when the session has an agent.
- * @param {Document} doc
- * @param {{ activity?: string[], todos?: Array<{ text: string, done: boolean }>,
- *   decisions?: string[] }} agent
+ * @typedef {{ id: string, kind: string, question: string, options: string[],
+ *   allow_text: boolean }} DecisionJSON
+ * @typedef {{ activity?: string[], todos?: Array<{ text: string, status: string,
+ *   steps: number[] }>, decisions?: DecisionJSON[] }} AgentJSON
  */
-export function renderAgent(doc, agent) {
+
+const TODO_MARK = { done: "☑", in_progress: "◐", cancelled: "✕", pending: "☐" };
+
+/**
+ * Agent activity, its todo list and the questions it waits on (answerable here).
+ * @param {Document} doc
+ * @param {AgentJSON} agent
+ * @param {{ answer: (id: string, choice: string, text: string | null) => void }} opts
+ */
+export function renderAgent(doc, agent, opts) {
   const box = h(doc, "section", "pb-agent");
   box.setAttribute("aria-label", "Agent");
   box.append(h(doc, "h4", "", "Agent"));
+  for (const d of agent.decisions ?? []) {
+    const ask = h(doc, "div", "pb-decision");
+    ask.setAttribute("role", "group");
+    ask.setAttribute("aria-label", `Question ${d.id}`);
+    ask.append(h(doc, "p", "pb-question", d.question));
+    const row = h(doc, "div", "pb-toolbar");
+    /** @type {HTMLInputElement | null} */
+    let input = null;
+    if (d.allow_text || d.kind === "approval") {
+      input = h(doc, "input", "pb-answer-text");
+      input.type = "text";
+      input.dataset.key = `decision:${d.id}:text`;
+      input.placeholder = d.allow_text ? "Your answer" : "Reason (optional)";
+      input.setAttribute("aria-label", `Answer or reason for ${d.id}`);
+    }
+    const field = input;
+    const text = () => (field && field.value.trim()) || null;
+    for (const option of d.options) {
+      const b = button(doc, option, `decision:${d.id}:${option}`,
+        () => opts.answer(d.id, option, text()), "pb-btn pb-small");
+      b.setAttribute("aria-label", `Answer ${option}`);
+      row.append(b);
+    }
+    if (field) {
+      row.append(field);
+      if (d.allow_text) {
+        const send = button(doc, "Send", `decision:${d.id}:send`, () => {
+          const typed = text();
+          if (typed) opts.answer(d.id, typed, null);
+        }, "pb-btn pb-small");
+        send.setAttribute("aria-label", `Send the typed answer to ${d.id}`);
+        row.append(send);
+      }
+    }
+    ask.append(row);
+    box.append(ask);
+  }
   if (agent.todos?.length) {
     const list = h(doc, "ul", "pb-todos");
+    list.setAttribute("aria-label", "Agent's todo list");
     for (const todo of agent.todos) {
-      list.append(h(doc, "li", todo.done ? "pb-done" : "", `${todo.done ? "☑" : "☐"} ${todo.text}`));
+      const mark = TODO_MARK[/** @type {keyof TODO_MARK} */ (todo.status)] ?? "☐";
+      const steps = todo.steps.length ? ` (step ${todo.steps.join(", ")})` : "";
+      const item = h(doc, "li", `pb-todo-${todo.status}`, `${mark} ${todo.text}${steps}`);
+      list.append(item);
     }
     box.append(list);
   }
-  for (const [name, items] of /** @type {const} */ ([["Decisions", agent.decisions],
-    ["Activity", agent.activity]])) {
-    if (!items?.length) continue;
+  if (agent.activity?.length) {
     const list = h(doc, "ul", "pb-agent-list");
-    list.setAttribute("aria-label", name);
-    for (const text of items.slice(-8)) list.append(h(doc, "li", "", text));
+    list.setAttribute("aria-label", "Agent activity");
+    for (const text of agent.activity.slice(-8)) list.append(h(doc, "li", "", text));
     box.append(list);
   }
   return box;

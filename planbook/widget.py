@@ -31,6 +31,7 @@ from planbook.panel.assets import css_path, esm_source
 from planbook.panel.mainloop import running_main_loop, start_on_main
 from planbook.panel.messages import (
     Action,
+    AnswerDecision,
     Approve,
     ApproveAll,
     BadMessage,
@@ -116,7 +117,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 progress=self._progress,
                 error=self._error,
                 revision_diff=compare,
-                agent=self._agent or None,
+                agent=self._agent_view(),
             )
         except PlanbookError as exc:
             self.view = {**self.view, "error": str(exc)}
@@ -190,18 +191,37 @@ class ReviewPanel(anywidget.AnyWidget):
         if event.kind == "agent_activity" and event.message:
             agent["activity"] = [*agent.get("activity", []), event.message][-ACTIVITY_KEEP:]
         elif event.kind == "todos_changed":
-            todos = event.data.get("todos", [])
             agent["todos"] = [
                 {
-                    "text": str(t.get("text", t.get("content", ""))),
-                    "done": bool(t.get("done", t.get("status") == "done")),
+                    "text": str(t.get("content", t.get("text", ""))),
+                    "status": str(t.get("status", "pending")),
+                    "steps": [int(n) for n in t.get("step_numbers", [])],
                 }
-                for t in todos
+                for t in event.data.get("todos", [])
                 if isinstance(t, dict)
             ]
-        elif event.kind == "decision_needed" and event.message:
-            agent["decisions"] = [*agent.get("decisions", []), event.message][-ACTIVITY_KEEP:]
-        self.view = {**self.view, "agent": dict(agent)}
+        with self._lock:
+            self.view = {**self.view, "agent": self._agent_view()}
+
+    def _decisions(self) -> Any:
+        """The agent's open questions (``planbook.agent.decisions.Decisions``), if any."""
+        return self._session.extras.get("decisions")
+
+    def _agent_view(self) -> dict[str, Any] | None:
+        agent: dict[str, Any] = dict(self._agent)
+        pending = getattr(self._decisions(), "pending", None)
+        if callable(pending):
+            agent["decisions"] = [
+                {
+                    "id": d.id,
+                    "kind": d.kind,
+                    "question": d.question,
+                    "options": list(d.options),
+                    "allow_text": d.allow_text,
+                }
+                for d in pending()
+            ]
+        return agent if any(agent.values()) else None
 
     # --- actions -----------------------------------------------------------------------------
     def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
@@ -253,6 +273,16 @@ class ReviewPanel(anywidget.AnyWidget):
             return
         if isinstance(action, Dismiss):
             self._show_error(None)
+            return
+        if isinstance(action, AnswerDecision):
+            # The agent's question, not the plan: fine while steps run (no Session access).
+            decisions = self._decisions()
+            if decisions is None:
+                raise UsageMistake("no question is waiting for an answer")
+            decisions.answer(action.decision_id, action.choice, text=action.text)
+            self._show_error(None)
+            with self._lock:
+                self.view = {**self.view, "agent": self._agent_view()}
             return
         if isinstance(action, ShowRevisionDiff):
             self._not_running("compare revisions")

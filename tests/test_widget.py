@@ -258,3 +258,35 @@ def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread
     asyncio.run(main())
     assert threads == [threading.main_thread().name] * 3
     assert (nb_path.parent / "notes.txt").exists()
+
+
+def test_the_agents_question_shows_in_the_panel_and_is_answered_there(
+    staged: Session, panel: ReviewPanel
+):
+    from planbook.agent.context import decisions_of
+
+    async def main() -> str:
+        decisions = decisions_of(staged)
+        future = decisions.ask("Which chart?", ["bar", "line"])
+        shown = panel.view["agent"]["decisions"]
+        assert [(d["id"], d["question"], d["options"]) for d in shown] == [
+            ("d1", "Which chart?", ["bar", "line"])
+        ]
+        panel.handle({"action": "answer", "decision_id": "d9", "choice": "bar"})
+        assert "no open decision 'd9'" in panel.view["error"]
+        panel.handle({"action": "answer", "decision_id": "d1", "choice": "Line"})
+        answer = await future
+        assert panel.view["error"] is None
+        assert panel.view["agent"] is None or not panel.view["agent"].get("decisions")
+        return answer.choice
+
+    assert asyncio.run(main()) == "line"
+
+
+def test_agent_activity_and_todos_reach_the_view(staged: Session, panel: ReviewPanel):
+    staged.events.emit(Event(kind="agent_activity", message="read cell c1"))
+    todo = {"content": "load data", "status": "done", "step_ids": [], "step_numbers": [1]}
+    staged.events.emit(Event(kind="todos_changed", data={"todos": [todo]}))
+    agent = panel.view["agent"]
+    assert agent["activity"] == ["read cell c1"]
+    assert agent["todos"] == [{"text": "load data", "status": "done", "steps": [1]}]

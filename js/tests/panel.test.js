@@ -299,3 +299,36 @@ test("a refresh rebuilds only the rows whose step changed", (t) => {
   first2.querySelector(".pb-more, [data-key='step:s1:open']").click();
   assert.notEqual(p.$$(".pb-step")[0], first, "a row whose own state changed is rebuilt");
 });
+
+test("the agent's questions can be answered; its todos and activity are listed", (t) => {
+  const p = mount(makeView({ agent: {
+    activity: ["read cell c1", "staged step 2"],
+    todos: [{ text: "load data", status: "done", steps: [1] },
+      { text: "plot", status: "in_progress", steps: [] }],
+    decisions: [
+      { id: "d1", kind: "question", question: "Which chart?", options: ["bar", "line"],
+        allow_text: true },
+      { id: "d2", kind: "approval", question: "Run shell `ls`?", options: ["approve", "deny"],
+        allow_text: false },
+    ],
+  } }));
+  t.after(p.close);
+  const agent = p.$(".pb-agent");
+  assert.match(agent.textContent, /☑ load data \(step 1\)/);
+  assert.match(agent.textContent, /◐ plot/);
+  assert.match(agent.textContent, /staged step 2/);
+  p.byKey("decision:d1:bar").click();
+  const reason = p.byKey("decision:d2:text");
+  reason.value = "not now";
+  p.byKey("decision:d2:deny").click();
+  const typed = p.byKey("decision:d1:text");
+  typed.value = "a scatter plot";
+  p.byKey("decision:d1:send").click();
+  assert.deepEqual(p.model.sent, [
+    { action: "answer", decision_id: "d1", choice: "bar", text: null },
+    { action: "answer", decision_id: "d2", choice: "deny", text: "not now" },
+    { action: "answer", decision_id: "d1", choice: "a scatter plot", text: null },
+  ]);
+  p.key(typed, "j");
+  assert.equal(p.model.sent.length, 3, "typing an answer is not a panel command");
+});

@@ -68,6 +68,15 @@ class ShowRevisionDiff(_Action):
     to: int | None = None
 
 
+class AnswerDecision(_Action):
+    """Answer a question the agent is waiting on: an option, or free text where allowed."""
+
+    action: Literal["answer"]
+    decision_id: str = Field(min_length=1)
+    choice: str = Field(min_length=1, max_length=10_000)
+    text: str | None = Field(default=None, max_length=10_000)
+
+
 class Dismiss(_Action):
     """Clear the error shown in the panel."""
 
@@ -84,6 +93,7 @@ Action = Annotated[
     | Stop
     | Rollback
     | ShowRevisionDiff
+    | AnswerDecision
     | Dismiss,
     Field(discriminator="action"),
 ]
