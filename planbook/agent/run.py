@@ -101,7 +101,9 @@ class AgentRun:
             await asyncio.shield(self._task)
         except asyncio.CancelledError:
             if not self._task.cancelled():
-                raise  # the waiter was cancelled, not the run
+                # The cell awaiting the run was interrupted: that ends the run too.
+                self.stop()
+                raise
         return self
 
     def __await__(self) -> Generator[Any, None, AgentRun]:

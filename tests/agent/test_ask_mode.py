@@ -164,3 +164,18 @@ async def test_mode_switch_happens_only_if_the_person_accepts(session: planbook.
     decisions_of(session).answer(second.id, "switch to auto-edit")
     await run
     assert session.mode == "auto-edit"
+
+
+async def test_interrupting_the_awaiting_cell_stops_the_run(session: planbook.Session) -> None:
+    import asyncio
+
+    run = plan_task(
+        session, "x", model=Scripted([("ask_user", {"question": "Go?", "options": ["y", "n"]})])
+    )
+    waiter = asyncio.ensure_future(run.wait())
+    await next_decision(session)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await run  # the run itself ends cleanly
+    assert run.status == "stopped"
