@@ -5,6 +5,7 @@
   ``JPY_SESSION_NAME`` pointing at it, as JupyterLab would start it.
 - ```console blocks: every ``$ planbook ...`` line runs (in the same folder, after the page's
   Python blocks); it must exit 0 unless the line ends with ``# exit N``.
+- ```toml blocks are written as a ``pyproject.toml`` and must load as permission rules.
 - A block preceded by ``<!-- skip: reason -->`` is not run; the reason must say why (only
   samples that would reach a paid model or a live server are skipped).
 """
@@ -177,3 +178,17 @@ def test_page_samples_run(page: Path, tmp_path: Path) -> None:
                 f"{page.name}:{sample.line}: `{command.strip()}` exited {result.returncode}\n"
                 f"{result.stdout}\n{result.stderr}"
             )
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if any(s.lang == "toml" for s in samples(p))], ids=lambda p: p.name
+)
+def test_toml_samples_are_rules_planbook_accepts(page: Path, tmp_path: Path) -> None:
+    from planbook.engine.rules import RuleSet
+
+    for sample in samples(page):
+        if sample.lang != "toml":
+            continue
+        (tmp_path / "pyproject.toml").write_text(sample.code)
+        rules = RuleSet.load(tmp_path)  # raises RulesError, naming the rule, if one is wrong
+        assert rules.rules, f"{page.name}:{sample.line}: no rule was read"
