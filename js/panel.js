@@ -16,6 +16,7 @@ import { button, OPEN_LIMIT, renderStep } from "./step-row.js";
  *   revisions: import("./sections.js").RevisionJSON[],
  *   revision_diff: import("./sections.js").RevisionDiff | null,
  *   progress: import("./sections.js").Progress, error: string | null,
+ *   offer?: { kind: string, checkpoint: string } | null,
  *   agent: import("./sections.js").AgentJSON | null }} View
  * @typedef {{ get(name: string): any, on(name: string, cb: Function): void,
  *   off(name: string, cb: Function): void, send(msg: object): void }} Model
@@ -206,7 +207,16 @@ export function createPanel({ model, el }) {
     if (error) {
       const box = h(doc, "div", "pb-error");
       box.setAttribute("role", "alert");
-      box.append(h(doc, "span", "", error), button(doc, "Dismiss", "action:dismiss", () => {
+      box.append(h(doc, "span", "", error));
+      const offer = ui.localError ? null : v.offer;
+      if (offer && offer.kind === "force_rollback") {
+        const force = button(doc, "Roll back anyway", "action:force_rollback",
+          () => send({ action: "rollback", checkpoint: offer.checkpoint, force: true }),
+          "pb-btn pb-small pb-danger");
+        force.setAttribute("aria-label", "Roll back anyway, overwriting the later changes");
+        box.append(force);
+      }
+      box.append(button(doc, "Dismiss", "action:dismiss", () => {
         if (ui.localError) ui.localError = null; else send({ action: "dismiss" });
         render();
       }, "pb-btn pb-small"));

@@ -24,7 +24,7 @@ import anywidget
 import traitlets
 
 from planbook.engine.approval import approval_hash
-from planbook.errors import PlanbookError, UsageMistake
+from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.events import Event
 from planbook.model.plan import Plan
 from planbook.panel.assets import css_path, esm_source
@@ -71,6 +71,8 @@ class ReviewPanel(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self._session = session
         self._error: str | None = None
+        #: What the error box offers to do next (a forced rollback), or None.
+        self._offer: dict[str, Any] | None = None
         self._progress = Progress()
         self._compare: tuple[int, int] | None = None
         #: Step ids of the run this panel started, while it runs.
@@ -118,6 +120,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 error=self._error,
                 revision_diff=compare,
                 agent=self._agent_view(),
+                offer=self._offer,
             )
         except PlanbookError as exc:
             self.view = {**self.view, "error": str(exc)}
@@ -231,6 +234,7 @@ class ReviewPanel(anywidget.AnyWidget):
         """Carry out one message from the front end; any problem shows as the panel's error."""
         try:
             action = parse(content)
+            self._offer = None
             self._apply(action)
         except (BadMessage, PlanbookError) as exc:
             self._show_error(str(exc))
@@ -291,7 +295,11 @@ class ReviewPanel(anywidget.AnyWidget):
         if isinstance(action, Rollback):
             self._not_running("roll back")
             self._error = None
-            session.rollback(action.checkpoint)
+            try:
+                session.rollback(action.checkpoint, force=action.force)
+            except RollbackConflict:
+                self._offer = {"kind": "force_rollback", "checkpoint": action.checkpoint}
+                raise
             self.refresh()
             return
         doing = "approve" if isinstance(action, Approve | ApproveAll) else "change the plan"

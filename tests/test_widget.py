@@ -290,3 +290,18 @@ def test_agent_activity_and_todos_reach_the_view(staged: Session, panel: ReviewP
     agent = panel.view["agent"]
     assert agent["activity"] == ["read cell c1"]
     assert agent["todos"] == [{"text": "load data", "status": "done", "steps": [1]}]
+
+
+def test_a_refused_rollback_can_be_forced(staged: Session, panel: ReviewPanel, nb_path: Path):
+    _, write, _ = ids(panel)
+    panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
+    notes = nb_path.parent / "notes.txt"
+    notes.write_text("edited by hand\n")
+    checkpoint = panel.view["checkpoints"][0]["id"]
+    panel.handle({"action": "rollback", "checkpoint": checkpoint})
+    assert "changed after the step ran" in panel.view["error"]
+    assert panel.view["offer"] == {"kind": "force_rollback", "checkpoint": checkpoint}
+    assert notes.read_text() == "edited by hand\n"
+    panel.handle({"action": "rollback", "checkpoint": checkpoint, "force": True})
+    assert panel.view["error"] is None and panel.view["offer"] is None
+    assert not notes.exists()

@@ -332,3 +332,11 @@ test("the agent's questions can be answered; its todos and activity are listed",
   p.key(typed, "j");
   assert.equal(p.model.sent.length, 3, "typing an answer is not a panel command");
 });
+
+test("a refused rollback offers to roll back anyway", (t) => {
+  const p = mount(makeView({ error: "cell:c1 changed after the step ran",
+    offer: { kind: "force_rollback", checkpoint: "cp-1" } }));
+  t.after(p.close);
+  p.byKey("action:force_rollback").click();
+  assert.deepEqual(p.model.sent, [{ action: "rollback", checkpoint: "cp-1", force: true }]);
+});

@@ -58,6 +58,7 @@ class Stop(_Action):
 class Rollback(_Action):
     action: Literal["rollback"]
     checkpoint: str = Field(min_length=1)
+    force: bool = Field(default=False, description="Overwrite changes made after the steps ran.")
 
 
 class ShowRevisionDiff(_Action):

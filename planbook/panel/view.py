@@ -116,7 +116,9 @@ def build_view(
     error: str | None = None,
     revision_diff: dict[str, Any] | None = None,
     agent: dict[str, Any] | None = None,
+    offer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``offer``: a follow-up the error box proposes, such as forcing a refused rollback."""
     numbers = {s.id: s.number for s in steps}
     return {
         "header": {
@@ -135,6 +137,7 @@ def build_view(
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),
         "error": error,
+        "offer": offer if error else None,
         "agent": agent,
     }
 
