@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ EXIT_KERNEL = 7
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES = f"""exit codes:
-  {EXIT_OK}    done: every step asked for ran (or there was nothing wrong to show)
+  {EXIT_OK}    done: every step asked for ran
   {EXIT_FAILED}    a step failed or conflicted, or a rollback would overwrite a later change
   {EXIT_USAGE}    bad arguments: unknown option, bad step range, unknown checkpoint
   {EXIT_MISSING}    the notebook file does not exist
@@ -193,7 +194,10 @@ def _pending(loaded: Loaded, session: Any) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     loaded = load(args.notebook)
     color = args.color if args.color is not None else sys.stdout.isatty()
-    print(read_session(loaded).render_text(color=color), end="")
+    session = read_session(loaded)
+    print(session.render_text(color=color), end="")
+    if loaded.state.checkpoints:  # numbered as `planbook rollback NB N` takes them
+        print("\ncheckpoints:\n" + session.checkpoints_text())
     return EXIT_OK
 
 
@@ -576,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             name,
             help=help_text,
-            description=description or help_text,
+            description=textwrap.fill(description or help_text, 79),
             epilog=EXIT_CODES,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -649,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rollback.add_argument("notebook", help="the .ipynb file")
     rollback.add_argument(
-        "checkpoint", nargs="?", help="checkpoint id, id prefix or number (see `planbook log`)"
+        "checkpoint", nargs="?", help="checkpoint id, id prefix or number (see `planbook show`)"
     )
     rollback.add_argument(
         "--force", action="store_true", help="roll back even over changes made after the step ran"

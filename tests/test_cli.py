@@ -223,6 +223,8 @@ def test_rollback_restores_cells_and_files_and_is_itself_undoable(
     report = open_session(planned).approve("2-3")
     assert report.ok
     assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
+    code, out, _ = run(["show", str(planned)], capsys)
+    assert "checkpoints:\n1. cp-" in out and "before step 3 (write_file)" in out
     code, out, _ = run(["rollback", str(planned)], capsys)
     assert code == cli.EXIT_OK and "rolled back 1 step(s)" in out
     assert not (planned.parent / "notes.txt").exists()
