@@ -496,8 +496,18 @@ def quickstart_source() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import importlib.util
+
     import nbformat
 
+    # The quickstart analyses the Palmer penguins; say what is missing before starting a kernel.
+    missing = [m for m in ("pandas", "palmerpenguins") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CliError(
+            EXIT_USAGE,
+            f"the demo's data set needs {' and '.join(missing)}: "
+            f"pip install {' '.join(missing)} (or the planbook[demo] extra)",
+        )
     folder = (
         Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="planbook-demo-"))
     )

@@ -393,3 +393,23 @@ def state_of_step(path: Path, index: int) -> str | None:
     except Exception:  # caught mid-write by the atomic replace: read again
         return None
     return str(meta["plans"][0]["revisions"][-1]["steps"][index]["status"])
+
+
+def test_demo_says_what_it_needs_when_the_data_set_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "palmerpenguins" else real(name, *a),
+    )
+    code, _, err = run(["demo", "--dir", str(tmp_path)], capsys)
+    assert code == cli.EXIT_USAGE
+    assert err == (
+        "planbook: the demo's data set needs palmerpenguins: pip install palmerpenguins "
+        "(or the planbook[demo] extra)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
