@@ -229,15 +229,29 @@ class LiveNotebook:
         self._saves: dict[int, str | None] = {}
         self._last_error = ""
         self._closed = False
+        self._refused = False  # the room refused us for a reason retrying does not fix
+        try:  # fail at once on what retrying cannot fix (no such notebook, wrong token)
+            self._file_id, self._session_id = address.open_session()
+        except urllib.error.HTTPError as exc:
+            raise LiveConnectionError(
+                f"the server {address.server_url} refused the collaboration session of "
+                f"{address.path!r} (HTTP {exc.code} {exc.reason}); check the path and token"
+            ) from None
+        except OSError as exc:
+            raise LiveConnectionError(
+                f"cannot reach the Jupyter server {address.server_url} ({exc}); is it running?"
+            ) from None
         self._thread = threading.Thread(target=self._run, name="planbook-live", daemon=True)
         self._thread.start()
-        if not self._wait(lambda: self._connected, connect_timeout):
+        if not self._wait(lambda: self._connected or self._refused, connect_timeout) or (
+            not self._connected
+        ):
             error = self._last_error
             self.close()
             raise LiveConnectionError(
                 f"could not open the collaboration room of {address.path!r} on "
                 f"{address.server_url} ({error or 'timed out'}); check that the server runs "
-                "with jupyter-collaboration, or use the file backend"
+                "with jupyter-collaboration and has this notebook, or use the file backend"
             )
 
     # -- reading -----------------------------------------------------------------------------
@@ -671,7 +685,15 @@ class LiveNotebook:
     def _serve_once(self) -> None:
         import websocket  # websocket-client
 
-        file_id, session_id = self.address.open_session()
+        file_id, session_id = (
+            self.address.open_session()
+            if self._generation
+            else (
+                self._file_id,
+                self._session_id,
+            )
+        )
+        assert file_id is not None and session_id is not None
         if self._session_id is not None and session_id != self._session_id:
             # The server restarted. Its room may have been rebuilt from the file with new
             # CRDT items; merging our old copy into it would duplicate text. Start afresh.
@@ -713,6 +735,10 @@ class LiveNotebook:
         if code == 1003 and "reloadable" in reason:
             # the server restarted with a document our copy cannot merge with: reload it
             self._reset_next = True
+        elif code in (4400, 4404, 4500, 1003):  # no such file, unreadable, failed to load
+            with self._cond:
+                self._refused = True
+                self._cond.notify_all()
         raise ConnectionError(self._last_error)
 
     def _on_message(self, data: bytes, synced: bool) -> bool:
@@ -796,7 +822,4 @@ def open_live(
 ) -> LiveNotebook:
     """Connect to the room of ``path`` (relative to the server's root) and sync it."""
     url = server_url if server_url.endswith("/") else server_url + "/"
-    try:
-        return LiveNotebook(RoomAddress(url, token, path), description=description)
-    except urllib.error.URLError as exc:  # pragma: no cover - raised inside the thread
-        raise LiveConnectionError(f"cannot reach {url}: {exc}") from None
+    return LiveNotebook(RoomAddress(url, token, path), description=description)

@@ -178,3 +178,12 @@ def test_the_local_view_after_commits_equals_a_fresh_read(live: LiveNotebook) ->
     assert after_commit[2].metadata["tags"] == ["a"]
     live._cache = None  # force a read of the shared document
     assert live.cells() == after_commit
+
+
+def test_a_missing_notebook_is_a_clear_error(server: RunningServer) -> None:
+    from planbook.documents.live import LiveConnectionError, open_live
+
+    with pytest.raises(LiveConnectionError, match="4404"):
+        open_live(server.url, server.token, "no-such.ipynb")
+    with pytest.raises(LiveConnectionError, match="HTTP 403"):
+        open_live(server.url, "wrong-token", "no-such.ipynb")
