@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import json as _json  # ``api`` takes a parameter named json
 import os
 import signal
 import socket
@@ -300,10 +301,11 @@ class RunningServer:
 
     # -- REST ------------------------------------------------------------------------------
 
-    def api(self, method: str, path: str, json_body: Any = None, *, timeout: float = 30.0) -> Any:
-        """Call the REST API with the token; returns the decoded JSON (None if empty)."""
+    def api(self, method: str, path: str, json: Any = None, *, timeout: float = 30.0) -> Any:
+        """Call the REST API with the token; ``json`` is the body; returns the decoded JSON
+        (None if empty)."""
         url = urllib.parse.urljoin(self.url, path.lstrip("/"))
-        data = None if json_body is None else json.dumps(json_body).encode()
+        data = None if json is None else _json.dumps(json).encode()
         request = urllib.request.Request(url, data=data, method=method.upper())
         request.add_header("Authorization", f"token {self.token}")
         if data is not None:
@@ -314,7 +316,7 @@ class RunningServer:
         except urllib.error.HTTPError as e:
             detail = e.read().decode(errors="replace")[:500]
             raise JupyterServerError(f"{method} {path}: HTTP {e.code}: {detail}") from None
-        return json.loads(body) if body else None
+        return _json.loads(body) if body else None
 
     def ws_url(self, path: str) -> str:
         base = self.url.replace("http://", "ws://", 1)
