@@ -32,7 +32,7 @@ PLAN_SUBCOMMANDS = (
     "diff",
     "cells",
     "panel",
-    "reset",
+    "stop",
 )
 
 
@@ -86,6 +86,7 @@ class PlanbookMagics(Magics):
         %plan history             the revisions; %plan diff A B: what changed between two
         %plan cells               the notebook's cells with their ids
         %plan "task"              ask the configured agent to plan a task
+        %plan stop                end the agent's run (the plan staged so far is kept)
         """
         try:
             args = shlex.split(line)
@@ -144,6 +145,10 @@ class PlanbookMagics(Magics):
             for n, cell in enumerate(session.cells(), start=1):
                 first = next((x for x in cell.source.splitlines() if x.strip()), "")
                 print(f"{n:>3}. {cell.id}  [{cell.cell_type}]  {first[:70]}")
+        elif cmd == "stop":
+            from planbook.agent.magics_agent import stop_plan
+
+            print(stop_plan(session))
         elif cmd == "panel":
             display(session.review())
         elif len(args) == 1 and not line.strip().startswith(("'", '"')):
@@ -268,13 +273,16 @@ class PlanbookMagics(Magics):
 
 
 def register(ipython: Any) -> None:
+    from planbook.agent.magics_agent import register as register_agent
+
     ipython.register_magics(PlanbookMagics)
+    register_agent(ipython)
     try:
         session = planbook.session()
     except PlanbookError as exc:
         print(f"planbook: {exc}", file=sys.stderr)
         return
-    for note in session.recovered:
+    for note in [*session.recovered, *session.warnings]:
         print(f"planbook: {note}", file=sys.stderr)
     plan = session.current_plan()
     restored = ""

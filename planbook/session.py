@@ -62,14 +62,28 @@ class Session:
         self.propose = Proposer(self)
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
-        #: Permission rules (set by the agent layer); None means the mode alone decides.
+        #: Problems found at start that the person should hear about (one line each).
+        self.warnings: list[str] = []
+        #: Permission rules (from the project, see engine/rules.py); None: the mode alone decides.
         self.rule_for: RuleHook | None = None
         #: Extensions (the agent, the panel) keep their per-session objects here.
         self.extras: dict[str, Any] = {}
         self._lock = threading.RLock()
+        self._install_rules()
 
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
+
+    def _install_rules(self) -> None:
+        """Permission rules apply to every surface (magics, API, agent), not only the agent."""
+        from planbook.engine.rules import install
+
+        try:
+            install(self)
+        except PlanbookError as exc:
+            # Fail closed: with rules we cannot read, nothing applies without a review.
+            self.warnings.append(f"{exc}; until it is fixed, every change is staged for review")
+            self.rule_for = lambda op: "ask"
 
     @contextmanager
     def _editing(self) -> Iterator[None]:

@@ -309,3 +309,31 @@ def test_file_steps_that_could_never_run_are_refused_when_staged(session: Sessio
         with pytest.raises(PlanbookError, match=message):
             call()
     assert session.current_plan() is None
+
+
+def test_permission_rules_apply_to_the_python_api_too(tmp_path: Path) -> None:
+    from tests.conftest import make_notebook
+
+    nb_path = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.planbook.permissions]\nshell = { "rm *" = "deny" }\nwrite_file = "ask"\n'
+    )
+    session = reopen(nb_path)
+    session.set_mode("act")
+    with pytest.raises(PlanbookError, match="refused by a permission rule"):
+        session.propose.shell("rm -rf data", reason="clean")
+    step = session.propose.write_file("a.txt", "x", reason="asked, so staged even in act mode")
+    assert step.status == "pending" and not (tmp_path / "a.txt").exists()
+    assert session.propose.edit_cell("c1", "x = 2", reason="act applies").status == "done"
+
+
+def test_unreadable_rules_fail_closed_with_a_warning(tmp_path: Path) -> None:
+    from tests.conftest import make_notebook
+
+    nb_path = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    (tmp_path / "planbook.toml").write_text("this is [not toml")
+    session = reopen(nb_path)
+    assert session.warnings and "invalid TOML" in session.warnings[0]
+    session.set_mode("act")
+    assert session.propose.edit_cell("c1", "x = 2", reason="staged anyway").status == "pending"
+    assert sources(nb_path)[0][1] == "x = 1"
