@@ -149,6 +149,11 @@ print(len(pb.current_plan().steps), "steps staged, nothing applied")
 """,
         ),
         code("show-plan", "%plan"),
+        md("panel", """
+In JupyterLab, Notebook 7 and VS Code the same review is a panel, with a toggle per step,
+Approve / Reject / Revise buttons and the checkpoint timeline:
+"""),
+        code("show-panel", "%plan panel"),
         md(
             "approve",
             """
