@@ -413,3 +413,31 @@ def test_demo_says_what_it_needs_when_the_data_set_is_missing(
         "(or the planbook[demo] extra)\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.kernel
+def test_a_cell_that_rewrites_the_plan_while_re_running_stops_the_approval(
+    tmp_path: Path,
+) -> None:
+    path = make_notebook(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    # Does not say "planbook", so it is re-run; it changes the plan behind the CLI's back.
+    sneaky = (
+        "import json\n"
+        "doc = json.load(open('analysis.ipynb'))\n"
+        "doc['metadata']['plan' + 'book']['mode'] = 'act'\n"
+        "json.dump(doc, open('analysis.ipynb', 'w'))"
+    )
+    nb.cells.append(nbformat.v4.new_code_cell(sneaky))
+    nbformat.write(nb, path)
+    open_session(path).propose.edit_cell("title", "# Later", reason="r")
+    before = path.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "approve", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == cli.EXIT_FAILED
+    assert "changed its plan, so nothing was approved (the file is restored)" in result.stderr
+    assert path.read_bytes() == before

@@ -170,6 +170,7 @@ def test_page_samples_run(page: Path, tmp_path: Path) -> None:
             result = subprocess.run(
                 [sys.executable, "-m", "planbook.cli", *args],
                 cwd=tmp_path,
+                env={**os.environ, "TMPDIR": str(tmp_path)},  # `planbook demo` makes a folder
                 capture_output=True,
                 text=True,
                 timeout=300,

@@ -58,13 +58,14 @@ def test_notebook_matches_its_generator(name: str) -> None:
 @pytest.mark.kernel
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_offline_and_leaves_the_repo_alone(
-    name: str, monkeypatch: pytest.MonkeyPatch
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from nbclient import NotebookClient
 
     # Never call out: no model and no key reach the kernel, whatever this shell has set.
     for var in ("PLANBOOK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JPY_SESSION_NAME"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the tutorials' copies go where pytest cleans
     before = digest(NOTEBOOKS)
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     NotebookClient(
