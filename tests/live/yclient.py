@@ -19,7 +19,7 @@ from pycrdt import (
     handle_sync_message,
 )
 
-from planbook.documents.live import _quick_ack
+from planbook.documents.live_room import quick_ack
 from tests.support.jupyter_server import RunningServer
 
 
@@ -53,7 +53,7 @@ class YClient:
                 opcode, data = self.ws.recv_data()
             except Exception:
                 return
-            _quick_ack(self.ws)  # as LiveNotebook does: tornado leaves Nagle on
+            quick_ack(self.ws)  # as LiveNotebook does: tornado leaves Nagle on
             if opcode != 2 or not data or data[0] != 0:
                 continue
             with self.lock:

@@ -1,0 +1,409 @@
+"""A connection to one jupyter-collaboration room: a local pycrdt copy kept in sync by a thread.
+
+No notebook logic here, only the Yjs sync protocol over the room's websocket (websocket-client):
+join (PUT /api/collaboration/session, then the websocket), apply what others send, send our
+updates, and *confirm* them: a sync request sent after an update is answered only once the
+server applied the update (it handles a client's messages in order). Connection loss is retried
+with backoff; after a server restart the copy is reloaded from the server rather than merged
+(a room rebuilt from the file has new CRDT items: a merge would duplicate text), and updates not
+yet confirmed are handed back to the owner to replay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from planbook.errors import PlanbookError
+
+if TYPE_CHECKING:
+    from pycrdt import Array, Doc, Map
+
+log = logging.getLogger("planbook.live")
+
+_SYNC, _RAW = 0, 2  # message types (1 is awareness, ignored)
+_STEP1, _STEP2, _UPDATE = 0, 1, 2
+_CLOSE_OPCODE, _BINARY_OPCODE = 8, 2
+
+
+class LiveConnectionError(PlanbookError):
+    """The collaboration room cannot be reached (or stopped answering); the message says
+    whether the change was applied."""
+
+
+@dataclass(frozen=True)
+class RoomAddress:
+    """Where a notebook's collaboration room lives."""
+
+    server_url: str
+    """Base URL of the Jupyter server, ending with a slash (http://127.0.0.1:8888/)."""
+    token: str
+    """The server's token ("" when the server needs none)."""
+    path: str
+    """The notebook's path relative to the server's root_dir, with forward slashes."""
+
+    def open_session(self) -> tuple[str, str]:
+        """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room."""
+        url = urllib.parse.urljoin(
+            self.server_url, f"api/collaboration/session/{urllib.parse.quote(self.path)}"
+        )
+        body = json.dumps({"format": "json", "type": "notebook"}).encode()
+        request = urllib.request.Request(url, data=body, method="PUT")
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"token {self.token}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            reply = json.loads(response.read())
+        return str(reply["fileId"]), str(reply["sessionId"])
+
+    def room_url(self, file_id: str, session_id: str) -> str:
+        base = self.server_url.replace("http", "ws", 1)
+        query = urllib.parse.urlencode({"sessionId": session_id, "token": self.token})
+        return f"{base}api/collaboration/room/json:notebook:{file_id}?{query}"
+
+
+@dataclass
+class Ticket:
+    """A sent update waiting for the server's confirmation; ``payload`` is the owner's, to
+    replay after a reload."""
+
+    payload: Any
+    generation: int
+    needs: int | None = None  # the answer count that confirms it, in ``generation``
+    done: bool = False
+
+
+def quick_ack(ws: Any) -> None:
+    """Acknowledge TCP segments at once. The server (tornado) leaves Nagle on, so its answer
+    to our sync request waits behind the echo of our own update until that is acknowledged:
+    with delayed ACKs that costs 40 ms per commit (Linux only; elsewhere a no-op)."""
+    option = getattr(socket, "TCP_QUICKACK", None)
+    sock = getattr(ws, "sock", None)
+    if option is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+
+
+class Room:
+    """The synced copy. Hold ``cond`` to read or change ``doc``; ``version`` grows with every
+    real change. ``replay(payloads)`` is called (holding ``cond``) after a reload with what was
+    sent but not confirmed, and returns the update that re-applies it."""
+
+    def __init__(
+        self,
+        address: RoomAddress,
+        replay: Callable[[list[Any]], bytes],
+        *,
+        connect_timeout: float = 15.0,
+    ) -> None:
+        self.address = address
+        self.replay = replay
+        self.connect_timeout = connect_timeout
+        self.cond = threading.Condition(threading.RLock())
+        self.version = 0
+        self.connected = False
+        self.last_error = ""
+        self.doc: Doc[Any]
+        self.cells: Array[Any]
+        self.meta: Map[Any]
+        self._new_doc()
+        self._listeners: list[Callable[[], None]] = []
+        self._ws: Any = None
+        self._generation = 0
+        self._reset_next = False  # the next connection starts from a fresh copy
+        self._asked = self._answered = 0  # sync requests sent / answered on this connection
+        self._tickets: list[Ticket] = []
+        self._saves: dict[int, str | None] = {}
+        self._closed = False
+        self._refused = False  # refused for a reason retrying does not fix
+        try:  # fail at once on what retrying cannot fix (no such notebook, wrong token)
+            self._file_id, self._session_id = address.open_session()
+        except urllib.error.HTTPError as exc:
+            raise LiveConnectionError(
+                f"the server {address.server_url} refused the collaboration session of "
+                f"{address.path!r} (HTTP {exc.code} {exc.reason}); check the path and token"
+            ) from None
+        except OSError as exc:
+            raise LiveConnectionError(
+                f"cannot reach the Jupyter server {address.server_url} ({exc}); is it running?"
+            ) from None
+        self._thread = threading.Thread(target=self._run, name="planbook-live", daemon=True)
+        self._thread.start()
+        if not self.wait(lambda: self.connected or self._refused, connect_timeout) or (
+            not self.connected
+        ):
+            self.close()
+            raise LiveConnectionError(
+                f"could not open the collaboration room of {address.path!r} on "
+                f"{address.server_url} ({self.last_error or 'timed out'}); check that the "
+                "server runs with jupyter-collaboration and has this notebook, or use the "
+                "file backend"
+            )
+
+    # -- for the owner ---------------------------------------------------------------------
+
+    def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return predicate()
+                self.cond.wait(min(left, 0.5))
+            return True
+
+    def sync(self, timeout: float) -> bool:
+        """Fetch everything the server has now (one round trip, after waiting up to
+        ``timeout`` for a connection); False when that fails."""
+        mine = threading.current_thread() is self._thread
+        with self.cond:
+            if not self.wait(lambda: self.connected, 0 if mine else timeout):
+                return False
+            try:
+                number = self._ask()
+            except Exception:
+                return False
+            generation = self._generation
+        return (
+            self.wait(lambda: self._generation != generation or self._answered >= number, timeout)
+            and self._generation == generation
+        )
+
+    def send(self, update: bytes, payload: Any, timeout: float) -> None:
+        """Send an update the owner just applied to ``doc`` (holding ``cond``... or not) and
+        wait until the server confirms it. Raises LiveConnectionError when it does not."""
+        with self.cond:
+            ticket = Ticket(payload=payload, generation=self._generation)
+            self._tickets.append(ticket)
+            try:
+                self._send_update_and_ask(update, [ticket])
+            except Exception as exc:  # the socket broke: the reconnect sends it again
+                log.debug("send failed, waiting for the reconnect: %r", exc)
+        if self.wait(lambda: ticket.done, timeout):
+            return
+        with self.cond:
+            if ticket.done:
+                return
+            # Unknown whether the server has it: reload on reconnect rather than push, later,
+            # a change the caller was told failed.
+            self._tickets.remove(ticket)
+            self._reset_next = True
+            self._drop_connection()
+        raise LiveConnectionError(
+            f"lost the collaboration room of {self.address.path!r} while applying a change "
+            f"({self.last_error or 'no answer'}); the server may not have it: look at the "
+            "notebook, then retry"
+        )
+
+    def save(self, timeout: float) -> str:
+        """Ask the server to save the room to disk now; its status ("success", "skipped"
+        when a save was already running, or "failed")."""
+        from pycrdt import Encoder
+
+        with self.cond:
+            save_id = len(self._saves) + 1
+            self._saves[save_id] = None
+            encoder = Encoder()
+            encoder.write_var_uint(_RAW)
+            encoder.write_var_string("save")
+            encoder.write_var_uint(save_id)
+            self._send(encoder.to_bytes())
+        if not self.wait(lambda: self._saves.get(save_id) is not None, timeout):
+            raise LiveConnectionError(
+                f"the server did not confirm saving {self.address.path!r}; it saves on its "
+                "own about a second after each change"
+            )
+        return str(self._saves[save_id])
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def changed(self) -> None:
+        """Note a change of ``doc`` (call holding ``cond``)."""
+        self.version += 1
+        self.cond.notify_all()
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a listener must not stop the sync
+                log.exception("planbook live listener failed")
+
+    def close(self) -> None:
+        with self.cond:
+            self._closed = True
+            self._drop_connection()
+            self.cond.notify_all()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(5)
+
+    # -- the sync thread ---------------------------------------------------------------------
+
+    def _new_doc(self) -> None:
+        from pycrdt import Array, Doc, Map
+
+        self.doc = Doc(allow_multithreading=True)
+        self._touched = False
+        # called only for transactions that changed something (never read the doc in it)
+        self.doc.observe(lambda _event: setattr(self, "_touched", True))
+        self.cells = self.doc.get("cells", type=Array)
+        self.meta = self.doc.get("meta", type=Map)
+
+    def _send(self, message: bytes) -> None:
+        ws = self._ws
+        if ws is None:
+            raise ConnectionError("not connected")
+        ws.send_binary(message)
+
+    def _ask(self) -> int:
+        """Send a sync request; its answer proves the server has what was sent before it."""
+        from pycrdt import create_sync_message
+
+        self._send(create_sync_message(self.doc))
+        self._asked += 1
+        return self._asked
+
+    def _send_update_and_ask(self, update: bytes, tickets: list[Ticket]) -> None:
+        from pycrdt import create_update_message
+
+        if update:
+            self._send(create_update_message(update))
+        number = self._ask()
+        for ticket in tickets:
+            ticket.generation, ticket.needs = self._generation, number
+
+    def _drop_connection(self) -> None:
+        ws, self._ws = self._ws, None
+        self.connected = False
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                ws.close(timeout=1)
+
+    def _run(self) -> None:
+        delay = 0.2
+        while not self._closed:
+            try:
+                self._serve_once()
+                delay = 0.2
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.debug("planbook live connection: %s", self.last_error)
+            with self.cond:
+                self._drop_connection()
+                self.cond.notify_all()
+                if self._closed:
+                    return
+                self.cond.wait(delay)
+            delay = min(delay * 2, 2.0)
+
+    def _serve_once(self) -> None:
+        import websocket  # websocket-client
+
+        if self._generation:  # a reconnect: has the server restarted?
+            file_id, session_id = self.address.open_session()
+            if session_id != self._session_id:
+                self._reset_next = True  # its room may be rebuilt: never merge, reload
+            self._file_id, self._session_id = file_id, session_id
+        ws = websocket.create_connection(
+            self.address.room_url(self._file_id, self._session_id),
+            enable_multithread=True,
+            timeout=self.connect_timeout,
+        )
+        ws.settimeout(None)
+        with self.cond:
+            if self._closed:
+                ws.close()
+                return
+            if self._reset_next:
+                self._new_doc()
+                self.changed()
+            self._ws = ws
+            self._generation += 1
+            self._asked = self._answered = 0
+            self._ask()
+        synced = False
+        while not self._closed:
+            opcode, data = ws.recv_data()
+            quick_ack(ws)
+            if opcode == _CLOSE_OPCODE:
+                self._on_close(bytes(data))
+            if opcode != _BINARY_OPCODE or not data:
+                continue
+            with self.cond:
+                synced = self._on_message(bytes(data), synced)
+
+    def _on_close(self, data: bytes) -> None:
+        code = int.from_bytes(data[:2], "big") if len(data) >= 2 else 0
+        reason = data[2:].decode(errors="replace")
+        self.last_error = f"room closed ({code} {reason[:200]})".strip()
+        if code == 1003 and "reloadable" in reason:
+            self._reset_next = True  # the server says our copy cannot be merged: reload
+        elif code in (4400, 4404, 4500, 1003):  # no such file, unreadable, failed to load
+            with self.cond:
+                self._refused = True
+                self.cond.notify_all()
+        raise ConnectionError(self.last_error)
+
+    def _on_message(self, data: bytes, synced: bool) -> bool:
+        from pycrdt import Decoder, handle_sync_message, read_message
+
+        if data[0] == _SYNC and len(data) > 1:
+            kind = data[1]
+            if kind == _STEP1:
+                reply = handle_sync_message(data[1:], self.doc)
+                if reply is not None:
+                    self._send(reply)
+                if self._tickets and not self._reset_next:  # what they lacked is on its way
+                    self._send_update_and_ask(b"", self._tickets)
+            elif kind in (_STEP2, _UPDATE):
+                update = read_message(data[2:])
+                if update != b"\x00\x00":
+                    self._touched = False
+                    with self.doc.transaction(origin="remote"):
+                        self.doc.apply_update(update)
+                    if self._touched:  # the room echoes our own updates: those change nothing
+                        self.changed()
+                if kind == _STEP2:
+                    self._answered += 1
+                    if not synced:
+                        synced = True
+                        self._on_synced()
+                    self._confirm()
+        elif data[0] == _RAW:
+            with contextlib.suppress(Exception):
+                reply = json.loads(Decoder(data[1:]).read_var_string())
+                if reply.get("type") == "save" and reply.get("responseTo") in self._saves:
+                    self._saves[reply["responseTo"]] = str(reply.get("status", "unknown"))
+                    self.cond.notify_all()
+        return synced
+
+    def _on_synced(self) -> None:
+        if self._reset_next:
+            self._reset_next = False
+            pending = [t for t in self._tickets if not t.done]
+            if pending:  # a reloaded copy: re-apply what the server never confirmed
+                update = self.replay([t.payload for t in pending])
+                self._send_update_and_ask(update, pending)
+        self.connected = True
+        self.cond.notify_all()
+
+    def _confirm(self) -> None:
+        for ticket in self._tickets:
+            if (
+                ticket.needs is not None
+                and ticket.generation == self._generation
+                and self._answered >= ticket.needs
+            ):
+                ticket.done = True
+        self._tickets = [t for t in self._tickets if not t.done]
+        self.cond.notify_all()
