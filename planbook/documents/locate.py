@@ -124,7 +124,7 @@ def running_servers() -> list[ServerInfo]:
 def session_path(server: ServerInfo, kid: str) -> str | None:
     """The notebook path (relative to the server root) of the session running kernel ``kid``."""
     try:
-        sessions = server.api("GET", "api/sessions")
+        sessions = server.api("GET", "api/sessions", timeout=2.0)
     except (OSError, ValueError):
         return None
     for entry in sessions or []:
