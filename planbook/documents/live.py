@@ -140,6 +140,39 @@ class LiveNotebook:
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
+        try:
+            self._ensure_ids()
+        except BaseException:
+            self.close()
+            raise
+
+    def _ensure_ids(self) -> None:
+        """Steps target cells by id, so ids must survive a save: upgrade an nbformat 4.4
+        notebook (the server strips ids when saving those) and fill missing or repeated ids,
+        as the file backend does."""
+        import uuid
+
+        room = self._room
+        with room.cond:
+            minor = room.meta.get("nbformat_minor")
+            old = minor is not None and int(minor) < 5
+            seen: set[str] = set()
+            fixes = []
+            for ycell in room.cells:
+                cell_id = ycell.get("id")
+                if not cell_id or cell_id in seen:
+                    fixes.append(ycell)
+                seen.add(str(cell_id))
+            if not old and not fixes:
+                return
+            before = room.doc.get_state()
+            with room.doc.transaction(origin="planbook"):
+                if old:
+                    room.meta["nbformat_minor"] = 5
+                for ycell in fixes:
+                    ycell["id"] = uuid.uuid4().hex[:8]
+            room.changed()
+            room.send(room.doc.get_update(before), [], self.confirm_timeout)
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -187,3 +187,39 @@ def test_a_missing_notebook_is_a_clear_error(server: RunningServer) -> None:
         open_live(server.url, server.token, "no-such.ipynb")
     with pytest.raises(LiveConnectionError, match="HTTP 403"):
         open_live(server.url, "wrong-token", "no-such.ipynb")
+
+
+def test_an_nbformat_4_4_notebook_gets_ids_that_survive_the_save(server: RunningServer) -> None:
+    import json
+
+    from planbook.documents.live import open_live
+
+    path = server.root / "old.ipynb"
+    path.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 4,
+                "metadata": {},
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "source": "1",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                    }
+                ],
+            }
+        )
+    )
+    doc = open_live(server.url, server.token, "old.ipynb")
+    try:
+        cell_id = doc.cells()[0].id
+        assert cell_id
+        doc.save()
+        saved = json.loads(path.read_text())
+        assert saved["nbformat_minor"] == 5
+        assert saved["cells"][0]["id"] == cell_id
+    finally:
+        doc.close()
