@@ -223,3 +223,13 @@ def test_an_nbformat_4_4_notebook_gets_ids_that_survive_the_save(server: Running
         assert saved["cells"][0]["id"] == cell_id
     finally:
         doc.close()
+
+
+def test_a_dropped_connection_reconnects_and_merges(live: LiveNotebook, other: YClient) -> None:
+    live._room._drop_connection()  # the network drops the websocket
+    other.set_source("c3", "print('while away')")
+    other.flush()
+    live.replace_cell(live.cells()[0].model_copy(update={"source": "import os"}))
+    assert other.wait_for(lambda o: o.sources()[0] == "import os")
+    assert other.sources() == ["import os", "x = 1", "print('while away')"]
+    assert live.wait_for(lambda cells: cells[2].source == "print('while away')")

@@ -176,3 +176,15 @@ print(report.outcomes[0].status)
     assert out.strip() == "conflict"
     other.flush()
     assert other.sources()[1] == "x = 'mine'"
+
+
+def test_after_a_rename_the_kernel_follows_its_session_not_the_stale_env(
+    server: RunningServer, notebook: str, kernel: dict[str, Any]
+) -> None:
+    renamed = "renamed-" + notebook
+    server.api("PATCH", f"api/contents/{notebook}", {"path": renamed})
+    server.api("PATCH", f"api/sessions/{kernel['id']}", {"path": renamed, "name": renamed})
+    out = run(server, kernel, OPEN + "print(s.document.backend)\nprint(s.document.description)")
+    backend, description = out.strip().splitlines()
+    assert backend == "live"
+    assert renamed in description
