@@ -73,12 +73,16 @@ def test_a_kernel_applied_step_appears_in_the_open_page(
 import planbook
 s = planbook.session()
 assert s.document.backend == "live", s.document.description
-s.propose.insert_cell("print('planbook-live-42')", after="c3", reason="shown live")
+s.propose.insert_cell("print('planbook-live-' + str(6 * 7))", after="c3", reason="shown live",
+                     run=True)
 assert s.approve().ok
 """,
     )
 
     # the same page, never reloaded: the new cell arrives through the collaboration room
-    new_cell = notebook_panel.locator(".jp-Cell .cm-content", has_text="planbook-live-42")
+    new_cell = notebook_panel.locator(".jp-Cell .cm-content", has_text="planbook-live-")
     new_cell.wait_for(state="visible", timeout=30_000)
     expect(notebook_panel.locator(".jp-Cell")).to_have_count(4)
+    # and its output, written by the kernel the way the frontend writes outputs
+    output = notebook_panel.locator(".jp-Cell").nth(3).locator(".jp-OutputArea-output")
+    expect(output).to_contain_text("planbook-live-42")
