@@ -282,6 +282,7 @@ export function createPanel({ model, el }) {
     if (v.agent) {
       parts.push(renderAgent(doc, v.agent, {
         answer: (id, choice, text) => send({ action: "answer", decision_id: id, choice, text }),
+        stop: () => send({ action: "stop_agent" }),
       }));
     }
     root.replaceChildren(...parts);

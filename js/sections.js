@@ -168,7 +168,7 @@ export function renderRevisions(doc, revisions, diff, opts) {
  * @typedef {{ id: string, kind: string, question: string, options: string[],
  *   allow_text: boolean }} DecisionJSON
  * @typedef {{ activity?: string[], todos?: Array<{ text: string, status: string,
- *   steps: number[] }>, decisions?: DecisionJSON[] }} AgentJSON
+ *   steps: number[] }>, decisions?: DecisionJSON[], running?: boolean }} AgentJSON
  */
 
 const TODO_MARK = { done: "☑", in_progress: "◐", cancelled: "✕", pending: "☐" };
@@ -177,12 +177,19 @@ const TODO_MARK = { done: "☑", in_progress: "◐", cancelled: "✕", pending: 
  * Agent activity, its todo list and the questions it waits on (answerable here).
  * @param {Document} doc
  * @param {AgentJSON} agent
- * @param {{ answer: (id: string, choice: string, text: string | null) => void }} opts
+ * @param {{ answer: (id: string, choice: string, text: string | null) => void,
+ *   stop: () => void }} opts
  */
 export function renderAgent(doc, agent, opts) {
   const box = h(doc, "section", "pb-agent");
   box.setAttribute("aria-label", "Agent");
-  box.append(h(doc, "h4", "", "Agent"));
+  const head = h(doc, "h4", "", agent.running ? "Agent (working…)" : "Agent");
+  if (agent.running) {
+    const stop = button(doc, "Stop agent", "action:stop_agent", opts.stop, "pb-btn pb-small");
+    stop.setAttribute("aria-label", "Stop the agent; the steps it staged are kept");
+    head.append(" ", stop);
+  }
+  box.append(head);
   for (const d of agent.decisions ?? []) {
     const ask = h(doc, "div", "pb-decision");
     ask.setAttribute("role", "group");

@@ -14,7 +14,6 @@ panel's own state (the stop flag, the shown error), never the Session.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -23,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from planbook.engine.approval import approval_hash
 from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.events import Event
 from planbook.model.plan import Plan
+from planbook.panel import agent
 from planbook.panel.assets import css_path, esm_source
-from planbook.panel.mainloop import running_main_loop, start_on_main
+from planbook.panel.batch import Batch
+from planbook.panel.mainloop import call_on_main, running_main_loop, start_on_main
 from planbook.panel.messages import (
     Action,
     AnswerDecision,
@@ -43,6 +43,7 @@ from planbook.panel.messages import (
     ShowRevisionDiff,
     Skip,
     Stop,
+    StopAgent,
     parse,
 )
 from planbook.panel.reorder import moves_for
@@ -52,12 +53,6 @@ if TYPE_CHECKING:
     from planbook.session import Session
 
 log = logging.getLogger("planbook")
-
-#: Agent activity lines kept for the panel (the newest ones).
-ACTIVITY_KEEP = 20
-#: Seconds the run yields to the kernel's loop between two steps, so a Stop sent meanwhile is
-#: read before the next step starts.
-STEP_PAUSE = 0.02
 
 
 class ReviewPanel(anywidget.AnyWidget):
@@ -75,9 +70,8 @@ class ReviewPanel(anywidget.AnyWidget):
         self._offer: dict[str, Any] | None = None
         self._progress = Progress()
         self._compare: tuple[int, int] | None = None
-        #: Step ids of the run this panel started, while it runs.
-        self._batch: list[str] | None = None
-        self._stop = False
+        #: The run this panel started, while it runs.
+        self._batch: Batch | None = None
         #: View updates come from the main thread (events) and from message threads.
         self._lock = threading.RLock()
         #: The kernel's main loop, seen while the panel was made in a cell (main thread).
@@ -179,7 +173,7 @@ class ReviewPanel(anywidget.AnyWidget):
         elif event.kind == "run_finished" and not mine:
             self._progress = Progress()
             self.refresh()
-        elif event.kind in ("agent_activity", "todos_changed", "decision_needed", "decision_made"):
+        elif event.kind in agent.AGENT_EVENTS:
             self._on_agent_event(event)
         elif event.kind in ("checkpoint_written", "run_started", "run_finished", "error"):
             if event.kind == "error" and event.message:
@@ -190,41 +184,12 @@ class ReviewPanel(anywidget.AnyWidget):
             self.refresh()
 
     def _on_agent_event(self, event: Event) -> None:
-        agent = self._agent
-        if event.kind == "agent_activity" and event.message:
-            agent["activity"] = [*agent.get("activity", []), event.message][-ACTIVITY_KEEP:]
-        elif event.kind == "todos_changed":
-            agent["todos"] = [
-                {
-                    "text": str(t.get("content", t.get("text", ""))),
-                    "status": str(t.get("status", "pending")),
-                    "steps": [int(n) for n in t.get("step_numbers", [])],
-                }
-                for t in event.data.get("todos", [])
-                if isinstance(t, dict)
-            ]
+        agent.note_event(self._agent, event)
         with self._lock:
             self.view = {**self.view, "agent": self._agent_view()}
 
-    def _decisions(self) -> Any:
-        """The agent's open questions (``planbook.agent.decisions.Decisions``), if any."""
-        return self._session.extras.get("decisions")
-
     def _agent_view(self) -> dict[str, Any] | None:
-        agent: dict[str, Any] = dict(self._agent)
-        pending = getattr(self._decisions(), "pending", None)
-        if callable(pending):
-            agent["decisions"] = [
-                {
-                    "id": d.id,
-                    "kind": d.kind,
-                    "question": d.question,
-                    "options": list(d.options),
-                    "allow_text": d.allow_text,
-                }
-                for d in pending()
-            ]
-        return agent if any(agent.values()) else None
+        return agent.agent_view(self._session, self._agent)
 
     # --- actions -----------------------------------------------------------------------------
     def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
@@ -278,12 +243,12 @@ class ReviewPanel(anywidget.AnyWidget):
         if isinstance(action, Dismiss):
             self._show_error(None)
             return
+        if isinstance(action, StopAgent):
+            agent.stop(self._session, self._home_loop)
+            return
         if isinstance(action, AnswerDecision):
             # The agent's question, not the plan: fine while steps run (no Session access).
-            decisions = self._decisions()
-            if decisions is None:
-                raise UsageMistake("no question is waiting for an answer")
-            decisions.answer(action.decision_id, action.choice, text=action.text)
+            agent.answer(self._session, action.decision_id, action.choice, action.text)
             self._show_error(None)
             with self._lock:
                 self.view = {**self.view, "agent": self._agent_view()}
@@ -325,8 +290,28 @@ class ReviewPanel(anywidget.AnyWidget):
             ):
                 session.move(number, before=before)
         elif isinstance(action, Revise):
-            session.revise(action.feedback)
+            self._revise(action.feedback)
+            return
         self.refresh()
+
+    def _revise(self, feedback: str) -> None:
+        """A new revision: drafted by the agent when one is configured, else left to the person
+        (the agent's run is a task on the kernel's main loop, so it is started there)."""
+        with_agent = self._session.extras.get("revise_with_agent")
+        if not callable(with_agent):
+            self._session.revise(feedback)
+            self.refresh()
+            return
+
+        def start() -> None:
+            try:
+                with_agent(feedback)
+            except PlanbookError as exc:
+                self._show_error(str(exc))
+                return
+            self.refresh()
+
+        call_on_main(start, self._home_loop)
 
     def _show_revisions(self, action: ShowRevisionDiff) -> None:
         if action.from_ is None or action.to is None:
@@ -344,7 +329,8 @@ class ReviewPanel(anywidget.AnyWidget):
     def _request_stop(self) -> None:
         if not self.running:
             raise UsageMistake("nothing is running, so there is nothing to stop")
-        self._stop = True
+        if self._batch is not None:
+            self._batch.stop_requested = True
         self._session.request_stop()
         self._progress.stopping = True
         self._push_progress()
@@ -360,76 +346,36 @@ class ReviewPanel(anywidget.AnyWidget):
                 raise UsageMistake(f"step {n} is {step.status}, not pending; nothing was applied")
         # The Session checks dependencies and drift for the whole selection, applying nothing.
         self._session.approve(numbers, dry_run=True)
-        chosen = [plan.steps[n - 1] for n in numbers]
-        # Each step is bound to what the person saw: its content hash when they clicked.
-        batch = [(s.id, approval_hash([s])) for s in chosen]
+        batch = Batch(self._session, [plan.steps[n - 1] for n in numbers], plan.current.number)
         self._error = None
-        self._batch = [s.id for s in chosen]
-        self._stop = False
-        self._progress = Progress(running=True, step_ids=list(self._batch))
+        self._batch = batch
+        self._progress = Progress(running=True, step_ids=batch.step_ids)
         self.refresh()
-        revision = plan.current.number
+        # Shown as approved (queued) at once; each is approved in the Session at its turn.
+        for step_id in batch.step_ids:
+            self._patch_step(step_id, "approved", None)
+
+        async def run() -> None:
+            try:
+                await batch.run()
+            finally:
+                self._end_batch(batch)
+
+        def run_now() -> None:
+            try:
+                batch.run_now()
+            finally:
+                self._end_batch(batch)
+
         try:
-            start_on_main(
-                lambda: self._run_batch(batch, revision),
-                lambda: self._run_batch_now(batch, revision),
-                self._home_loop,
-            )
+            start_on_main(run, run_now, self._home_loop)
         except RuntimeError as exc:
-            self._end_batch()
+            self._end_batch(batch)
             raise UsageMistake(str(exc)) from None
 
-    async def _run_batch(self, batch: list[tuple[str, str]], revision: int) -> None:
-        try:
-            for step_id, expected in batch:
-                if not self._run_one(step_id, expected, revision):
-                    break
-                # Let the kernel handle comm messages (a Stop) between two steps.
-                await asyncio.sleep(STEP_PAUSE)
-        finally:
-            self._end_batch()
-
-    def _run_batch_now(self, batch: list[tuple[str, str]], revision: int) -> None:
-        try:
-            for step_id, expected in batch:
-                if not self._run_one(step_id, expected, revision):
-                    break
-        finally:
-            self._end_batch()
-
-    def _run_one(self, step_id: str, expected: str, revision: int) -> bool:
-        """Approve and run one step of the batch; False ends the batch."""
-        if self._stop:
-            self._error = "stopped on request between steps; the rest are still pending"
-            return False
-        plan = self._session.current_plan()
-        step = plan.find_step(step_id) if plan is not None else None
-        if plan is None or step is None or plan.current.number != revision:
-            self._error = (
-                "the plan changed during the run; the remaining steps were not run: "
-                "review it and approve again"
-            )
-            return False
-        if approval_hash([step]) != expected:
-            self._error = (
-                f"step {plan.steps.index(step) + 1} changed after you approved it; "
-                "it was not run: review it and approve again"
-            )
-            return False
-        if step.status != "pending":
-            return True
-        try:
-            report = self._session.approve([plan.steps.index(step) + 1], by="review panel")
-        except PlanbookError as exc:
-            self._error = str(exc)
-            return False
-        if report.stopped:
-            self._error = report.stopped
-        return report.ok
-
-    def _end_batch(self) -> None:
+    def _end_batch(self, batch: Batch) -> None:
         self._batch = None
-        self._stop = False
+        self._error = batch.error or self._error
         self._progress = Progress()
         self.refresh()
 

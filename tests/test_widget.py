@@ -185,7 +185,9 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
 
     async def click() -> None:
         panel.handle({"action": "approve_all", "revision": 1})
-        assert statuses(panel) == ["pending"] * 3, "the comm handler returns before steps run"
+        # The comm handler returns before any step runs; the steps show as queued.
+        assert statuses(panel) == ["approved"] * 3
+        assert [s.status for s in staged.current_plan().steps] == ["pending"] * 3
         assert panel.view["progress"]["running"] is True
         panel.handle({"action": "approve_all", "revision": 1})
         assert "a run is in progress" in panel.view["error"]
@@ -305,3 +307,83 @@ def test_a_refused_rollback_can_be_forced(staged: Session, panel: ReviewPanel, n
     panel.handle({"action": "rollback", "checkpoint": checkpoint, "force": True})
     assert panel.view["error"] is None and panel.view["offer"] is None
     assert not notes.exists()
+
+
+def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
+    tmp_path: Path,
+):
+    """With an agent configured, Revise starts its run on the kernel's loop (scripted model)."""
+    import pydantic_ai.models
+
+    from planbook.agent.run import plan_task, revise_task
+    from planbook.agents import Scripted
+    from planbook.documents.base import Cell
+    from planbook.documents.memory import MemoryNotebook
+    from planbook.workspace import Workspace
+
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+    session = Session(MemoryNotebook([Cell(id="c1", source="x = 1")]), Workspace(tmp_path))
+    first = Scripted(
+        [
+            ("insert_cell", {"source": "plot(x)", "reason": "a line chart"}),
+            ("present_plan", {"summary": "A line chart."}),
+        ]
+    )
+    second = Scripted(
+        [
+            ("insert_cell", {"source": "bar(x)", "reason": "a bar chart"}),
+            ("withdraw_step", {"step_number": 1, "reason": "not wanted"}),
+            ("present_plan", {"summary": "A bar chart."}),
+        ]
+    )
+
+    async def main() -> None:
+        await plan_task(session, "plot x", model=first)
+        session.extras["revise_with_agent"] = lambda fb: revise_task(session, fb, model=second)
+        panel = ReviewPanel(session)
+        panel.handle({"action": "revise", "feedback": "bars please", "revision": 1})
+        assert panel.view["error"] is None
+        await session.extras["agent_run"]
+        assert panel.view["header"]["revision"] == 2
+        assert [(s["status"], s["cell"]) for s in panel.view["steps"]] == [
+            ("rejected", "plot(x)"),
+            ("pending", "bar(x)"),
+        ]
+        assert panel.view["revisions"][-1]["feedback"] == "bars please"
+        assert any("bar" in line for line in panel.view["agent"]["activity"])
+
+    asyncio.run(main())
+
+
+def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
+    import pydantic_ai.models
+
+    from planbook.agent.run import plan_task
+    from planbook.agents import Call, Scripted
+    from planbook.documents.base import Cell
+    from planbook.documents.memory import MemoryNotebook
+    from planbook.workspace import Workspace
+
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+    session = Session(MemoryNotebook([Cell(id="c1", source="x = 1")]), Workspace(tmp_path))
+    slow = Scripted(
+        [
+            ("insert_cell", {"source": "plot(x)", "reason": "a chart"}),
+            Call("insert_cell", {"source": "never()", "reason": "late"}, delay=60),
+        ]
+    )
+
+    async def main() -> None:
+        panel = ReviewPanel(session)
+        run = plan_task(session, "plot x", model=slow)
+        while len(panel.view["steps"]) < 1:
+            await asyncio.sleep(0.01)
+        assert panel.view["agent"]["running"] is True
+        panel.handle({"action": "stop_agent"})
+        await run
+        assert run.status == "stopped"
+        assert [s["cell"] for s in panel.view["steps"]] == ["plot(x)"]
+        panel.handle({"action": "stop_agent"})
+        assert "no agent run is in progress" in panel.view["error"]
+
+    asyncio.run(main())

@@ -331,6 +331,11 @@ test("the agent's questions can be answered; its todos and activity are listed",
   ]);
   p.key(typed, "j");
   assert.equal(p.model.sent.length, 3, "typing an answer is not a panel command");
+  assert.equal(p.byKey("action:stop_agent"), undefined, "no Stop agent when none runs");
+  p.model.setView(makeView({ agent: { running: true } }));
+  assert.match(p.$(".pb-agent h4").textContent, /working/);
+  p.byKey("action:stop_agent").click();
+  assert.deepEqual(p.model.sent.at(-1), { action: "stop_agent" });
 });
 
 test("a refused rollback offers to roll back anyway", (t) => {

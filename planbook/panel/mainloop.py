@@ -82,3 +82,15 @@ def start_on_main(
     else:
         loop.call_soon_threadsafe(lambda: _track(loop.create_task(run())))
     return True
+
+
+def call_on_main(fn: Callable[[], None], home: asyncio.AbstractEventLoop | None = None) -> None:
+    """Call ``fn`` on the main thread: now if this is it, else soon on the kernel's loop (for
+    things that must start there, such as an agent run, which is a task on that loop)."""
+    loop = kernel_loop(home)
+    if on_main_thread() and (loop is None or running_main_loop() is loop):
+        fn()
+        return
+    if loop is None:
+        raise RuntimeError("planbook: no kernel event loop to hand this to")
+    loop.call_soon_threadsafe(fn)

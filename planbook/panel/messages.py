@@ -52,7 +52,15 @@ class Revise(_OnRevision):
 
 
 class Stop(_Action):
+    """Stop the panel's run between two steps."""
+
     action: Literal["stop"]
+
+
+class StopAgent(_Action):
+    """Stop the agent's run (the steps it staged are kept)."""
+
+    action: Literal["stop_agent"]
 
 
 class Rollback(_Action):
@@ -92,6 +100,7 @@ Action = Annotated[
     | Reorder
     | Revise
     | Stop
+    | StopAgent
     | Rollback
     | ShowRevisionDiff
     | AnswerDecision
