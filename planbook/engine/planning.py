@@ -30,20 +30,25 @@ def projection(
     return proj
 
 
+def fork(plan: Plan, note: str) -> Revision:
+    """Start revision n+1 as a copy of revision n, which is kept as it was."""
+    current = plan.current
+    revision = Revision(
+        number=current.number + 1,
+        parent=current.number,
+        summary=current.summary,
+        feedback=note,
+        steps=[s.model_copy(deep=True) for s in current.steps],
+    )
+    plan.revisions.append(revision)
+    return revision
+
+
 def editable(plan: Plan, note: str) -> Revision:
     """The current revision, or a fresh copy of it when it already has an approval."""
-    current = plan.current
-    if any(a.revision == current.number for a in plan.approvals):
-        fork = Revision(
-            number=current.number + 1,
-            parent=current.number,
-            summary=current.summary,
-            feedback=note,
-            steps=[s.model_copy(deep=True) for s in current.steps],
-        )
-        plan.revisions.append(fork)
-        return fork
-    return current
+    if any(a.revision == plan.current.number for a in plan.approvals):
+        return fork(plan, note)
+    return plan.current
 
 
 def stage(
@@ -132,17 +137,8 @@ def revise(plan: Plan, feedback: str) -> Revision:
     """Start revision n+1 from the steps not yet run; the old revision is kept as it was."""
     if not feedback.strip():
         raise UsageMistake('say what should change: `%plan revise "use a bar chart instead"`')
-    current = plan.current
     plan.fire("request_revision")
-    revision = Revision(
-        number=current.number + 1,
-        parent=current.number,
-        summary=current.summary,
-        feedback=feedback,
-        steps=[s.model_copy(deep=True) for s in current.steps],
-    )
-    plan.revisions.append(revision)
-    return revision
+    return fork(plan, feedback)
 
 
 def diff_revisions(plan: Plan, a: int, b: int) -> list[str]:
