@@ -82,10 +82,8 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
         assert other.sources() == ["step = 1", "b = 2", "c = 3"]
     finally:
         other.close()
-    # the live document is back, and the step can be approved again (from the plan as the
-    # notebook stores it: a new session, as after a kernel restart)
+    # the live document is back, and the same session approves the step again
     assert doc.sync(10)
-    session = Session(doc, Workspace(own_server.root))
     assert [v.status for v in session.step_views()] == ["done", "pending", "pending"]
     report = session.approve("2")
     assert report.ok, report.lines()
