@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from planbook.documents.base import Cell, NotebookDocument
@@ -233,3 +235,28 @@ def test_a_dropped_connection_reconnects_and_merges(live: LiveNotebook, other: Y
     assert other.wait_for(lambda o: o.sources()[0] == "import os")
     assert other.sources() == ["import os", "x = 1", "print('while away')"]
     assert live.wait_for(lambda cells: cells[2].source == "print('while away')")
+
+
+def test_an_edit_racing_the_executor_s_commit_is_a_conflict(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone edits the target after the executor's drift check, before the update lands."""
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'", reason="r")
+    commit = LiveNotebook._commit
+
+    def racing(self: LiveNotebook, txn: Any) -> None:
+        if any(op.kind == "replace" for op in txn.ops):
+            other.set_source("c2", "x = 'theirs'")
+            other.flush()
+        commit(self, txn)
+
+    monkeypatch.setattr(LiveNotebook, "_commit", racing)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"]
+    other.flush()
+    assert other.sources()[1] == "x = 'theirs'"  # theirs kept, ours not applied
+    assert live.cells()[1].source == "x = 'theirs'"
