@@ -60,8 +60,21 @@ export function createPanel({ model, el }) {
     }
     return null;
   };
-  /** @returns {View} */
-  const view = () => model.get("view") || { header: null, steps: [] };
+  /** @type {{ view: any, live: any, merged: View } | null} */
+  let mergeCache = null;
+  /**
+   * The view with the live overrides the kernel sends while steps run (statuses, progress,
+   * error, agent), the same merge as planbook.panel.view.merge.
+   * @returns {View}
+   */
+  const view = () => {
+    const base = model.get("view") || { header: null, steps: [] };
+    const live = model.get("live") || {};
+    if (mergeCache && mergeCache.view === base && mergeCache.live === live) return mergeCache.merged;
+    const merged = merge(base, live);
+    mergeCache = { view: base, live, merged };
+    return merged;
+  };
   /** @param {object} msg */
   const send = (msg) => {
     ui.localError = null;
@@ -329,12 +342,40 @@ export function createPanel({ model, el }) {
   };
   root.addEventListener("keydown", onKey);
   model.on("change:view", onChange);
+  model.on("change:live", onChange);
   render();
   return () => {
     model.off("change:view", onChange);
+    model.off("change:live", onChange);
     root.removeEventListener("keydown", onKey);
     root.remove();
   };
+}
+
+/**
+ * Apply live overrides to a view.
+ * @param {View} base
+ * @param {{ steps?: Record<string, { status: string, error: string | null }>,
+ *   progress?: View["progress"], error?: string | null, offer?: View["offer"],
+ *   agent?: View["agent"] }} live
+ * @returns {View}
+ */
+export function merge(base, live) {
+  if (!live || !Object.keys(live).length) return base;
+  const out = { ...base };
+  const patches = live.steps;
+  if (patches && Object.keys(patches).length) {
+    out.steps = base.steps.map((s) => (patches[s.id] ? { ...s, ...patches[s.id] } : s));
+    /** @type {Record<string, number>} */
+    const counts = { pending: 0, approved: 0, done: 0, failed: 0 };
+    for (const s of out.steps) counts[s.status] = (counts[s.status] ?? 0) + 1;
+    out.header = { ...base.header, counts };
+  }
+  if ("progress" in live && live.progress) out.progress = live.progress;
+  if ("error" in live) out.error = live.error ?? null;
+  if ("offer" in live) out.offer = live.offer;
+  if ("agent" in live) out.agent = live.agent ?? null;
+  return out;
 }
 
 export default {

@@ -47,7 +47,7 @@ from planbook.panel.messages import (
     parse,
 )
 from planbook.panel.reorder import moves_for
-from planbook.panel.view import Progress, build_view, revision_diff
+from planbook.panel.view import Progress, build_view, merge, revision_diff
 
 if TYPE_CHECKING:
     from planbook.session import Session
@@ -60,7 +60,11 @@ class ReviewPanel(anywidget.AnyWidget):
 
     _esm = esm_source()
     _css = css_path()
+    #: The whole panel (``planbook.panel.view.build_view``), rebuilt from the Session.
     view = traitlets.Dict().tag(sync=True)
+    #: Small overrides sent while steps run or the agent works (step statuses, progress, error,
+    #: agent), so a big plan is not sent again for every step; cleared by the next rebuild.
+    live = traitlets.Dict().tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -87,6 +91,12 @@ class ReviewPanel(anywidget.AnyWidget):
         return self._session
 
     @property
+    def state(self) -> dict[str, Any]:
+        """What the panel shows now: ``view`` with ``live`` applied."""
+        with self._lock:
+            return merge(self.view, self.live)
+
+    @property
     def running(self) -> bool:
         return self._batch is not None or self._progress.running
 
@@ -103,7 +113,7 @@ class ReviewPanel(anywidget.AnyWidget):
             compare = None
             if plan is not None and self._compare is not None:
                 compare = revision_diff(plan, *self._compare)
-            self.view = build_view(
+            view = build_view(
                 plan=plan,
                 steps=steps,
                 checkpoints=session.checkpoints(),
@@ -116,43 +126,35 @@ class ReviewPanel(anywidget.AnyWidget):
                 agent=self._agent_view(),
                 offer=self._offer,
             )
+            with self.hold_sync():  # one message: the new view and no stale overrides
+                self.view = view
+                self.live = {}
         except PlanbookError as exc:
-            self.view = {**self.view, "error": str(exc)}
+            self._patch_live(error=str(exc))
+
+    def _patch_live(self, **changes: Any) -> None:
+        with self._lock:
+            self.live = {**self.live, **changes}
 
     def _show_error(self, message: str | None) -> None:
         """Show (or clear) the panel's error; during a run without touching the Session."""
         with self._lock:
             self._error = message
             if self.running:
-                self.view = {**self.view, "error": message}
+                self._patch_live(error=message)
             else:
                 self._refresh()
 
     def _push_progress(self) -> None:
         """Send progress and step statuses without touching the Session (it may be mid-step)."""
-        with self._lock:
-            self.view = {**self.view, "progress": self._progress.as_json()}
+        self._patch_live(progress=self._progress.as_json())
 
     def _patch_step(self, step_id: str, status: str | None, error: str | None) -> None:
+        if status is None:
+            return
         with self._lock:
-            self._patch_step_locked(step_id, status, error)
-
-    def _patch_step_locked(self, step_id: str, status: str | None, error: str | None) -> None:
-        steps = []
-        for step in self.view.get("steps", []):
-            if step["id"] == step_id and status is not None:
-                step = {**step, "status": status, "error": error}
-            steps.append(step)
-        counts: dict[str, int] = dict.fromkeys(("pending", "approved", "done", "failed"), 0)
-        for step in steps:
-            counts[step["status"]] = counts.get(step["status"], 0) + 1
-        header = {**self.view.get("header", {}), "counts": counts}
-        self.view = {
-            **self.view,
-            "steps": steps,
-            "header": header,
-            "progress": self._progress.as_json(),
-        }
+            steps = {**self.live.get("steps", {}), step_id: {"status": status, "error": error}}
+            self._patch_live(steps=steps, progress=self._progress.as_json())
 
     # --- session events ----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -185,8 +187,7 @@ class ReviewPanel(anywidget.AnyWidget):
 
     def _on_agent_event(self, event: Event) -> None:
         agent.note_event(self._agent, event)
-        with self._lock:
-            self.view = {**self.view, "agent": self._agent_view()}
+        self._patch_live(agent=self._agent_view())
 
     def _agent_view(self) -> dict[str, Any] | None:
         return agent.agent_view(self._session, self._agent)
@@ -250,8 +251,7 @@ class ReviewPanel(anywidget.AnyWidget):
             # The agent's question, not the plan: fine while steps run (no Session access).
             agent.answer(self._session, action.decision_id, action.choice, action.text)
             self._show_error(None)
-            with self._lock:
-                self.view = {**self.view, "agent": self._agent_view()}
+            self._patch_live(agent=self._agent_view())
             return
         if isinstance(action, ShowRevisionDiff):
             self._not_running("compare revisions")

@@ -30,19 +30,19 @@ def panel(staged: Session) -> ReviewPanel:
 
 
 def ids(panel: ReviewPanel) -> list[str]:
-    return [s["id"] for s in panel.view["steps"]]
+    return [s["id"] for s in panel.state["steps"]]
 
 
 def statuses(panel: ReviewPanel) -> list[str]:
-    return [s["status"] for s in panel.view["steps"]]
+    return [s["status"] for s in panel.state["steps"]]
 
 
 def rev(panel: ReviewPanel) -> int:
-    return int(panel.view["header"]["revision"])
+    return int(panel.state["header"]["revision"])
 
 
 def test_the_view_shows_the_plan_with_diffs(panel: ReviewPanel):
-    view = panel.view
+    view = panel.state
     assert view["header"]["counts"]["pending"] == 3
     assert view["header"]["backend"] == "file"
     edit, write, insert = view["steps"]
@@ -55,12 +55,12 @@ def test_the_view_shows_the_plan_with_diffs(panel: ReviewPanel):
 
 def test_the_view_follows_session_events(staged: Session, panel: ReviewPanel):
     staged.propose.write_file("more.txt", "x", reason="later")
-    assert len(panel.view["steps"]) == 4
+    assert len(panel.state["steps"]) == 4
     staged.skip(1)
     assert statuses(panel)[0] == "skipped"
     panel.close()
     staged.propose.write_file("after-close.txt", "x", reason="unseen")
-    assert len(panel.view["steps"]) == 4, "a closed panel stops listening"
+    assert len(panel.state["steps"]) == 4, "a closed panel stops listening"
 
 
 def test_approve_runs_exactly_the_selected_steps(
@@ -68,12 +68,12 @@ def test_approve_runs_exactly_the_selected_steps(
 ):
     edit, _, insert = ids(panel)
     panel.handle({"action": "approve", "step_ids": [insert, edit], "revision": rev(panel)})
-    assert panel.view["error"] is None
+    assert panel.state["error"] is None
     assert statuses(panel) == ["done", "pending", "done"]
     assert not (nb_path.parent / "notes.txt").exists()
     assert [s for _, s in sources(nb_path)] == ["import math", "x = 2", "y = x * 3", "print(x + 1)"]
-    assert panel.view["progress"]["running"] is False
-    assert [c["step"] for c in panel.view["checkpoints"]] == [1, 3]
+    assert panel.state["progress"]["running"] is False
+    assert [c["step"] for c in panel.state["checkpoints"]] == [1, 3]
 
 
 def test_approve_all_then_rollback_puts_everything_back(
@@ -83,9 +83,9 @@ def test_approve_all_then_rollback_puts_everything_back(
     panel.handle({"action": "approve_all", "revision": rev(panel)})
     assert statuses(panel) == ["done", "done", "done"]
     assert (nb_path.parent / "notes.txt").read_text() == "hello\n"
-    first = panel.view["checkpoints"][0]["id"]
+    first = panel.state["checkpoints"][0]["id"]
     panel.handle({"action": "rollback", "checkpoint": first})
-    assert panel.view["error"] is None
+    assert panel.state["error"] is None
     assert sources(nb_path) == before
     assert not (nb_path.parent / "notes.txt").exists()
 
@@ -97,26 +97,26 @@ def test_skip_unskip_reject_and_revise_go_through_the_session(staged: Session, p
     panel.handle({"action": "unskip", "step_id": write, "revision": rev(panel)})
     assert statuses(panel)[1] == "pending"
     panel.handle({"action": "revise", "feedback": "use a csv", "revision": rev(panel)})
-    assert panel.view["header"]["revision"] == 2
-    assert panel.view["revisions"][-1]["feedback"] == "use a csv"
+    assert panel.state["header"]["revision"] == 2
+    assert panel.state["revisions"][-1]["feedback"] == "use a csv"
     panel.handle({"action": "reject", "revision": rev(panel)})
     assert set(statuses(panel)) == {"rejected"}
-    assert panel.view["header"]["state"] == "cancelled"
-    assert panel.view["error"] is None
+    assert panel.state["header"]["state"] == "cancelled"
+    assert panel.state["error"] is None
 
 
 def test_reorder_moves_steps_into_the_wanted_order(panel: ReviewPanel):
     edit, write, insert = ids(panel)
     panel.handle({"action": "reorder", "order": [write, edit, insert], "revision": rev(panel)})
-    assert panel.view["error"] is None
+    assert panel.state["error"] is None
     assert ids(panel) == [write, edit, insert]
-    assert [s["number"] for s in panel.view["steps"]] == [1, 2, 3]
+    assert [s["number"] for s in panel.state["steps"]] == [1, 2, 3]
 
 
 def test_a_reorder_that_breaks_a_dependency_applies_nothing(panel: ReviewPanel):
     edit, write, insert = ids(panel)  # the insert goes after c2, which step 1 edits
     panel.handle({"action": "reorder", "order": [insert, write, edit], "revision": rev(panel)})
-    assert panel.view["error"]
+    assert panel.state["error"]
     assert ids(panel) == [edit, write, insert]
 
 
@@ -124,12 +124,12 @@ def test_revision_switcher_shows_what_changed(staged: Session, panel: ReviewPane
     panel.handle({"action": "revise", "feedback": "no notes", "revision": 1})
     staged.reject([2])
     panel.handle({"action": "show_revision_diff", "from": 1, "to": 2})
-    changes = panel.view["revision_diff"]["changes"]
+    changes = panel.state["revision_diff"]["changes"]
     assert [c["change"] for c in changes] == ["same", "same", "same"]
     panel.handle({"action": "show_revision_diff", "from": 1, "to": 9})
-    assert "there is no revision 9" in panel.view["error"]
+    assert "there is no revision 9" in panel.state["error"]
     panel.handle({"action": "show_revision_diff", "from": None, "to": None})
-    assert panel.view["revision_diff"] is None
+    assert panel.state["revision_diff"] is None
 
 
 @pytest.mark.parametrize(
@@ -150,20 +150,20 @@ def test_bad_messages_show_an_error_and_apply_nothing(
     panel: ReviewPanel, nb_path: Path, message: Any, error: str
 ):
     before_nb = nb_path.read_text()
-    before_view = {k: v for k, v in panel.view.items() if k != "error"}
+    before_view = {k: v for k, v in panel.state.items() if k != "error"}
     panel.handle(message)
-    assert error in panel.view["error"]
+    assert error in panel.state["error"]
     assert nb_path.read_text() == before_nb
-    assert {k: v for k, v in panel.view.items() if k != "error"} == before_view
+    assert {k: v for k, v in panel.state.items() if k != "error"} == before_view
     panel.handle({"action": "dismiss"})
-    assert panel.view["error"] is None
+    assert panel.state["error"] is None
 
 
 def test_approving_a_skipped_step_is_refused(panel: ReviewPanel, nb_path: Path):
     _, write, _ = ids(panel)
     panel.handle({"action": "skip", "step_id": write, "revision": 1})
     panel.handle({"action": "approve", "step_ids": [write], "revision": rev(panel)})
-    assert "step 2 is skipped, not pending" in panel.view["error"]
+    assert "step 2 is skipped, not pending" in panel.state["error"]
     assert not (nb_path.parent / "notes.txt").exists()
 
 
@@ -176,7 +176,7 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
     def listen(event: Event) -> None:
         if event.kind == "step_started":
             threads.append(threading.current_thread().name)
-            seen_running.append(panel.view["progress"]["running"])
+            seen_running.append(panel.state["progress"]["running"])
         if event.kind == "step_finished" and len(threads) == 1:
             # A Stop arriving between steps, as the comm would deliver it.
             panel.handle({"action": "stop"})
@@ -188,9 +188,9 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
         # The comm handler returns before any step runs; the steps show as queued.
         assert statuses(panel) == ["approved"] * 3
         assert [s.status for s in staged.current_plan().steps] == ["pending"] * 3
-        assert panel.view["progress"]["running"] is True
+        assert panel.state["progress"]["running"] is True
         panel.handle({"action": "approve_all", "revision": 1})
-        assert "a run is in progress" in panel.view["error"]
+        assert "a run is in progress" in panel.state["error"]
         while panel.running:
             await asyncio.sleep(0.01)
 
@@ -198,9 +198,9 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
     assert threads == [threading.main_thread().name]
     assert seen_running == [True]
     assert statuses(panel) == ["done", "pending", "pending"]
-    assert "stopped on request" in panel.view["error"]
+    assert "stopped on request" in panel.state["error"]
     assert not (nb_path.parent / "notes.txt").exists()
-    assert panel.view["progress"]["running"] is False
+    assert panel.state["progress"]["running"] is False
 
 
 def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPanel):
@@ -208,21 +208,21 @@ def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPa
 
     def listen(event: Event) -> None:
         if event.kind == "step_finished":
-            p = panel.view["progress"]
+            p = panel.state["progress"]
             seen.append((p["done"], p["total"], statuses(panel)))
 
     staged.subscribe(listen)
     staged.approve("1,2")
     assert seen == [(1, 2, ["done", "approved", "pending"]), (2, 2, ["done", "done", "pending"])]
-    assert panel.view["progress"]["running"] is False
-    assert panel.view["header"]["counts"]["done"] == 2
+    assert panel.state["progress"]["running"] is False
+    assert panel.state["header"]["counts"]["done"] == 2
 
 
 def test_a_failed_step_shows_its_error(staged: Session, panel: ReviewPanel, nb_path: Path):
     (nb_path.parent / "notes.txt").write_text("someone else wrote this\n")
     _, write, _ = ids(panel)
     panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
-    step = panel.view["steps"][1]
+    step = panel.state["steps"][1]
     assert step["status"] == "conflict"
     assert step["error"]
     assert (nb_path.parent / "notes.txt").read_text() == "someone else wrote this\n"
@@ -253,7 +253,7 @@ def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread
         )
         worker.start()
         await asyncio.to_thread(worker.join)
-        while panel.running or panel.view["steps"][0]["status"] == "pending":
+        while panel.running or panel.state["steps"][0]["status"] == "pending":
             await asyncio.sleep(0.01)
         assert statuses(panel) == ["done", "done", "done"]
 
@@ -270,16 +270,16 @@ def test_the_agents_question_shows_in_the_panel_and_is_answered_there(
     async def main() -> str:
         decisions = decisions_of(staged)
         future = decisions.ask("Which chart?", ["bar", "line"])
-        shown = panel.view["agent"]["decisions"]
+        shown = panel.state["agent"]["decisions"]
         assert [(d["id"], d["question"], d["options"]) for d in shown] == [
             ("d1", "Which chart?", ["bar", "line"])
         ]
         panel.handle({"action": "answer", "decision_id": "d9", "choice": "bar"})
-        assert "no open decision 'd9'" in panel.view["error"]
+        assert "no open decision 'd9'" in panel.state["error"]
         panel.handle({"action": "answer", "decision_id": "d1", "choice": "Line"})
         answer = await future
-        assert panel.view["error"] is None
-        assert panel.view["agent"] is None or not panel.view["agent"].get("decisions")
+        assert panel.state["error"] is None
+        assert panel.state["agent"] is None or not panel.state["agent"].get("decisions")
         return answer.choice
 
     assert asyncio.run(main()) == "line"
@@ -289,7 +289,7 @@ def test_agent_activity_and_todos_reach_the_view(staged: Session, panel: ReviewP
     staged.events.emit(Event(kind="agent_activity", message="read cell c1"))
     todo = {"content": "load data", "status": "done", "step_ids": [], "step_numbers": [1]}
     staged.events.emit(Event(kind="todos_changed", data={"todos": [todo]}))
-    agent = panel.view["agent"]
+    agent = panel.state["agent"]
     assert agent["activity"] == ["read cell c1"]
     assert agent["todos"] == [{"text": "load data", "status": "done", "steps": [1]}]
 
@@ -299,13 +299,13 @@ def test_a_refused_rollback_can_be_forced(staged: Session, panel: ReviewPanel, n
     panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
     notes = nb_path.parent / "notes.txt"
     notes.write_text("edited by hand\n")
-    checkpoint = panel.view["checkpoints"][0]["id"]
+    checkpoint = panel.state["checkpoints"][0]["id"]
     panel.handle({"action": "rollback", "checkpoint": checkpoint})
-    assert "changed after the step ran" in panel.view["error"]
-    assert panel.view["offer"] == {"kind": "force_rollback", "checkpoint": checkpoint}
+    assert "changed after the step ran" in panel.state["error"]
+    assert panel.state["offer"] == {"kind": "force_rollback", "checkpoint": checkpoint}
     assert notes.read_text() == "edited by hand\n"
     panel.handle({"action": "rollback", "checkpoint": checkpoint, "force": True})
-    assert panel.view["error"] is None and panel.view["offer"] is None
+    assert panel.state["error"] is None and panel.state["offer"] is None
     assert not notes.exists()
 
 
@@ -342,15 +342,15 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
         session.extras["revise_with_agent"] = lambda fb: revise_task(session, fb, model=second)
         panel = ReviewPanel(session)
         panel.handle({"action": "revise", "feedback": "bars please", "revision": 1})
-        assert panel.view["error"] is None
+        assert panel.state["error"] is None
         await session.extras["agent_run"]
-        assert panel.view["header"]["revision"] == 2
-        assert [(s["status"], s["cell"]) for s in panel.view["steps"]] == [
+        assert panel.state["header"]["revision"] == 2
+        assert [(s["status"], s["cell"]) for s in panel.state["steps"]] == [
             ("rejected", "plot(x)"),
             ("pending", "bar(x)"),
         ]
-        assert panel.view["revisions"][-1]["feedback"] == "bars please"
-        assert any("bar" in line for line in panel.view["agent"]["activity"])
+        assert panel.state["revisions"][-1]["feedback"] == "bars please"
+        assert any("bar" in line for line in panel.state["agent"]["activity"])
 
     asyncio.run(main())
 
@@ -376,14 +376,24 @@ def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
     async def main() -> None:
         panel = ReviewPanel(session)
         run = plan_task(session, "plot x", model=slow)
-        while len(panel.view["steps"]) < 1:
+        while len(panel.state["steps"]) < 1:
             await asyncio.sleep(0.01)
-        assert panel.view["agent"]["running"] is True
+        assert panel.state["agent"]["running"] is True
         panel.handle({"action": "stop_agent"})
         await run
         assert run.status == "stopped"
-        assert [s["cell"] for s in panel.view["steps"]] == ["plot(x)"]
+        assert [s["cell"] for s in panel.state["steps"]] == ["plot(x)"]
         panel.handle({"action": "stop_agent"})
-        assert "no agent run is in progress" in panel.view["error"]
+        assert "no agent run is in progress" in panel.state["error"]
 
     asyncio.run(main())
+
+
+def test_during_a_run_only_small_live_updates_are_sent(staged: Session, panel: ReviewPanel):
+    sent: list[str] = []
+    panel.observe(lambda change: sent.append(change["name"]), names=["view", "live"])
+    panel.handle({"action": "approve_all", "revision": 1})
+    assert sent.count("view") == 2, "the whole view: once when the run starts, once at its end"
+    assert sent.count("live") > 6, "statuses and progress as they happen"
+    assert panel.live == {}, "the final view needs no overrides"
+    assert statuses(panel) == ["done", "done", "done"]

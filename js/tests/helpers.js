@@ -79,6 +79,10 @@ export class FakeModel {
     this.state.view = view;
     for (const cb of this.handlers.get("change:view") ?? []) cb();
   }
+  setLive(live) {
+    this.state.live = live;
+    for (const cb of this.handlers.get("change:live") ?? []) cb();
+  }
 }
 
 /** Mount a panel on a fresh document; returns what a test needs. */

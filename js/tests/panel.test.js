@@ -345,3 +345,28 @@ test("a refused rollback offers to roll back anyway", (t) => {
   p.byKey("action:force_rollback").click();
   assert.deepEqual(p.model.sent, [{ action: "rollback", checkpoint: "cp-1", force: true }]);
 });
+
+test("live updates during a run override statuses, counts and progress", (t) => {
+  const p = mount();
+  t.after(p.close);
+  const progress = { running: true, total: 2, done: 0, current: "s1", stopping: false,
+    message: "" };
+  p.model.setLive({ steps: { s1: { status: "running", error: null } }, progress });
+  const untouched = p.$$(".pb-step")[2];
+  p.model.setLive({
+    steps: { s1: { status: "done", error: null }, s2: { status: "running", error: null } },
+    progress: { ...progress, done: 1, current: "s2" },
+  });
+  const badges = p.$$(".pb-status-badge").map((b) => b.textContent);
+  assert.deepEqual(badges, ["done", "running", "pending"]);
+  assert.match(p.$(".pb-header").textContent, /1 pending/);
+  assert.match(p.$(".pb-header").textContent, /1 done/);
+  assert.match(p.$(".pb-progress-text").textContent, /Running 2 of 2/);
+  assert.equal(p.$$(".pb-step")[2], untouched, "rows the run did not touch are kept");
+  p.model.setLive({ steps: { s3: { status: "failed", error: "boom" } }, error: "step 3 failed" });
+  assert.match(p.$(".pb-step-error").textContent, /boom/);
+  assert.match(p.$(".pb-error").textContent, /step 3 failed/);
+  p.model.setLive({});
+  assert.deepEqual(p.$$(".pb-status-badge").map((b) => b.textContent),
+    ["pending", "pending", "pending"]);
+});

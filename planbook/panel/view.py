@@ -209,3 +209,22 @@ def revision_diff(plan: Plan, old: int, new: int) -> dict[str, Any]:
             }
         )
     return {"from": old, "to": new, "changes": changes}
+
+
+def merge(view: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The view with the live overrides sent during a run (step statuses, progress, error,
+    agent) applied; the front end does the same (js/panel.js ``merged``)."""
+    if not live:
+        return view
+    out = dict(view)
+    patches: dict[str, dict[str, Any]] = live.get("steps", {})
+    if patches:
+        out["steps"] = [{**s, **patches.get(s["id"], {})} for s in view.get("steps", [])]
+        counts = dict.fromkeys(HEADER_COUNTS, 0)
+        for step in out["steps"]:
+            counts[step["status"]] = counts.get(step["status"], 0) + 1
+        out["header"] = {**view.get("header", {}), "counts": counts}
+    for key in ("progress", "error", "offer", "agent"):
+        if key in live:
+            out[key] = live[key]
+    return out
