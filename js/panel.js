@@ -156,6 +156,8 @@ export function createPanel({ model, el }) {
     send({ action: "approve", step_ids: ids, revision: revision() });
   };
 
+  /** JSON of each step object seen (a step object is never changed, only replaced). */
+  const stepJson = new WeakMap(/** @type {Array<[object, string]>} */ ([]));
   /** Rendered rows by step id, with the JSON of what they show. */
   let rowCache = new Map(/** @type {Array<[string, { key: string, li: HTMLLIElement }]>} */ ([]));
 
@@ -259,7 +261,12 @@ export function createPanel({ model, el }) {
         };
         // A row whose step and state did not change is reused: a run changes one step at a
         // time, and rebuilding 300 rows with their diffs for that is wasted work.
-        const key = JSON.stringify([step, st]);
+        let json = stepJson.get(step);
+        if (json === undefined) {
+          json = JSON.stringify(step);
+          stepJson.set(step, json);
+        }
+        const key = json + JSON.stringify(st);
         const cached = rowCache.get(step.id);
         const li = cached && cached.key === key ? cached.li : renderStep(doc, step, st, actions);
         const focused = step.id === ui.focus;
