@@ -187,7 +187,9 @@ export function createPanel({ model, el }) {
       "pb-btn pb-link");
     layout.setAttribute("aria-label", ui.mode === "unified"
       ? "Show diffs side by side" : "Show unified diffs");
-    bar.append(approve, all, reject, layout);
+    const keys = h(doc, "span", "pb-muted pb-keys",
+      "j/k move · a approve · s skip · Alt+↑/↓ reorder · Ctrl+Enter approve selected");
+    bar.append(approve, all, reject, layout, keys);
     return bar;
   }
 

@@ -85,6 +85,18 @@ class ReviewPanel(anywidget.AnyWidget):
         self.on_msg(self._on_msg)
         self.refresh()
 
+    @classmethod
+    def for_session(cls, session: Session) -> ReviewPanel:
+        """The session's panel: one per session, shown again by each ``%plan``, so repeated
+        displays share one live state instead of each listening to the session."""
+        panel = session.extras.get("review_panel")
+        if isinstance(panel, cls) and panel.comm is not None:
+            panel.refresh()
+            return panel
+        panel = cls(session)
+        session.extras["review_panel"] = panel
+        return panel
+
     # --- state -------------------------------------------------------------------------------
     @property
     def session(self) -> Session:

@@ -397,3 +397,22 @@ def test_during_a_run_only_small_live_updates_are_sent(staged: Session, panel: R
     assert sent.count("live") > 6, "statuses and progress as they happen"
     assert panel.live == {}, "the final view needs no overrides"
     assert statuses(panel) == ["done", "done", "done"]
+
+
+def test_approving_a_step_without_the_step_it_builds_on_applies_nothing(
+    panel: ReviewPanel, nb_path: Path
+):
+    before = nb_path.read_text()
+    _, _, insert = ids(panel)  # inserted after c2, whose edit is step 1
+    panel.handle({"action": "approve", "step_ids": [insert], "revision": 1})
+    assert "builds on step 1" in panel.state["error"]
+    assert nb_path.read_text() == before
+    assert statuses(panel) == ["pending"] * 3
+
+
+def test_one_panel_per_session_until_it_is_closed(staged: Session):
+    first = ReviewPanel.for_session(staged)
+    assert ReviewPanel.for_session(staged) is first
+    first.close()
+    second = ReviewPanel.for_session(staged)
+    assert second is not first and second.state["steps"]
