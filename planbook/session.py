@@ -80,10 +80,8 @@ class Session:
 
         try:
             install(self)
-        except PlanbookError as exc:
-            # Fail closed: with rules we cannot read, nothing applies without a review.
+        except PlanbookError as exc:  # install has failed closed: every change is asked about
             self.warnings.append(f"{exc}; until it is fixed, every change is staged for review")
-            self.rule_for = lambda op: "ask"
 
     @contextmanager
     def _editing(self) -> Iterator[None]:

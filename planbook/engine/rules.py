@@ -124,14 +124,20 @@ def rule_target(op: AnyOperation) -> str | None:
 
 
 def install(session: Any) -> RuleSet:
-    """Load the project's rules once and make them the session's ``rule_for`` hook, so the
-    agent, the magics and the Python API all see the same rules. Kept in ``session.extras``."""
-    rules = session.extras.get("rules")
-    if not isinstance(rules, RuleSet):
+    """(Re)load the project's rules and make them the session's ``rule_for`` hook, so the
+    agent, the magics and the Python API all see the same rules, as the files say now (the
+    session and each agent run call this). Rules added in this session are kept. Rules that
+    cannot be read fail closed: every change is asked about, and the error is raised."""
+    previous = session.extras.get("rules")
+    try:
         rules = RuleSet.load(session.workspace.root)
-        session.extras["rules"] = rules
-    if session.rule_for is None:
-        session.rule_for = lambda op: rules.decide(op.kind, rule_target(op))
+    except RulesError:
+        session.rule_for = lambda op: "ask"
+        raise
+    if isinstance(previous, RuleSet):
+        rules.rules.extend(r for r in previous.rules if r.source == "added")
+    session.extras["rules"] = rules
+    session.rule_for = lambda op: rules.decide(op.kind, rule_target(op))
     return rules
 
 

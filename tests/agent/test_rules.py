@@ -123,7 +123,13 @@ def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
 
     write(tmp_path / "planbook.toml", '[permissions]\nshell = { "rm *" = "deny" }\n')
     session = planbook.Session(MemoryNotebook(), Workspace(tmp_path))
-    assert install(session) is install(session)  # loaded once
     with pytest.raises(PolicyDenied):
         session.propose.shell("rm -rf data", reason="x")
     assert session.propose.shell("ls", reason="x").status == "pending"
+    session.extras["rules"].add("write_file", "*.txt", "deny")  # "always allow"-style, in session
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "ls*" = "deny" }\n')
+    install(session)  # an agent run re-reads the files: edits count, session rules stay
+    with pytest.raises(PolicyDenied):
+        session.propose.shell("ls", reason="x")
+    with pytest.raises(PolicyDenied):
+        session.propose.write_file("a.txt", "x", reason="x")
