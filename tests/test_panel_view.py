@@ -150,10 +150,10 @@ def test_revision_diff_says_which_steps_were_added_removed_changed_or_kept():
     out = revision_diff(plan, 1, 2)
     got = [(c["change"], c["kind"], c["target"]) for c in out["changes"]]
     assert got == [
-        ("same", "edit_cell", "cell c1"),
+        ("same", "edit_cell", "c1"),
         ("changed", "write_file", "a.txt"),
-        ("added", "insert_cell", "cell n2"),
-        ("removed", "insert_cell", "cell n1"),
+        ("added", "insert_cell", "n2"),
+        ("removed", "insert_cell", "n1"),
     ]
     changed = unified_text(out["changes"][1]["diff"])
     assert "-one" in changed and "+two" in changed

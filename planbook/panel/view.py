@@ -163,8 +163,9 @@ def _target(step: Step) -> str:
         return path
     cell_id = getattr(op, "cell_id", None)
     if isinstance(cell_id, str):
-        return f"cell {cell_id}"
-    return "shell"
+        return cell_id  # shown after the kind: "edit cell c3"
+    command = getattr(op, "command", None)
+    return command if isinstance(command, str) else ""
 
 
 def revision_diff(plan: Plan, old: int, new: int) -> dict[str, Any]:
