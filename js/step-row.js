@@ -96,7 +96,6 @@ export function renderStep(doc, step, st, act) {
   target.title = step.target;
   const risk = h(doc, "span", `pb-badge pb-risk-${step.risk}`, `${step.risk} risk`);
   const status = h(doc, "span", `pb-badge pb-status-badge`, step.status.replace("_", " "));
-  status.setAttribute("aria-live", "polite");
 
   const toggle = button(doc, st.open ? "Hide" : "Show", `step:${step.id}:open`,
     () => act.toggleOpen(step.id), "pb-btn pb-small pb-link");
