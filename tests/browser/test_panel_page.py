@@ -114,3 +114,15 @@ def test_keyboard_moves_focus_and_toggles_in_a_real_browser(page: Any):
         {"action": "skip", "step_id": ids[1], "revision": 1},
         {"action": "approve", "step_ids": [ids[0], ids[1]], "revision": 1},
     ]
+
+
+def test_dragging_a_step_onto_another_reorders_in_a_real_browser(page: Any):
+    p = page(800)
+    ids = p.evaluate("window.model.v.steps.map((s) => s.id)")
+    steps = p.locator(".pb-step")
+    steps.nth(2).locator(".pb-grip").drag_to(
+        steps.nth(0).locator(".pb-step-head"), target_position={"x": 40, "y": 2}
+    )
+    assert p.evaluate("window.sent") == [
+        {"action": "reorder", "order": [ids[2], ids[0], ids[1]], "revision": 1}
+    ]
