@@ -136,3 +136,51 @@ def test_metadata_grows_with_the_change_not_the_notebook(tmp_path: Path) -> None
     stored = json.dumps(nbformat.read(nb_path, as_version=4).metadata["planbook"])
     assert len(big) > 500_000
     assert len(stored) < 10_000  # the plan and one checkpoint of a tiny cell, not a copy of 500 kB
+
+
+def test_a_commit_that_fails_leaves_no_checkpoint_and_no_change(
+    session: Session, nb_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a live room does when someone edits the target between drift check and commit."""
+    from planbook.documents.file import FileNotebook
+    from planbook.errors import ConflictError
+
+    session.propose.edit_cell("c2", "x = 2", reason="b")
+    session.propose.write_file("f.txt", "new", reason="f")
+    real_commit = FileNotebook._commit
+    calls = {"n": 0}
+
+    def commit_refused_once(self: FileNotebook) -> None:
+        if self._nb.metadata["planbook"]["checkpoints"] and calls["n"] == 0:  # the step's commit
+            calls["n"] += 1
+            raise ConflictError("conflict: cell 'c2' changed at commit; nothing was applied")
+        real_commit(self)
+
+    monkeypatch.setattr(FileNotebook, "_commit", commit_refused_once)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"]
+    assert session.checkpoints() == []
+    assert sources(nb_path)[1][1] == "x = 1"
+    saved = nbformat.read(nb_path, as_version=4).metadata["planbook"]
+    assert saved["checkpoints"] == []
+    assert [s["status"] for s in saved["plans"][0]["revisions"][-1]["steps"]] == [
+        "conflict",
+        "pending",
+    ]
+
+
+def test_a_file_write_that_fails_leaves_no_checkpoint(
+    session: Session, nb_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planbook.workspace import Workspace
+
+    session.propose.write_file("f.txt", "new", reason="f")
+
+    def disk_full(self: Workspace, path: str, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Workspace, "write_bytes", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        session.approve()
+    assert session.checkpoints() == []
+    assert not (nb_path.parent / "f.txt").exists()

@@ -25,7 +25,7 @@ from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.runner import CodeRunner
 from planbook.engine.store import Store
-from planbook.errors import ConflictError, PlanbookError
+from planbook.errors import ApprovalMismatch, ConflictError, PlanbookError
 from planbook.events import Event
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import (
@@ -149,7 +149,7 @@ class Executor:
                 count += 1
         return count
 
-    def _finish(
+    def _record(
         self,
         plan: Plan,
         step: Step,
@@ -158,6 +158,7 @@ class Executor:
         started: float,
         checkpoint: str | None = None,
     ) -> StepOutcome:
+        """Set the step's result and save it (inside the caller's transaction, if any)."""
         step.status = status  # type: ignore[assignment]
         step.error = message if status != "done" else None
         result_status = status if status in ("done", "failed", "conflict") else "failed"
@@ -171,27 +172,52 @@ class Executor:
             )
         )
         self.store.save()
+        number = plan.steps.index(step) + 1
+        return StepOutcome(number, step.id, step.operation.kind, status, message)
+
+    def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
+        """Tell the surfaces, once what the step did is saved."""
         if checkpoint is not None:
             self.emit(
                 Event(
                     kind="checkpoint_written",
-                    plan_id=plan.id,
-                    step_id=step.id,
+                    plan_id=plan_id,
+                    step_id=outcome.step_id,
                     data={"checkpoint": checkpoint},
                 )
             )
-        number = plan.steps.index(step) + 1
         self.emit(
             Event(
                 kind="step_finished",
-                plan_id=plan.id,
-                step_id=step.id,
-                status=status,
-                message=message,
-                data={"number": number},
+                plan_id=plan_id,
+                step_id=outcome.step_id,
+                status=outcome.status,
+                message=outcome.message,
+                data={"number": outcome.number},
             )
         )
-        return StepOutcome(number, step.id, step.operation.kind, status, message)
+        return outcome
+
+    def _finish(
+        self,
+        plan: Plan,
+        step: Step,
+        status: str,
+        message: str,
+        started: float,
+        checkpoint: str | None = None,
+    ) -> StepOutcome:
+        outcome = self._record(plan, step, status, message, started, checkpoint)
+        return self._announce(plan.id, outcome, checkpoint)
+
+    def _fresh(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
+        """The plan and step as saved: what a failed transaction changed in memory is dropped."""
+        self.store.sync()
+        plan = self.store.plan_by_id(plan_id)
+        step = plan.find_step(step_id)
+        if step is None:
+            raise ApprovalMismatch(f"step {step_id} disappeared from the plan during the run")
+        return plan, step
 
     def _run_step(self, plan: Plan, step: Step) -> StepOutcome:
         started = time.monotonic()
@@ -208,38 +234,41 @@ class Executor:
             )
         )
         op = step.operation
+        checkpoint = Checkpoint(
+            seq=self._next_seq(),
+            plan=plan.id,
+            step=step.id,
+            label=f"before step {number} ({op.kind})",
+        )
         try:
-            check_drift(op, step.base, self.document, self.workspace)
-            checkpoint = Checkpoint(
-                seq=self._next_seq(),
-                plan=plan.id,
-                step=step.id,
-                label=f"before step {number} ({op.kind})",
-            )
             if isinstance(op, WriteFile | EditFile | DeleteFile):
                 self._apply_file(step, op, checkpoint)
-            elif isinstance(op, Shell):
+                return self._finish(plan, step, "done", "", started, checkpoint.id)
+            if isinstance(op, Shell):
                 return self._apply_shell(plan, step, op, checkpoint, started)
-            else:
-                runs = isinstance(op, RunCell) or (
-                    step.run_at_approval and isinstance(op, InsertCell | EditCell)
-                )
-                with self.document.transaction():
-                    checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
-                    if not isinstance(op, RunCell):
-                        apply_cell_op(self.document, op)
-                    self.checkpoints.with_after_hashes(checkpoint)
-                    self._record_checkpoint(step, checkpoint)
-                    if not runs:
-                        # the change, its checkpoint and "done" land in one save
-                        return self._finish(plan, step, "done", "", started, checkpoint.id)
-                if runs:
-                    return self._run_code(plan, step, op.cell_id, checkpoint, started)
-        except ConflictError as exc:
-            return self._finish(plan, step, "conflict", str(exc), started)
+            runs = isinstance(op, RunCell) or (
+                step.run_at_approval and isinstance(op, InsertCell | EditCell)
+            )
+            # Drift check, checkpoint, change and (without code to run) "done" commit together:
+            # a live backend re-checks the targets at commit, so nothing slips in between.
+            with self.document.transaction():
+                check_drift(op, step.base, self.document, self.workspace)
+                checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
+                if not isinstance(op, RunCell):
+                    apply_cell_op(self.document, op)
+                self.checkpoints.with_after_hashes(checkpoint)
+                self._record_checkpoint(step, checkpoint)
+                if not runs:
+                    outcome = self._record(plan, step, "done", "", started, checkpoint.id)
+            if not runs:
+                return self._announce(plan.id, outcome, checkpoint.id)
+            return self._run_code(plan, step, op.cell_id, checkpoint, started)
         except PlanbookError as exc:
-            return self._finish(plan, step, "failed", str(exc), started)
-        return self._finish(plan, step, "done", "", started, checkpoint.id)
+            # Whatever the failed transaction put in memory (a checkpoint, a status) was never
+            # saved: start again from the saved state before recording the failure.
+            plan, step = self._fresh(plan.id, step.id)
+            status = "conflict" if isinstance(exc, ConflictError) else "failed"
+            return self._finish(plan, step, status, str(exc), started, step.checkpoint)
 
     def _next_seq(self) -> int:
         return max((c.seq for c in self.store.state.checkpoints), default=0) + 1
@@ -252,12 +281,22 @@ class Executor:
     def _apply_file(
         self, step: Step, op: WriteFile | EditFile | DeleteFile, checkpoint: Checkpoint
     ) -> None:
-        data = new_file_bytes(op, self.workspace)
         with self.document.transaction():
+            check_drift(op, step.base, self.document, self.workspace)
+            data = new_file_bytes(op, self.workspace)
             snap = self.checkpoints.snapshot_files([op.path])[0]
             checkpoint.files = [snap.model_copy(update={"after_hash": bytes_hash(data)})]
             self._record_checkpoint(step, checkpoint)
-        write_file_bytes(self.workspace, op.path, data)
+        try:
+            write_file_bytes(self.workspace, op.path, data)
+        except BaseException:
+            # Writes are atomic, so nothing was written: drop the checkpoint of a change
+            # that did not happen.
+            with self.document.transaction():
+                self.store.state.checkpoints.remove(checkpoint)
+                step.checkpoint = None
+                self.store.save()
+            raise
 
     def _apply_shell(
         self, plan: Plan, step: Step, op: Shell, checkpoint: Checkpoint, started: float
