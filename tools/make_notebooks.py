@@ -149,10 +149,13 @@ print(len(pb.current_plan().steps), "steps staged, nothing applied")
 """,
         ),
         code("show-plan", "%plan"),
-        md("panel", """
+        md(
+            "panel",
+            """
 In JupyterLab, Notebook 7 and VS Code the same review is a panel, with a toggle per step,
 Approve / Reject / Revise buttons and the checkpoint timeline:
-"""),
+""",
+        ),
         code("show-panel", "%plan panel"),
         md(
             "approve",
@@ -594,13 +597,20 @@ without asking.
 """,
         ),
         LOAD,
-        copy_cell("files-and-shell.ipynb"),
-        code("load-ext", "%load_ext planbook"),
         code(
-            "write-project",
+            "setup",
             f"""
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
+import planbook
+
+# planbook edits the notebook it is pointed at: work on a copy of this one, in a temp folder,
+# with the module, its tests and the project's permission rules next to it.
+work = Path(tempfile.mkdtemp(prefix="planbook-files-and-shell-"))
+shutil.copy("files-and-shell.ipynb", work / "files-and-shell.ipynb")
 MODULE = '''{MODULE}'''
 TESTS = '''{TESTS}'''
 RULES = '''{RULES}'''
@@ -609,9 +619,13 @@ RULES = '''{RULES}'''
 (work / "pyproject.toml").write_text(RULES)
 # The kernel's own Python, so the test run uses the packages this notebook has.
 TEST = f"{{sys.executable}} -m pytest -q --color=no -p no:cacheprovider"
+
+# The session reads the permission rules when it starts, so the rules are written first.
+pb = planbook.session(notebook=work / "files-and-shell.ipynb")
 print(MODULE)
 """,
         ),
+        code("load-ext", "%load_ext planbook"),
         md(
             "plan",
             """
@@ -640,6 +654,7 @@ script = Scripted([
 run = await pb.plan("make the tests pass", model=script)
 print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
 assert "bill_depth_mm" not in (work / "penguin_stats.py").read_text()  # nothing changed yet
+assert len(pb.current_plan().steps) == 2  # the `rm` was refused, not staged
 """,
         ),
         md(
@@ -804,15 +819,16 @@ print("using", model if isinstance(model, str) else "the scripted agent (PLANBOO
             """
 ## 3. Ask for a plan
 
-With `%config Planbook.model = ...` set, `%plan "task"` starts the assistant in the background
-and shows its activity as it works. From Python, `await pb.plan("task", model=...)` runs it and
-waits for it.
+`%config Planbook.model = ...` sets the model for this session (here: the one picked above).
+Then `%plan "task"` starts the assistant in the background and shows its activity as it works;
+from Python, `await pb.plan("task")` runs it and waits for it.
 """,
         ),
+        code("config", "%config Planbook.model = model"),
         code(
             "plan-task",
             """
-run = await pb.plan("add a table of mean flipper length per species", model=model)
+run = await pb.plan("add a table of mean flipper length per species")
 print(run.status, "-", len(run.activity), "activity lines")
 """,
         ),
