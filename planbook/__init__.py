@@ -31,14 +31,22 @@ def session(
     *,
     root: str | os.PathLike[str] | None = None,
     fresh: bool = False,
+    live: bool | None = None,
+    server_url: str | None = None,
+    token: str | None = None,
 ) -> Session:
     """The session of this kernel (created on first use).
 
-    ``notebook``: the .ipynb to edit; by default the one this kernel belongs to
-    (``JPY_SESSION_NAME``), else an in-memory notebook (the session says so).
+    ``notebook``: the .ipynb to edit; by default the one this kernel belongs to (found through
+    its Jupyter server, live when the server has collaboration, or ``JPY_SESSION_NAME``), else
+    an in-memory notebook; the session says which and why.
     ``root``: the workspace for file steps (default: the notebook's folder).
+    ``fresh``: start a new session even if this kernel has one.
+    ``live``: False never edits through a collaboration room; True fails if it cannot.
+    ``server_url``/``token``: the Jupyter server, for setups where discovery cannot find it.
     """
     global _current
+    from planbook.documents.base import close_document
     from planbook.documents.locate import open_document
     from planbook.workspace import Workspace
 
@@ -50,12 +58,19 @@ def session(
             and (wanted is None or wanted == _current.notebook_path)
         ):
             return _current
-        located = open_document(wanted)
+        located = open_document(wanted, server_url=server_url, token=token, live=live)
         workspace = None
         if root is not None or located.path is not None:
             base = Path(root) if root is not None else located.path.parent  # type: ignore[union-attr]
             workspace = Workspace(base, protected=(located.path,) if located.path else ())
-        _current = Session(located.document, workspace, notebook_path=located.path)
+        try:
+            new = Session(located.document, workspace, notebook_path=located.path)
+        except BaseException:
+            close_document(located.document)
+            raise
+        if _current is not None:
+            _current.close()
+        _current = new
         return _current
 
 
@@ -67,4 +82,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     global _current
-    _current = None
+    with _lock:
+        if _current is not None:
+            _current.close()
+        _current = None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from planbook.documents.nbnode import new_cell_id
+from planbook.documents.base import new_cell_id
 from planbook.errors import UsageMistake
 from planbook.model.operations import (
     AnyOperation,

@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.base import Cell, NotebookDocument, close_document
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import StepSelection, approval_hash, select
@@ -70,6 +70,13 @@ class Session:
         self.extras: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._install_rules()
+
+    def close(self) -> None:
+        """Let go of the document (a live one holds a websocket and a thread) and listeners."""
+        self.request_stop()
+        self.events = EventBus()
+        self.executor.emit = self.events.emit
+        close_document(self.document)
 
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"

@@ -337,3 +337,19 @@ def test_unreadable_rules_fail_closed_with_a_warning(tmp_path: Path) -> None:
     session.set_mode("act")
     assert session.propose.edit_cell("c1", "x = 2", reason="staged anyway").status == "pending"
     assert sources(nb_path)[0][1] == "x = 1"
+
+
+def test_a_fresh_session_closes_the_previous_document(
+    nb_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import planbook
+    from planbook.documents.file import FileNotebook
+
+    closed: list[Path] = []
+    monkeypatch.setattr(FileNotebook, "close", lambda self: closed.append(self.path), raising=False)
+    first = planbook.session(notebook=nb_path, fresh=True)
+    second = planbook.session(notebook=nb_path, fresh=True)
+    assert second is not first and closed == [nb_path]
+    assert planbook.session() is second
+    planbook.unload_ipython_extension(None)
+    assert closed == [nb_path, nb_path]

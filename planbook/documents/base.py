@@ -7,6 +7,7 @@ document of a JupyterLab collaboration room). The engine only ever talks to this
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -66,6 +67,18 @@ class NotebookDocument(Protocol):
     def transaction(self) -> AbstractContextManager[None]:
         """Group changes; on an exception inside, none of them is applied."""
         ...
+
+
+def close_document(document: NotebookDocument) -> None:
+    """Release what a backend holds (the live one: a websocket and a thread); others hold none."""
+    close = getattr(document, "close", None)
+    if callable(close):
+        close()
+
+
+def new_cell_id() -> str:
+    """A fresh cell id (nbformat 4.5 allows 1-64 letters, digits, - and _)."""
+    return uuid.uuid4().hex[:8]
 
 
 def index_of(cells: list[Cell], cell_id: str) -> int | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,12 +10,8 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from planbook.documents.base import Cell, index_of
+from planbook.documents.base import Cell, index_of, new_cell_id
 from planbook.errors import UnknownCell
-
-
-def new_cell_id() -> str:
-    return uuid.uuid4().hex[:8]
 
 
 def ensure_ids(nb: NotebookNode) -> bool:
