@@ -184,3 +184,22 @@ def test_a_kernel_interrupt_mid_run_leaves_the_rest_pending(nb: Path) -> None:
         assert "KeyboardInterrupt" in str(cell(nb, "c1").outputs)
         assert cell(nb, "c2").source == "x = 21"
         assert k.run("print(1 + 1)").stdout == "2\n"  # the kernel is still usable
+
+
+def test_a_cell_step_leaves_the_kernel_display_machinery_working(nb: Path) -> None:
+    """ipykernel and ipywidgets reach into display_pub while a cell step runs."""
+    with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c1', 'ip = get_ipython()\\n"
+            "ip.display_pub.set_parent(ip.parent_header)\\n"
+            "from IPython.display import display, Markdown\\n"
+            'display(Markdown("**shown**"))\\nprint("after")\', reason=\'display\', run=True)'
+        )
+        result = k.run("%approve")
+        assert "step 1 (edit_cell): done" in result.stdout, result.text
+        outputs = cell(nb, "c1").outputs
+        assert outputs[0]["data"]["text/markdown"] == "**shown**"
+        assert outputs[1]["text"] == "after\n"
+        assert k.run("from IPython.display import display; display('back')").outputs

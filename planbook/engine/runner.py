@@ -73,6 +73,11 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
         def clear_output(self, wait: bool = False) -> None:
             sink.outputs.clear()
 
+        def __getattr__(self, name: str) -> Any:
+            # Everything but publishing stays the kernel's: ipykernel calls set_parent on it for
+            # messages handled on other threads (a panel's Stop), ipywidgets registers hooks.
+            return getattr(original, name)
+
     class ResultHook(DisplayHook):  # type: ignore[misc,unused-ignore]
         def __call__(self, result: Any = None) -> None:
             if result is None:
@@ -80,6 +85,7 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
             data, metadata = shell.display_formatter.format(result)
             sink.rich("execute_result", data, metadata, execution_count=shell.execution_count)
 
+    original = shell.display_pub
     saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook
     sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
     shell.display_pub = Publisher(shell=shell)
