@@ -50,9 +50,9 @@ def _session() -> Session:
 
 
 def show_plan(session: Session) -> None:
-    display(
-        {"text/markdown": session.render_markdown(), "text/plain": session.render_text()}, raw=True
-    )
+    """The review panel where widgets render; its bundle carries the plan as markdown and
+    text for everywhere else."""
+    display(session.review())
 
 
 def show_report(session: Session, report: Any) -> None:

@@ -438,7 +438,8 @@ class Session:
         return "\n".join(planning.diff_revisions(self._require_plan(), a, b))
 
     def review(self) -> Any:
-        """The review panel for this session (an anywidget)."""
+        """The review panel for this session (an anywidget): one per session, shown again by
+        each call, so every view of it follows the same live state."""
         from planbook.widget import ReviewPanel
 
-        return ReviewPanel(self)
+        return ReviewPanel.for_session(self)

@@ -97,6 +97,18 @@ class ReviewPanel(anywidget.AnyWidget):
         session.extras["review_panel"] = panel
         return panel
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The panel, plus the plan as markdown and text: what a frontend without widgets
+        (nbconvert, nbclient, a terminal, a rendered .ipynb on a forge) shows instead."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data = {
+            **(data or {}),
+            "text/markdown": self.session.render_markdown(),
+            "text/plain": self.session.render_text(),
+        }
+        return data, metadata
+
     # --- state -------------------------------------------------------------------------------
     @property
     def session(self) -> Session:

@@ -49,6 +49,8 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
         assert [s for _, s in sources(nb)] == ["import math", "x = 21", "x * 2"]
 
         shown = k.run("%plan")
+        # the review panel, with the plan as markdown for frontends without widgets
+        assert "application/vnd.jupyter.widget-view+json" in shown.outputs[0]["data"]
         markdown = shown.outputs[0]["data"]["text/markdown"]
         assert "insert code cell" in markdown and '+print("doubled", x * 2)' in markdown
         assert "-x * 2" in markdown and "+x * 3" in markdown and "show doubled" in markdown
