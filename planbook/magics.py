@@ -64,6 +64,14 @@ def show_report(session: Session, report: Any) -> None:
         )
 
 
+def _unquote(text: str) -> str:
+    """IPython's argument parser keeps the quotes of `--reason "two words"`; drop them."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def _int(token: str, what: str) -> int:
     try:
         return int(token)
@@ -189,14 +197,14 @@ class PlanbookMagics(Magics):
         with _as_usage_errors():
             if args.replace:
                 step = session.propose.edit_cell(
-                    args.replace, body, reason=args.reason, run=args.run
+                    args.replace, body, reason=_unquote(args.reason), run=args.run
                 )
             else:
                 step = session.propose.insert_cell(
                     body,
                     after=args.after,
                     before=args.before,
-                    reason=args.reason,
+                    reason=_unquote(args.reason),
                     run=args.run,
                     cell_type="markdown" if args.markdown else "code",
                 )

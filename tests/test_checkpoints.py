@@ -153,7 +153,7 @@ def test_a_commit_that_fails_leaves_no_checkpoint_and_no_change(
     def commit_refused_once(self: FileNotebook) -> None:
         if self._nb.metadata["planbook"]["checkpoints"] and calls["n"] == 0:  # the step's commit
             calls["n"] += 1
-            raise ConflictError("conflict: cell 'c2' changed at commit; nothing was applied")
+            raise ConflictError("cell 'c2' changed at commit; nothing was applied")
         real_commit(self)
 
     monkeypatch.setattr(FileNotebook, "_commit", commit_refused_once)

@@ -127,6 +127,7 @@ def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path:
     assert not report.ok
     assert report.outcomes[0].status == "conflict"
     assert "changed after the step was staged" in report.outcomes[0].message
+    assert str(report).startswith("step 1 (edit_cell): conflict: cell 'c2' changed")
     assert sources(nb_path)[1][1] == "x = 'mine'"
     assert (nb_path.parent / "data.txt").read_text() == "someone else's"
     steps = session.plan.steps
@@ -353,3 +354,14 @@ def test_a_fresh_session_closes_the_previous_document(
     assert planbook.session() is second
     planbook.unload_ipython_extension(None)
     assert closed == [nb_path, nb_path]
+
+
+def test_an_insert_next_to_an_edited_cell_does_not_need_that_edit(session: Session) -> None:
+    session.propose.edit_cell("c1", "import math as m", reason="edit the anchor")
+    session.propose.insert_cell("y = 2", after="c1", reason="insert next to it")
+    inserted = session.propose.insert_cell("z = 3", after="c3", reason="new cell")
+    session.propose.run_cell(inserted.operation.cell_id, reason="run the new cell")  # type: ignore[union-attr]
+    session.reject("1")
+    assert session.approve([2]).ok  # the anchor exists whatever its source
+    with pytest.raises(UsageMistake, match="builds on step 3"):
+        session.approve([4])  # running a cell that step 3 creates does need step 3

@@ -18,6 +18,7 @@ from planbook.model.operations import (
     RunCell,
     Shell,
     WriteFile,
+    anchors_of,
 )
 from planbook.workspace import Workspace, decode_text
 
@@ -56,17 +57,12 @@ def check_drift(
             what = f"{_name(op)} no longer exists"
         else:
             what = f"{_name(op)} changed after the step was staged"
-        raise ConflictError(f"conflict: {what}; nothing was applied: revise or re-stage this step")
+        raise ConflictError(f"{what}; nothing was applied: revise or re-stage this step")
     cells = document.cells()
-    anchors = (
-        [op.after, op.before]
-        if isinstance(op, InsertCell)
-        else ([op.after] if isinstance(op, MoveCell) else [])
-    )
-    for anchor in anchors:
-        if anchor is not None and index_of(cells, anchor) is None:
+    for anchor in anchors_of(op):
+        if index_of(cells, anchor) is None:
             raise ConflictError(
-                f"conflict: anchor cell {anchor!r} no longer exists; nothing was applied: "
+                f"anchor cell {anchor!r} no longer exists; nothing was applied: "
                 "revise or re-stage this step"
             )
 
@@ -109,9 +105,7 @@ def new_file_bytes(op: WriteFile | EditFile | DeleteFile, workspace: Workspace) 
         case EditFile():
             data = workspace.read_bytes(op.path)
             if data is None:
-                raise ConflictError(
-                    f"conflict: file {op.path!r} no longer exists; nothing was applied"
-                )
+                raise ConflictError(f"file {op.path!r} no longer exists; nothing was applied")
             return apply_text_edits(decode_text(data, op.path), op.edits, op.path).encode()
         case DeleteFile():
             return None

@@ -334,7 +334,7 @@ class Executor:
         cells = self.document.cells()
         i = index_of(cells, cell_id)
         if i is None:
-            raise ConflictError(f"conflict: cell {cell_id!r} disappeared before it could run")
+            raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
         run = self.runner().run(cells[i].source)
         with self.document.transaction():
             cells = self.document.cells()

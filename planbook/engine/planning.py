@@ -10,7 +10,7 @@ from planbook.documents.base import Cell
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.errors import UnknownStep, UsageMistake
-from planbook.model.operations import AnyOperation, InsertCell, MoveCell, target_of
+from planbook.model.operations import AnyOperation, anchors_of, target_of
 from planbook.model.plan import Plan, Revision, Step
 from planbook.workspace import Workspace
 
@@ -63,14 +63,8 @@ def stage(
     proj = projection(plan, cells, workspace)
     proj.check(op)
     depends = [proj.touched_by[target_of(op)]] if target_of(op) in proj.touched_by else []
-    anchors = (
-        [op.after, op.before]
-        if isinstance(op, InsertCell)
-        else ([op.after] if isinstance(op, MoveCell) else [])
-    )
-    for anchor in anchors:
-        if anchor is not None and f"cell:{anchor}" in proj.touched_by:
-            depends.append(proj.touched_by[f"cell:{anchor}"])
+    # An anchor only needs to exist: a step depends on the one that creates it, not on edits.
+    depends += [proj.created_by[a] for a in anchors_of(op) if a in proj.created_by]
     step = Step(
         operation=op,
         reason=reason,

@@ -56,6 +56,8 @@ class Projection:
         self._files: dict[str, str | None] = {}
         #: target key -> id of the last open step that touched it
         self.touched_by: dict[str, str] = {}
+        #: cell id -> id of the open step that inserts that cell
+        self.created_by: dict[str, str] = {}
 
     # --- reading -----------------------------------------------------------------------------
     def index(self, cell_id: str) -> int | None:
@@ -190,3 +192,5 @@ class Projection:
                 pass
         if step_id is not None:
             self.touched_by[target_of(op)] = step_id
+            if isinstance(op, InsertCell):
+                self.created_by[op.cell_id] = step_id

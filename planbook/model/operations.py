@@ -120,6 +120,15 @@ CellOperation = InsertCell | EditCell | DeleteCell | MoveCell | RunCell
 FileOperation = WriteFile | EditFile | DeleteFile
 
 
+def anchors_of(op: AnyOperation) -> list[str]:
+    """The cells an operation positions itself against: they must exist when it runs."""
+    if isinstance(op, InsertCell):
+        return [a for a in (op.after, op.before) if a is not None]
+    if isinstance(op, MoveCell) and op.after is not None:
+        return [op.after]
+    return []
+
+
 def target_of(op: AnyOperation) -> str:
     """A stable key for what the operation touches: ``cell:<id>``, ``file:<path>`` or ``shell``."""
     if isinstance(op, CellOperation):
