@@ -28,7 +28,7 @@ from planbook.errors import PlanbookError, UsageMistake
 from planbook.events import Event, EventBus, EventKind, Listener
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import AnyOperation
-from planbook.model.plan import Approval, Plan, Revision, Step
+from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Revision, Step
 from planbook.model.store import Mode
 from planbook.proposer import Proposer
 from planbook.render import checkpoints_text, plan_markdown, plan_text
@@ -168,13 +168,16 @@ class Session:
         return plan
 
     def new_plan(self, task: str) -> Plan:
-        """Start a plan for ``task``; an open plan with no steps is reused."""
+        """Start a plan for ``task``. An open plan with no steps is reused; one whose steps are
+        all settled (as act mode leaves it) is closed; one with steps still open is refused."""
         with self._editing():
             plan = self.current_plan()
             if plan is not None and plan.is_open and plan.steps:
-                raise UsageMistake(
-                    "a plan with steps is still open: approve or `%reject` it before a new task"
-                )
+                if any(s.status in OPEN_STATUSES for s in plan.steps):
+                    raise UsageMistake(
+                        "a plan with steps is still open: approve or `%reject` it before a new task"
+                    )
+                plan.fire("finish")
             plan = self._open_plan(task)
             plan.task = task
             self.store.save()
@@ -211,7 +214,13 @@ class Session:
         if decision == "apply":
             number = plan.steps.index(step) + 1
             report = self.approve(f"{number}-{number}", by=f"policy ({self.mode} mode)")
-            applied = self._require_plan().find_step(step.id) or step
+            with self._editing():
+                plan = self.store.plan_by_id(plan.id)
+                if plan.state == "completed":
+                    # The next change of this task joins the same plan instead of opening one.
+                    plan.fire("reopen")
+                    self.store.save()
+            applied = plan.find_step(step.id) or step
             if not report.ok:
                 raise PlanbookError(
                     f"{self.mode} mode applied step {number}, which "

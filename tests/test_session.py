@@ -365,3 +365,15 @@ def test_an_insert_next_to_an_edited_cell_does_not_need_that_edit(session: Sessi
     assert session.approve([2]).ok  # the anchor exists whatever its source
     with pytest.raises(UsageMistake, match="builds on step 3"):
         session.approve([4])  # running a cell that step 3 creates does need step 3
+
+
+def test_act_mode_keeps_one_plan_for_a_task(session: Session, nb_path: Path) -> None:
+    session.new_plan("tidy the notebook")
+    session.set_mode("act")
+    for n in range(3):
+        assert session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}").status == "done"
+    plans = session.store.state.plans
+    assert len(plans) == 1 and plans[0].task == "tidy the notebook"
+    assert [s.status for s in plans[0].steps] == ["done", "done", "done"]
+    session.new_plan("next task")  # settled steps only: the old plan is closed, not refused
+    assert [p.state for p in session.store.state.plans] == ["completed", "idle"]
