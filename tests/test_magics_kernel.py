@@ -90,7 +90,9 @@ def test_run_cell_outputs_and_a_failure_that_stops_the_run(nb: Path) -> None:
         k.run("pb.propose.edit_cell('c2', 'x = 0', reason='after the failure')")
         result = k.run("%approve")
         assert "step 3 (edit_cell): failed" in result.stdout, result.text
-        assert "ValueError: bad data" in result.text
+        assert "raised ValueError: bad data" in result.stdout
+        # the traceback lands in the failing cell, not in the cell that approved
+        assert result.status == "ok" and result.error == ""
         assert cell(nb, "c3").outputs[0]["data"]["text/plain"] == "42"
         assert cell(nb, "c3").outputs[0]["output_type"] == "execute_result"
         error = cell(nb, "c1").outputs[-1]

@@ -90,10 +90,18 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
     sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
     shell.display_pub = Publisher(shell=shell)
     sys.displayhook = ResultHook(shell=shell)
+    # The traceback goes into the target cell (the runner builds that output itself), not
+    # into the cell that approved the step, which reports the failure in one line.
+    own_hook = vars(shell).get("_showtraceback")
+    shell._showtraceback = lambda *args: None
     try:
         yield
     finally:
         sys.stdout, sys.stderr, shell.display_pub, sys.displayhook = saved
+        if own_hook is None:
+            del shell._showtraceback
+        else:
+            shell._showtraceback = own_hook
 
 
 class IPythonRunner:
