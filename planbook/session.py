@@ -88,7 +88,9 @@ class Session:
         try:
             install(self)
         except PlanbookError as exc:  # install has failed closed: every change is asked about
-            self.warnings.append(f"{exc}; until it is fixed, every change is staged for review")
+            warning = f"{exc}; until it is fixed, every change is staged for review"
+            if warning not in self.warnings:
+                self.warnings.append(warning)
 
     @contextmanager
     def _editing(self) -> Iterator[None]:
@@ -187,6 +189,7 @@ class Session:
     def stage(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step:
         """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint."""
         with self._editing():
+            self._install_rules()  # as the files say now: they may have changed since the start
             verdict = self.rule_for(op) if self.rule_for else None
             decision = decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()

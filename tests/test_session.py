@@ -377,3 +377,9 @@ def test_act_mode_keeps_one_plan_for_a_task(session: Session, nb_path: Path) -> 
     assert [s.status for s in plans[0].steps] == ["done", "done", "done"]
     session.new_plan("next task")  # settled steps only: the old plan is closed, not refused
     assert [p.state for p in session.store.state.plans] == ["completed", "idle"]
+
+
+def test_rules_written_after_the_session_started_count(session: Session) -> None:
+    session.set_mode("act")
+    (session.workspace.root / "planbook.toml").write_text('[permissions]\nedit_cell = "ask"\n')
+    assert session.propose.edit_cell("c1", "import os", reason="asked now").status == "pending"
