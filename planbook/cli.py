@@ -506,7 +506,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CliError(
             EXIT_USAGE,
             f"the demo's data set needs {' and '.join(missing)}: "
-            f"pip install {' '.join(missing)} (or the planbook[demo] extra)",
+            f"pip install {' '.join(missing)} (or the planbook[examples] extra)",
         )
     folder = (
         Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="planbook-demo-"))

@@ -410,7 +410,7 @@ def test_demo_says_what_it_needs_when_the_data_set_is_missing(
     assert code == cli.EXIT_USAGE
     assert err == (
         "planbook: the demo's data set needs palmerpenguins: pip install palmerpenguins "
-        "(or the planbook[demo] extra)\n"
+        "(or the planbook[examples] extra)\n"
     )
     assert list(tmp_path.iterdir()) == []
 
