@@ -27,17 +27,7 @@ from planbook.documents.memory import MemoryNotebook  # noqa: E402
 from planbook.panel.assets import css_path, esm_source  # noqa: E402
 from planbook.session import Session  # noqa: E402
 from planbook.workspace import Workspace  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 PAGE_SCRIPT = """
 async ({ esm, view, repeat }) => {
@@ -163,7 +153,9 @@ def main() -> None:
         "<body><div id='host' style='width:900px'></div></body></html>"
     )
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = pw.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             page.set_content(html)

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("PLANBOOK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
 #: Screenshots and logs the browser tests keep (tests/artifacts is ignored by git).
 ARTIFACTS = Path(
     os.environ.get("PLANBOOK_ARTIFACTS", Path(__file__).resolve().parents[1] / "artifacts")
@@ -34,14 +25,12 @@ def artifacts() -> Path:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM}: install it with `apt-get install -y chromium`")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"),
-            executable_path=CHROMIUM,
+            executable_path=chromium_path(),
             headless=True,
             args=CHROMIUM_ARGS,
             viewport={"width": 1200, "height": 1000},

@@ -12,33 +12,24 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.live.conftest import run
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=30_000)
 
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium"), executable_path=CHROMIUM, args=FLAGS, headless=True
+            str(tmp_path / "chromium"),
+            executable_path=chromium_path(),
+            args=CHROMIUM_ARGS,
+            headless=True,
         )
         try:
             yield context.new_page()
