@@ -6,6 +6,18 @@ without a traceback and the panel can show it as it is.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def first_problem(exc: ValidationError, *, whole: str) -> tuple[str, str]:
+    """Where the first validation problem is (a dotted path, or ``whole`` when it is the value
+    itself) and what it is: enough for a one-line message, the rest is noise to a person."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]) or whole, first["msg"]
+
 
 class PlanbookError(Exception):
     """Base class: something the person can fix; the notebook, files and plan are unchanged."""

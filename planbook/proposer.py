@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from planbook.documents.base import new_cell_id
-from planbook.errors import UsageMistake
+from planbook.errors import UsageMistake, first_problem
 from planbook.model.operations import (
     AnyOperation,
     CellType,
@@ -35,9 +35,8 @@ def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
     try:
         return cls(**fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or cls.__name__
-        raise UsageMistake(f"invalid {cls.__name__} argument `{where}`: {first['msg']}") from None
+        where, problem = first_problem(exc, whole=cls.__name__)
+        raise UsageMistake(f"invalid {cls.__name__} argument `{where}`: {problem}") from None
 
 
 class Proposer:

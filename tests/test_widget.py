@@ -113,11 +113,13 @@ def test_reorder_moves_steps_into_the_wanted_order(panel: ReviewPanel):
     assert [s["number"] for s in panel.state["steps"]] == [1, 2, 3]
 
 
-def test_a_reorder_that_breaks_a_dependency_applies_nothing(panel: ReviewPanel):
-    edit, write, insert = ids(panel)  # the insert goes after c2, which step 1 edits
-    panel.handle({"action": "reorder", "order": [insert, write, edit], "revision": rev(panel)})
-    assert panel.state["error"]
-    assert ids(panel) == [edit, write, insert]
+def test_a_reorder_that_breaks_a_dependency_applies_nothing(staged: Session, panel: ReviewPanel):
+    staged.propose.edit_file("notes.txt", [{"search": "hello", "replace": "bye"}], reason="x")
+    edit, write, insert, edit_file = ids(panel)  # the file edit builds on the write (step 2)
+    order = [edit, edit_file, write, insert]
+    panel.handle({"action": "reorder", "order": order, "revision": rev(panel)})
+    assert "before the step it builds on" in panel.state["error"]
+    assert ids(panel) == [edit, write, insert, edit_file]
 
 
 def test_revision_switcher_shows_what_changed(staged: Session, panel: ReviewPanel):
@@ -400,14 +402,16 @@ def test_during_a_run_only_small_live_updates_are_sent(staged: Session, panel: R
 
 
 def test_approving_a_step_without_the_step_it_builds_on_applies_nothing(
-    panel: ReviewPanel, nb_path: Path
+    staged: Session, panel: ReviewPanel, nb_path: Path
 ):
+    staged.propose.edit_file("notes.txt", [{"search": "hello", "replace": "bye"}], reason="x")
     before = nb_path.read_text()
-    _, _, insert = ids(panel)  # inserted after c2, whose edit is step 1
-    panel.handle({"action": "approve", "step_ids": [insert], "revision": 1})
-    assert "builds on step 1" in panel.state["error"]
+    *_, edit_file = ids(panel)  # edits the file that step 2 writes
+    panel.handle({"action": "approve", "step_ids": [edit_file], "revision": 1})
+    assert "builds on step 2" in panel.state["error"]
     assert nb_path.read_text() == before
-    assert statuses(panel) == ["pending"] * 3
+    assert not (nb_path.parent / "notes.txt").exists()
+    assert statuses(panel) == ["pending"] * 4
 
 
 def test_one_panel_per_session_until_it_is_closed(staged: Session):

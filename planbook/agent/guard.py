@@ -22,7 +22,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
 from planbook.agent.context import AgentDeps
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, first_problem
 
 
 class RunStopped(Exception):
@@ -60,8 +60,11 @@ class Guard(AbstractCapability[AgentDeps]):
         error: ValidationError | ModelRetry,
     ) -> ValidatedToolArgs:
         # Shown, then sent back to the model as a retry prompt: it never reaches the plan.
-        first = error.errors()[0] if isinstance(error, ValidationError) else None
-        detail = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(error)
+        detail = (
+            ": ".join(first_problem(error, whole="arguments"))
+            if isinstance(error, ValidationError)
+            else str(error)
+        )
         ctx.deps.say("error", f"malformed {call.tool_name} call sent back to the model ({detail})")
         raise error
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from planbook.documents.base import NotebookDocument
 from planbook.engine.blobs import BlobStore
-from planbook.errors import MetadataError
+from planbook.errors import MetadataError, first_problem
 from planbook.model.plan import Plan
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
@@ -38,10 +38,9 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
     try:
         return PlanbookState.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        loc, problem = first_problem(exc, whole="(top level)")
         raise MetadataError(
-            f"planbook metadata in {where} is corrupted at {loc}: {first['msg']}; it was left "
+            f"planbook metadata in {where} is corrupted at {loc}: {problem}; it was left "
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
         ) from None
 

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from planbook.errors import first_problem
+
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -118,9 +120,8 @@ def parse(content: object) -> Action:
     try:
         return _ADAPTER.validate_python(content)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "message"
+        where, problem = first_problem(exc, whole="message")
         raise BadMessage(
-            f"the panel sent a message planbook cannot read ({where}: {first['msg']}); "
+            f"the panel sent a message planbook cannot read ({where}: {problem}); "
             "nothing was changed: re-run the cell that shows the panel"
         ) from None
