@@ -216,7 +216,7 @@ class Session:
         )
         if decision == "apply":
             number = plan.steps.index(step) + 1
-            report = self.approve(f"{number}-{number}", by=f"policy ({self.mode} mode)")
+            report = self.approve([number], by=f"policy ({self.mode} mode)")
             with self._editing():
                 plan = self.store.plan_by_id(plan.id)
                 if plan.state == "completed":
@@ -320,7 +320,7 @@ class Session:
                         "only pending steps can be rejected"
                     )
                 step.status = "rejected"
-            if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
+            if not any(s.status in OPEN_STATUSES for s in plan.steps):
                 plan.fire("finish" if any(s.status == "done" for s in plan.steps) else "reject")
             self.store.log("rejected", ",".join(s.id for s in chosen))
             self.store.save()

@@ -37,7 +37,7 @@ from planbook.model.operations import (
     Shell,
     WriteFile,
 )
-from planbook.model.plan import Approval, Plan, Step, StepResult
+from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
 from planbook.workspace import Workspace
 
 
@@ -366,7 +366,7 @@ class Executor:
         report.left_pending = self._release_unrun(plan)
         if plan.state != "executing":
             return
-        if not any(s.status in ("pending", "approved", "running") for s in plan.steps):
+        if not any(s.status in OPEN_STATUSES for s in plan.steps):
             plan.fire("finish")
         else:
             plan.fire("pause")

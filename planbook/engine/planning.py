@@ -11,11 +11,11 @@ from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.errors import UnknownStep, UsageMistake
 from planbook.model.operations import AnyOperation, anchors_of, target_of
-from planbook.model.plan import Plan, Revision, Step
+from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step
 from planbook.workspace import Workspace
 
 #: Steps whose effect the projection replays: what will exist once the plan runs.
-PROJECTED = ("pending", "approved", "running")
+PROJECTED = OPEN_STATUSES
 
 
 def projection(
