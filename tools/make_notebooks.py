@@ -23,16 +23,15 @@ from nbformat import NotebookNode
 
 HERE = Path(__file__).resolve().parent.parent / "notebooks"
 
-Cell = tuple[str, str, str]  # (kind: "md" | "code" | "code-raises", id, source)
+Cell = tuple[str, str, str]  # (kind: "md" | "code", id, source)
 
 
 def md(cell_id: str, text: str) -> Cell:
     return ("md", cell_id, text.strip("\n"))
 
 
-def code(cell_id: str, text: str, *, raises: bool = False) -> Cell:
-    """A code cell; ``raises``: it shows an exception on purpose (tagged for nbval/nbclient)."""
-    return ("code-raises" if raises else "code", cell_id, text.strip("\n"))
+def code(cell_id: str, text: str) -> Cell:
+    return ("code", cell_id, text.strip("\n"))
 
 
 def copy_cell(name: str) -> Cell:
@@ -454,7 +453,8 @@ penguins.shape
 ## 2. Found after the fact
 
 Later the summary is refreshed, through planbook as well. It fails: the column it needs is gone.
-(The step ran in this kernel, so its traceback shows here too; it is also stored in the cell.)
+(The step ran in this kernel; its traceback is stored in the summary cell of the copy, and the
+report below says which step failed and why.)
 """,
         ),
         code(
@@ -465,7 +465,6 @@ report = pb.approve()
 print(report)
 assert not report.ok
 """,
-            raises=True,
         ),
         md(
             "holds",
@@ -878,8 +877,6 @@ def build(cells: list[Cell]) -> NotebookNode:
             else nbformat.v4.new_code_cell(source)
         )
         cell["id"] = cell_id
-        if kind == "code-raises":
-            cell.metadata["tags"] = ["raises-exception"]
         nb.cells.append(cell)
     return nb
 
