@@ -383,3 +383,13 @@ def test_rules_written_after_the_session_started_count(session: Session) -> None
     session.set_mode("act")
     (session.workspace.root / "planbook.toml").write_text('[permissions]\nedit_cell = "ask"\n')
     assert session.propose.edit_cell("c1", "import os", reason="asked now").status == "pending"
+
+
+def test_session_passes_the_live_choice_to_discovery(nb_path: Path) -> None:
+    import planbook
+
+    with pytest.raises(PlanbookError, match=r"cannot edit analysis\.ipynb live: no Jupyter server"):
+        planbook.session(notebook=nb_path, fresh=True, live=True)
+    session = planbook.session(notebook=nb_path, fresh=True, live=False)
+    assert session.document.description.endswith("(given explicitly; live editing turned off)")
+    planbook.unload_ipython_extension(None)

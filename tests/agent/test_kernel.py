@@ -91,6 +91,26 @@ def test_magics_drive_the_agent(tmp_path: Path) -> None:
         assert out.stdout.strip() == "awaiting_approval", out.text
 
 
+def test_plan_stop_ends_the_agent_run_and_keeps_the_plan(tmp_path: Path) -> None:
+    with kernel(tmp_path) as k:
+        assert k.run("%load_ext planbook").status == "ok"  # registers the agent's magics too
+        k.run(f"from planbook.agents import Scripted\nscript = {SCRIPT}")
+        assert k.run("%config Planbook.model = script").status == "ok"
+        assert k.run('%plan "add y"').status == "ok"
+        k.run(
+            "import asyncio, planbook\nfrom planbook.agent.context import decisions_of\n"
+            "while not decisions_of(planbook.session()).pending():\n"
+            "    await asyncio.sleep(0.05)"
+        )
+        stopped = k.run("%plan stop")
+        assert "agent stopped; the plan staged so far is kept" in stopped.stdout, stopped.text
+        after = k.run(
+            "await asyncio.sleep(0.5)\nprint(len(planbook.session().current_plan().steps))"
+        )
+        assert after.stdout.strip() == "1", after.text
+        assert "no agent run is in progress" in k.run("%plan stop").stdout
+
+
 def test_act_mode_applies_and_runs_cells_from_the_agent_task(tmp_path: Path) -> None:
     with kernel(tmp_path) as k:
         k.run(SETUP.format(root=str(tmp_path)))
