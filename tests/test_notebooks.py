@@ -21,7 +21,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import make_notebooks  # noqa: E402
 
 
-
 def digest(folder: Path) -> dict[str, str]:
     return {
         p.name: hashlib.sha256(p.read_bytes()).hexdigest()
