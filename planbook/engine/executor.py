@@ -30,9 +30,7 @@ from planbook.events import Event
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import (
     DeleteFile,
-    EditCell,
     EditFile,
-    InsertCell,
     RunCell,
     Shell,
     WriteFile,
@@ -246,9 +244,7 @@ class Executor:
                 return self._finish(plan, step, "done", "", started, checkpoint.id)
             if isinstance(op, Shell):
                 return self._apply_shell(plan, step, op, checkpoint, started)
-            runs = isinstance(op, RunCell) or (
-                step.run_at_approval and isinstance(op, InsertCell | EditCell)
-            )
+            runs = step.runs_cell
             # Drift check, checkpoint, change and (without code to run) "done" commit together:
             # a live backend re-checks the targets at commit, so nothing slips in between.
             with self.document.transaction():
@@ -395,11 +391,7 @@ class Executor:
         landed = cp is not None and all(
             self.checkpoints.current_hash(s) == s.after_hash for s in snaps
         )
-        op = step.operation
-        runs_code = isinstance(op, RunCell | Shell) or (
-            step.run_at_approval and isinstance(op, InsertCell | EditCell)
-        )
-        if landed and runs_code:
+        if landed and (step.runs_cell or isinstance(step.operation, Shell)):
             self._finish(
                 plan,
                 step,

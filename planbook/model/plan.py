@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from planbook.errors import PlanStateError
-from planbook.model.operations import Operation
+from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
@@ -112,6 +112,14 @@ class Step(BaseModel):
     run_at_approval: bool = Field(
         default=False, description="For an inserted or edited cell: run it once approved."
     )
+
+    @property
+    def runs_cell(self) -> bool:
+        """Whether executing this step runs a cell's code in the kernel."""
+        op = self.operation
+        return isinstance(op, RunCell) or (
+            self.run_at_approval and isinstance(op, InsertCell | EditCell)
+        )
 
 
 class Revision(BaseModel):
