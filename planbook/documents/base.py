@@ -8,13 +8,24 @@ document of a JupyterLab collaboration room). The engine only ever talks to this
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 CellType = Literal["code", "markdown", "raw"]
+#: A path below ``notebook.metadata[key]``: ("plans", "p-1") names metadata[key]["plans"]["p-1"].
+MetadataPath = tuple[str, ...]
+
+
+class _Delete:
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+#: In ``update_metadata``: remove the entry at this path.
+DELETE: Final = _Delete()
 
 
 class Cell(BaseModel):
@@ -52,6 +63,21 @@ class NotebookDocument(Protocol):
 
     def set_metadata(self, key: str, value: Any) -> None: ...
 
+    def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
+        """Change some entries below ``notebook.metadata[key]`` and leave the rest as it is.
+
+        Each path names an entry (objects on the way are created when absent); its value
+        replaces that entry, or ``DELETE`` removes it. A backend may re-encode or send only
+        what changed (the file caches each entry's text, the live room keeps one shared map
+        per object), which keeps a step's cost independent of the size of the plan."""
+        ...
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold this notebook exclusively across several transactions (reentrant): other
+        threads, and for a file other processes, wait until it is released. Inside, a
+        transaction starts from the saved state, so nobody's update is lost."""
+        ...
+
     def insert_cell(self, index: int, cell: Cell) -> None: ...
 
     def replace_cell(self, cell: Cell) -> None:
@@ -74,6 +100,27 @@ def close_document(document: NotebookDocument) -> None:
     close = getattr(document, "close", None)
     if callable(close):
         close()
+
+
+def apply_metadata_changes(target: dict[str, Any], changes: Mapping[MetadataPath, Any]) -> None:
+    """``update_metadata`` on a plain dict: what the memory and file backends do."""
+    for path, value in changes.items():
+        if not path:
+            raise ValueError("a metadata path names at least one entry")
+        node = target
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                if value is DELETE:
+                    break
+                child = {}
+                dict.__setitem__(node, part, child)
+            node = child
+        else:
+            if value is DELETE:
+                node.pop(path[-1], None)
+            else:
+                dict.__setitem__(node, path[-1], value)
 
 
 def new_cell_id() -> str:

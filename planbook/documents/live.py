@@ -19,11 +19,11 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, index_of
+from planbook.documents.base import Cell, MetadataPath, apply_metadata_changes, index_of
 from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress
 from planbook.errors import ConflictError, UnknownCell
 
@@ -268,6 +268,20 @@ class LiveNotebook:
             value = json.loads(json.dumps(value))  # JSON only, and a private copy
             txn.meta[key] = value
             txn.ops.append(_Op("meta", key=key, value=value))
+
+    def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
+        # Whole value for now: the room keeps the planbook metadata as one JSON value.
+        with self.transaction():
+            current = self.get_metadata(key)
+            value = current if isinstance(current, dict) else {}  # get_metadata copies
+            apply_metadata_changes(value, changes)
+            self.set_metadata(key, value)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One writer in this process; the room orders writers of other processes."""
+        with self._writer:
+            yield
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():

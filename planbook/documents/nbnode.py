@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
 
-from planbook.documents.base import Cell, index_of, new_cell_id
+from planbook.documents.base import (
+    Cell,
+    MetadataPath,
+    apply_metadata_changes,
+    index_of,
+    new_cell_id,
+)
 from planbook.errors import UnknownCell
 
 
@@ -73,6 +80,7 @@ class NodeNotebook:
         ensure_ids(nb)
         self._nb = nb
         self._depth = 0
+        self._mutex = threading.RLock()
 
     # Subclasses refresh from and persist to their storage around the outermost transaction.
     def _load(self) -> None:
@@ -104,6 +112,20 @@ class NodeNotebook:
         with self.transaction():
             # NotebookNode.__setitem__ would convert the whole value to NotebookNodes each save
             dict.__setitem__(self._nb.metadata, key, value)
+
+    def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
+        with self.transaction():
+            current = self._nb.metadata.get(key)
+            if not isinstance(current, dict):
+                current = {}
+                dict.__setitem__(self._nb.metadata, key, current)
+            apply_metadata_changes(current, changes)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """In one process a re-entrant lock; the file backend adds a lock across processes."""
+        with self._mutex:
+            yield
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():
