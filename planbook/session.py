@@ -94,16 +94,29 @@ class Session:
 
     @contextmanager
     def _editing(self) -> Iterator[None]:
-        """One operation under the session lock, starting from the saved state. If it fails,
+        """One operation holding the notebook (across threads and processes) and starting from
+        the saved state; a run a dead process left behind is settled first. If it fails,
         whatever it changed in memory is dropped: the saved state was never touched."""
-        with self._lock:
+        with self._lock, self.document.locked():
             self.store.sync()
             try:
+                self.executor.recover()
                 yield
             except BaseException:
-                with suppress(PlanbookError):
+                with suppress(Exception):
                     self.store.load()
                 raise
+
+    def _busy(self, plan: Plan) -> str | None:
+        """Who runs steps of ``plan`` now, in a few words, or None when no run is under way."""
+        if self.executor.active:
+            return "this session"
+        if plan.state != "executing":
+            return None
+        from planbook.engine.owner import describe
+
+        owners = {s.run_by for s in plan.steps if s.status in ("approved", "running") and s.run_by}
+        return ", ".join(sorted(describe(o) for o in owners)) or "another process"
 
     # --- observing ---------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -193,8 +206,11 @@ class Session:
             verdict = self.rule_for(op) if self.rule_for else None
             decision = decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
-            if plan.state == "executing":
-                raise UsageMistake("a run is in progress: stage new steps when it has finished")
+            busy = self._busy(plan)
+            if busy:
+                raise UsageMistake(
+                    f"a run is in progress ({busy}): stage new steps when it has finished"
+                )
             step = planning.stage(
                 plan,
                 op,
@@ -236,41 +252,60 @@ class Session:
     def approve(
         self, steps: StepSelection = None, *, dry_run: bool = False, by: str | None = None
     ) -> RunReport:
-        """Approve pending steps (all, the first n, or "1,3-5") and run exactly those."""
-        with self._editing():
-            plan = self._require_plan()
-            if plan.state == "executing":
-                raise UsageMistake("a run is already in progress: wait for it or stop it")
-            if not plan.steps:
-                raise UsageMistake("nothing to approve: the plan has no steps yet")
-            if not any(s.status == "pending" for s in plan.steps):
-                raise UsageMistake("nothing to approve: no step is pending; see `%plan`")
-            chosen = select(plan, steps, statuses=("pending",))
-            self._check_selection(plan, chosen)
-            if dry_run:
-                return self._dry_run(plan, chosen)
-            approval = Approval(
-                revision=plan.current.number,
-                step_ids=tuple(s.id for s in chosen),
-                sha256=approval_hash(chosen),
-                by=by or self.store.user,
-            )
-            plan.approvals.append(approval)
-            for step in chosen:
-                step.status = "approved"
-            plan.fire("approve")
-            self.store.log(
-                "approved",
-                f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
-            )
-            self.store.save()
+        """Approve pending steps (all, the first n, or "1,3-5") and run exactly those.
+
+        Another process may be running other steps of the plan at the same time: each process
+        runs only the steps it approved, and a step is approved (so run) by one process only."""
+        with self._lock:
+            with self._editing():
+                plan = self._require_plan()
+                if self.executor.active:
+                    raise UsageMistake("a run is already in progress: wait for it or stop it")
+                if not plan.steps:
+                    raise UsageMistake("nothing to approve: the plan has no steps yet")
+                if not any(s.status == "pending" for s in plan.steps):
+                    busy = self._busy(plan)
+                    raise UsageMistake(
+                        "nothing to approve: no step is pending"
+                        + (f" ({busy} is running the approved ones)" if busy else "")
+                        + "; see `%plan`"
+                    )
+                chosen = select(plan, steps, statuses=("pending",))
+                self._check_selection(plan, chosen)
+                if dry_run:
+                    return self._dry_run(plan, chosen)
+                approval = Approval(
+                    revision=plan.current.number,
+                    step_ids=tuple(s.id for s in chosen),
+                    sha256=approval_hash(chosen),
+                    by=by or self.store.user,
+                )
+                plan.approvals.append(approval)
+                for step in chosen:
+                    step.status = "approved"
+                    step.run_by = self.executor.token
+                if plan.state != "executing":  # else: joins another process's run
+                    plan.fire("approve")
+                self.store.log(
+                    "approved",
+                    f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
+                )
+                self.store.save()
             self._changed(plan=plan)
+            # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)
 
     def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
         numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
         ids = {s.id for s in chosen}
         for step in chosen:
+            if step.status in ("approved", "running") and step.run_by:
+                from planbook.engine.owner import describe
+
+                raise UsageMistake(
+                    f"step {numbers[step.id]} is {step.status} in {describe(step.run_by)}, "
+                    "so it is not run again here; see `%plan` when that run has finished"
+                )
             if step.status != "pending":
                 raise UsageMistake(
                     f"step {numbers[step.id]} is {step.status}, not pending; "
@@ -304,7 +339,7 @@ class Session:
         """Reject pending steps (all by default). A plan left with nothing open is closed."""
         with self._editing():
             plan = self._require_plan()
-            if plan.state == "executing":
+            if self.executor.active:
                 raise UsageMistake("a run is in progress: stop it before rejecting steps")
             if isinstance(steps, str) and steps.strip().isdigit():
                 steps = [int(steps)]
@@ -330,8 +365,11 @@ class Session:
     def _edit_plan(self, change: Callable[[Plan], Any], log: str) -> Any:
         with self._editing():
             plan = self._require_plan()
-            if plan.state == "executing":
-                raise UsageMistake("a run is in progress: change the plan when it has finished")
+            busy = self._busy(plan)
+            if busy:
+                raise UsageMistake(
+                    f"a run is in progress ({busy}): change the plan when it has finished"
+                )
             result = change(plan)
             self.store.log("plan", log)
             self.store.save()
@@ -375,6 +413,12 @@ class Session:
         with self._editing():
             if not self.store.state.checkpoints:
                 raise UsageMistake("nothing to roll back: no step has run yet")
+            for plan in self.store.state.plans:
+                busy = self._busy(plan)
+                if busy:
+                    raise UsageMistake(
+                        f"a run is in progress ({busy}): roll back when it has finished"
+                    )
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
             record = rollback(self.store, writer, target, force=force)

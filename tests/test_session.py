@@ -140,11 +140,11 @@ def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path:
 def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Path) -> None:
     session.propose.insert_cell("a = 1", reason="a")
     session.propose.insert_cell("b = 2", reason="b")
-    original_run = session.executor._run_step
+    original_run = session.executor._step
     tampered = {"done": False}
 
-    def tamper_then_run(plan, step):  # type: ignore[no-untyped-def]
-        outcome = original_run(plan, step)
+    def tamper_then_run(*args):  # type: ignore[no-untyped-def]
+        outcome = original_run(*args)
         if not tampered["done"]:
             tampered["done"] = True
             # someone rewrites the second approved step in the saved plan
@@ -156,7 +156,7 @@ def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Pat
             session.store.sync()
         return outcome
 
-    session.executor._run_step = tamper_then_run  # type: ignore[method-assign]
+    session.executor._step = tamper_then_run  # type: ignore[method-assign]
     report = session.approve()
     assert report.stopped and "approval hash mismatch" in report.stopped
     assert [src for _, src in sources(nb_path)][-1] == "a = 1"

@@ -10,11 +10,14 @@ import copy
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 from nbformat.v4.rwbase import split_lines, strip_transient
 
+from planbook.documents.lock import notebook_lock
 from planbook.documents.nbnode import NodeNotebook, ensure_ids
 from planbook.errors import MetadataError
 
@@ -24,8 +27,10 @@ class FileNotebook(NodeNotebook):
 
     def __init__(self, path: str | os.PathLike[str], *, description: str | None = None) -> None:
         self.path = Path(path).resolve()
+        self._lock = notebook_lock(self.path)
         self._stamp: tuple[int, int] | None = None
         self._needs_save = False
+        self._lock_depth = 0
         super().__init__(self._read())
         self.description = description or f"file: {self.path.name} (saved by planbook on disk)"
         if self._needs_save:
@@ -58,6 +63,26 @@ class FileNotebook(NodeNotebook):
             ) from None
         if (stat.st_mtime_ns, stat.st_size) != self._stamp:
             self._nb = self._read()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive across processes (an OS lock beside the file) and threads; reentrant."""
+        with self._lock.hold():
+            if self._lock_depth == 0:
+                # Another process may have saved within the same mtime tick and size: the
+                # first read under the lock always goes to the file.
+                self._stamp = None
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Read, change and save under the lock, so no other process saves in between."""
+        with self.locked(), super().transaction():
+            yield
 
     def _snapshot(self) -> None:
         # The file on disk is the last committed state: a failed transaction just re-reads it.

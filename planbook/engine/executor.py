@@ -4,15 +4,23 @@ For every step: verify the approval hash -> verify its target has not drifted ->
 checkpoint -> apply -> run -> record the result. The first failure ends the run; the steps after
 it go back to pending. Cell changes are applied in the same document transaction as their
 checkpoint, so a step is either applied with its checkpoint or not at all.
+
+Several processes may share a notebook file. Each step starts under the document's lock from
+the saved state: it runs only if it is still approved for this process, and it is saved as
+"running" (with its checkpoint and this process's token) before any code runs, which may
+happen outside the lock; the result is recorded under the lock again. Whatever raises inside a
+step fails that step with a one-line reason and ends the run: a plan is never left "executing".
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from planbook.documents.base import NotebookDocument, index_of
+from planbook.engine import owner
 from planbook.engine.apply import (
     apply_cell_op,
     check_drift,
@@ -23,9 +31,9 @@ from planbook.engine.apply import (
 from planbook.engine.approval import approval_hash, steps_for
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.hashing import bytes_hash
-from planbook.engine.runner import CodeRunner
+from planbook.engine.runner import CellRun, CodeRunner
 from planbook.engine.store import Store
-from planbook.errors import ApprovalMismatch, ConflictError, PlanbookError
+from planbook.errors import ConflictError, PlanbookError
 from planbook.events import Event
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import (
@@ -36,7 +44,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
-from planbook.workspace import Workspace
+from planbook.workspace import ShellResult, Workspace
 
 
 @dataclass
@@ -75,6 +83,18 @@ class RunReport:
         return "\n".join(self.lines()) or "nothing ran"
 
 
+def one_line(exc: BaseException) -> str:
+    """What went wrong, in one line: planbook's own message, or the exception's type and text."""
+    if isinstance(exc, PlanbookError):
+        text = str(exc)
+    else:
+        detail = " ".join(str(exc).split())
+        text = f"{type(exc).__name__}" + (f": {detail}" if detail else "")
+        text += " (not a planbook refusal: a system fault or a planbook bug)"
+    text = " ".join(text.split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
 class Executor:
     def __init__(
         self,
@@ -90,60 +110,282 @@ class Executor:
         self.runner = runner
         self.emit = emit
         self.stop_requested = False
+        #: This process, as recorded on the steps it approves and runs.
+        self.token = owner.this_process()
+        #: Whether a run of this executor is in progress.
+        self.active = False
 
     @property
     def checkpoints(self) -> CheckpointWriter:
         return CheckpointWriter(self.document, self.workspace, self.store.blobs)
 
+    @contextmanager
+    def _saved_state(self) -> Iterator[None]:
+        """Hold the notebook and start from what is saved (another process may have saved)."""
+        with self.document.locked():
+            self.store.sync()
+            yield
+
+    def _tell(self, event: Event) -> None:
+        """Surfaces only observe: one that raises never changes what a run does."""
+        with suppress(Exception):
+            self.emit(event)
+
+    # --- a run -------------------------------------------------------------------------------
     def run(self, plan_id: str, approval: Approval) -> RunReport:
         report = RunReport()
         self.stop_requested = False
-        plan = self.store.plan_by_id(plan_id)
-        self.emit(
-            Event(kind="run_started", plan_id=plan.id, data={"steps": list(approval.step_ids)})
-        )
+        own = tuple(approval.step_ids)
+        self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
+        self.active = True
         try:
-            for step_id in [s.id for s in steps_for(plan, approval.step_ids)]:
-                plan = self.store.plan_by_id(plan_id)
-                if self.stop_requested:
-                    report.stopped = "stopped on request between steps"
-                    break
-                if approval_hash(steps_for(plan, approval.step_ids)) != approval.sha256:
-                    report.stopped = (
-                        "refused: the plan changed after it was approved (approval hash mismatch); "
-                        "nothing more was applied: review it with `%plan` and approve again"
-                    )
-                    self.store.log("refused", report.stopped)
-                    self.emit(Event(kind="error", plan_id=plan.id, message=report.stopped))
-                    break
-                step = plan.find_step(step_id)
-                if step is None or step.status != "approved":
-                    continue
-                outcome = self._run_step(plan, step)
-                report.outcomes.append(outcome)
-                if outcome.status != "done":
-                    break
-        except KeyboardInterrupt:
-            self.store.sync()
-            report.stopped = "interrupted: the run ended cleanly between steps"
-        plan = self.store.plan_by_id(plan_id)
-        self._wrap_up(plan, report)
-        self.store.save()
-        self.emit(
+            with owner.running_here(own):
+                try:
+                    for step_id in own:
+                        if self.stop_requested:
+                            report.stopped = "stopped on request between steps"
+                            break
+                        try:
+                            outcome = self._step(plan_id, approval, step_id, report)
+                        except Exception as exc:  # even recording the failure failed
+                            report.stopped = (
+                                f"the run stopped: {one_line(exc)}; the plan is settled the "
+                                "next time it is opened or changed"
+                            )
+                            break
+                        if outcome is None:
+                            if report.stopped:
+                                break
+                            continue
+                        report.outcomes.append(outcome)
+                        if outcome.status != "done":
+                            break
+                except KeyboardInterrupt:
+                    report.stopped = "interrupted: the run ended cleanly between steps"
+                self._end_run(plan_id, own, report)
+        finally:
+            self.active = False
+        self._tell(
             Event(
                 kind="run_finished",
-                plan_id=plan.id,
+                plan_id=plan_id,
                 status="ok" if report.ok else "stopped",
                 message=str(report),
             )
         )
         return report
 
-    def _release_unrun(self, plan: Plan) -> int:
+    def _end_run(self, plan_id: str, own: tuple[str, ...], report: RunReport) -> None:
+        try:
+            with self._saved_state():
+                plan = self.store.plan_by_id(plan_id)
+                self._wrap_up(plan, report, set(own))
+                self.store.save()
+        except Exception as exc:
+            with suppress(Exception):
+                self.store.load()
+            note = f"could not record the end of the run ({one_line(exc)})"
+            report.stopped = f"{report.stopped}; {note}" if report.stopped else note
+
+    def _step(
+        self, plan_id: str, approval: Approval, step_id: str, report: RunReport
+    ) -> StepOutcome | None:
+        """One step, or None when it is not this run's to take (any more)."""
+        started = time.monotonic()
+        code_ran = False
+        try:
+            with self._saved_state():
+                plan = self.store.plan_by_id(plan_id)
+                if approval_hash(steps_for(plan, approval.step_ids)) != approval.sha256:
+                    report.stopped = (
+                        "refused: the plan changed after it was approved (approval hash "
+                        "mismatch); nothing more was applied: review it with `%plan` and "
+                        "approve again"
+                    )
+                    self.store.log("refused", report.stopped)
+                    self.store.save()
+                    self._tell(Event(kind="error", plan_id=plan.id, message=report.stopped))
+                    return None
+                step = plan.find_step(step_id)
+                if step is None or step.status != "approved" or step.run_by != self.token:
+                    return None
+                outcome = self._start(plan, step, started)
+            if outcome is not None:
+                return self._announce(plan_id, outcome, step.checkpoint)
+            code_ran = True
+            op = step.operation
+            if isinstance(op, Shell):
+                result = self.workspace.run_shell(op.command, timeout=op.timeout)
+                return self._finish_shell(plan_id, step_id, op, result, started)
+            cell_id = op.cell_id  # type: ignore[union-attr]
+            run = self._run_cell(cell_id)
+            return self._finish_code(plan_id, step_id, cell_id, run, started)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return self._fail(plan_id, step_id, exc, started, code_ran=code_ran)
+
+    def _start(self, plan: Plan, step: Step, started: float) -> StepOutcome | None:
+        """Under the lock: check, checkpoint and apply the step, saved as "running" first where
+        code or a command still has to run (then None is returned: the caller runs it)."""
+        number = plan.steps.index(step) + 1
+        step.status = "running"
+        self._tell(
+            Event(
+                kind="step_started",
+                plan_id=plan.id,
+                step_id=step.id,
+                status="running",
+                data={"number": number},
+            )
+        )
+        op = step.operation
+        checkpoint = Checkpoint(
+            seq=self._next_seq(),
+            plan=plan.id,
+            step=step.id,
+            label=f"before step {number} ({op.kind})",
+        )
+        if isinstance(op, WriteFile | EditFile | DeleteFile):
+            with self.document.transaction():
+                check_drift(op, step.base, self.document, self.workspace)
+                data = new_file_bytes(op, self.workspace)
+                snap = self.checkpoints.snapshot_files([op.path])[0]
+                checkpoint.files = [snap.model_copy(update={"after_hash": bytes_hash(data)})]
+                self._record_checkpoint(step, checkpoint)
+            write_file_bytes(self.workspace, op.path, data)
+            return self._record(plan, step, "done", "", started, checkpoint.id)
+        if isinstance(op, Shell):
+            checkpoint.label += ": shell commands are not undone by rollback"
+            with self.document.transaction():
+                self._record_checkpoint(step, checkpoint)
+            return None
+        # Drift check, checkpoint, change and (without code to run) "done" commit together:
+        # a live backend re-checks the targets at commit, so nothing slips in between.
+        with self.document.transaction():
+            check_drift(op, step.base, self.document, self.workspace)
+            checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
+            if not isinstance(op, RunCell):
+                apply_cell_op(self.document, op)
+            self.checkpoints.with_after_hashes(checkpoint)
+            self._record_checkpoint(step, checkpoint)
+            if not step.runs_cell:
+                return self._record(plan, step, "done", "", started, checkpoint.id)
+        return None
+
+    def _run_cell(self, cell_id: str) -> CellRun:
+        cells = self.document.cells()
+        i = index_of(cells, cell_id)
+        if i is None:
+            raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
+        if cells[i].cell_type != "code":
+            raise ConflictError(
+                f"cell {cell_id!r} is a {cells[i].cell_type} cell now; only code cells run"
+            )
+        return self.runner().run(cells[i].source)
+
+    def _mine(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
+        plan = self.store.plan_by_id(plan_id)
+        step = plan.find_step(step_id)
+        if step is None:
+            raise ConflictError(f"step {step_id} disappeared from the plan while it ran")
+        return plan, step
+
+    def _finish_code(
+        self, plan_id: str, step_id: str, cell_id: str, run: CellRun, started: float
+    ) -> StepOutcome:
+        with self._saved_state(), self.document.transaction():
+            plan, step = self._mine(plan_id, step_id)
+            cells = self.document.cells()
+            j = index_of(cells, cell_id)
+            if j is not None:
+                self.document.replace_cell(
+                    cells[j].model_copy(
+                        update={"outputs": run.outputs, "execution_count": run.execution_count}
+                    )
+                )
+            if run.error is None:
+                outcome = self._record(plan, step, "done", "", started, step.checkpoint)
+            else:
+                reason = "interrupted (KeyboardInterrupt)" if run.interrupted else run.error
+                outcome = self._record(
+                    plan,
+                    step,
+                    "failed",
+                    f"cell {cell_id!r} raised {reason}; "
+                    "its outputs hold the traceback; later steps stay pending",
+                    started,
+                    step.checkpoint,
+                )
+        return self._announce(plan_id, outcome, step.checkpoint)
+
+    def _finish_shell(
+        self, plan_id: str, step_id: str, op: Shell, result: ShellResult, started: float
+    ) -> StepOutcome:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+        if result.timed_out:
+            status, message = (
+                "failed",
+                f"`{op.command}` timed out after {op.timeout:g}s and was stopped; "
+                "raise its timeout or run it yourself",
+            )
+        elif not result.ok:
+            status, message = (
+                "failed",
+                f"`{op.command}` exited with {result.returncode}: "
+                + (" | ".join(tail) or "no output"),
+            )
+        else:
+            status, message = "done", " | ".join(tail)
+        with self._saved_state():
+            plan, step = self._mine(plan_id, step_id)
+            outcome = self._record(plan, step, status, message, started, step.checkpoint)
+        return self._announce(plan_id, outcome, step.checkpoint)
+
+    def _fail(
+        self, plan_id: str, step_id: str, exc: Exception, started: float, *, code_ran: bool
+    ) -> StepOutcome:
+        """Record the step as failed (conflict) with a one-line reason, from the saved state.
+
+        A change that landed although its step could not be recorded done is put back, so the
+        notebook and files hold either the whole recorded step or nothing of it. Once code
+        or a command ran, its change stays with its checkpoint: rollback can undo it."""
+        status = "conflict" if isinstance(exc, ConflictError) else "failed"
+        reason = one_line(exc)
+        with self.document.locked():
+            self.store.load()
+            plan, step = self._mine(plan_id, step_id)
+            if step.status not in ("approved", "running"):
+                number = plan.steps.index(step) + 1
+                return StepOutcome(number, step.id, step.operation.kind, step.status, reason)
+            if not code_ran:
+                self._undo_landed(step)
+            outcome = self._record(plan, step, status, reason, started, step.checkpoint)
+        return self._announce(plan_id, outcome, step.checkpoint)
+
+    def _undo_landed(self, step: Step) -> None:
+        cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
+        if cp is None:
+            step.checkpoint = None
+            return
+        writer = self.checkpoints
+        for snap in cp.files:
+            if writer.current_hash(snap) == snap.after_hash:
+                writer.restore_file(snap)
+        if any(writer.current_hash(s) == s.after_hash for s in cp.cells):
+            with self.document.transaction():
+                for cell in reversed(cp.cells):
+                    writer.restore_cell(cell)
+        self.store.state.checkpoints.remove(cp)
+        step.checkpoint = None
+
+    # --- recording ---------------------------------------------------------------------------
+    def _release_unrun(self, plan: Plan, own: set[str] | None) -> int:
         count = 0
         for step in plan.steps:
-            if step.status == "approved":
+            if step.status == "approved" and (own is None or step.id in own):
                 step.status = "pending"
+                step.run_by = None
                 count += 1
         return count
 
@@ -159,6 +401,7 @@ class Executor:
         """Set the step's result and save it (inside the caller's transaction, if any)."""
         step.status = status  # type: ignore[assignment]
         step.error = message if status != "done" else None
+        step.run_by = None
         result_status = status if status in ("done", "failed", "conflict") else "failed"
         plan.results.append(
             StepResult(
@@ -176,7 +419,7 @@ class Executor:
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
         """Tell the surfaces, once what the step did is saved."""
         if checkpoint is not None:
-            self.emit(
+            self._tell(
                 Event(
                     kind="checkpoint_written",
                     plan_id=plan_id,
@@ -184,7 +427,7 @@ class Executor:
                     data={"checkpoint": checkpoint},
                 )
             )
-        self.emit(
+        self._tell(
             Event(
                 kind="step_finished",
                 plan_id=plan_id,
@@ -208,64 +451,6 @@ class Executor:
         outcome = self._record(plan, step, status, message, started, checkpoint)
         return self._announce(plan.id, outcome, checkpoint)
 
-    def _fresh(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
-        """The plan and step as saved: what a failed transaction changed in memory is dropped."""
-        self.store.sync()
-        plan = self.store.plan_by_id(plan_id)
-        step = plan.find_step(step_id)
-        if step is None:
-            raise ApprovalMismatch(f"step {step_id} disappeared from the plan during the run")
-        return plan, step
-
-    def _run_step(self, plan: Plan, step: Step) -> StepOutcome:
-        started = time.monotonic()
-        number = plan.steps.index(step) + 1
-        # "running" is saved together with the checkpoint: one save fewer per step.
-        step.status = "running"
-        self.emit(
-            Event(
-                kind="step_started",
-                plan_id=plan.id,
-                step_id=step.id,
-                status="running",
-                data={"number": number},
-            )
-        )
-        op = step.operation
-        checkpoint = Checkpoint(
-            seq=self._next_seq(),
-            plan=plan.id,
-            step=step.id,
-            label=f"before step {number} ({op.kind})",
-        )
-        try:
-            if isinstance(op, WriteFile | EditFile | DeleteFile):
-                self._apply_file(step, op, checkpoint)
-                return self._finish(plan, step, "done", "", started, checkpoint.id)
-            if isinstance(op, Shell):
-                return self._apply_shell(plan, step, op, checkpoint, started)
-            runs = step.runs_cell
-            # Drift check, checkpoint, change and (without code to run) "done" commit together:
-            # a live backend re-checks the targets at commit, so nothing slips in between.
-            with self.document.transaction():
-                check_drift(op, step.base, self.document, self.workspace)
-                checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
-                if not isinstance(op, RunCell):
-                    apply_cell_op(self.document, op)
-                self.checkpoints.with_after_hashes(checkpoint)
-                self._record_checkpoint(step, checkpoint)
-                if not runs:
-                    outcome = self._record(plan, step, "done", "", started, checkpoint.id)
-            if not runs:
-                return self._announce(plan.id, outcome, checkpoint.id)
-            return self._run_code(plan, step, op.cell_id, checkpoint, started)
-        except PlanbookError as exc:
-            # Whatever the failed transaction put in memory (a checkpoint, a status) was never
-            # saved: start again from the saved state before recording the failure.
-            plan, step = self._fresh(plan.id, step.id)
-            status = "conflict" if isinstance(exc, ConflictError) else "failed"
-            return self._finish(plan, step, status, str(exc), started, step.checkpoint)
-
     def _next_seq(self) -> int:
         return max((c.seq for c in self.store.state.checkpoints), default=0) + 1
 
@@ -274,110 +459,44 @@ class Executor:
         step.checkpoint = checkpoint.id
         self.store.save()
 
-    def _apply_file(
-        self, step: Step, op: WriteFile | EditFile | DeleteFile, checkpoint: Checkpoint
-    ) -> None:
-        with self.document.transaction():
-            check_drift(op, step.base, self.document, self.workspace)
-            data = new_file_bytes(op, self.workspace)
-            snap = self.checkpoints.snapshot_files([op.path])[0]
-            checkpoint.files = [snap.model_copy(update={"after_hash": bytes_hash(data)})]
-            self._record_checkpoint(step, checkpoint)
-        try:
-            write_file_bytes(self.workspace, op.path, data)
-        except BaseException:
-            # Writes are atomic, so nothing was written: drop the checkpoint of a change
-            # that did not happen.
-            with self.document.transaction():
-                self.store.state.checkpoints.remove(checkpoint)
-                step.checkpoint = None
-                self.store.save()
-            raise
-
-    def _apply_shell(
-        self, plan: Plan, step: Step, op: Shell, checkpoint: Checkpoint, started: float
-    ) -> StepOutcome:
-        checkpoint.label += ": shell commands are not undone by rollback"
-        with self.document.transaction():
-            self._record_checkpoint(step, checkpoint)
-        result = self.workspace.run_shell(op.command, timeout=op.timeout)
-        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
-        if result.timed_out:
-            return self._finish(
-                plan,
-                step,
-                "failed",
-                f"`{op.command}` timed out after {op.timeout:g}s and was stopped; "
-                "raise its timeout or run it yourself",
-                started,
-                checkpoint.id,
-            )
-        if not result.ok:
-            return self._finish(
-                plan,
-                step,
-                "failed",
-                f"`{op.command}` exited with {result.returncode}: "
-                + (" | ".join(tail) or "no output"),
-                started,
-                checkpoint.id,
-            )
-        return self._finish(plan, step, "done", " | ".join(tail), started, checkpoint.id)
-
-    def _run_code(
-        self, plan: Plan, step: Step, cell_id: str, checkpoint: Checkpoint, started: float
-    ) -> StepOutcome:
-        cells = self.document.cells()
-        i = index_of(cells, cell_id)
-        if i is None:
-            raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
-        run = self.runner().run(cells[i].source)
-        with self.document.transaction():
-            cells = self.document.cells()
-            j = index_of(cells, cell_id)
-            if j is not None:
-                self.document.replace_cell(
-                    cells[j].model_copy(
-                        update={"outputs": run.outputs, "execution_count": run.execution_count}
-                    )
-                )
-            if run.error is None:
-                return self._finish(plan, step, "done", "", started, checkpoint.id)
-            reason = "interrupted (KeyboardInterrupt)" if run.interrupted else run.error
-            return self._finish(
-                plan,
-                step,
-                "failed",
-                f"cell {cell_id!r} raised {reason}; "
-                "its outputs hold the traceback; later steps stay pending",
-                started,
-                checkpoint.id,
-            )
-
-    def _wrap_up(self, plan: Plan, report: RunReport) -> None:
-        """End a run (finished, stopped, interrupted, or found cut off after a restart)."""
+    # --- ending and recovering ----------------------------------------------------------------
+    def _wrap_up(self, plan: Plan, report: RunReport, own: set[str] | None) -> None:
+        """End a run (finished, stopped, interrupted, or found cut off): settle ``own`` steps
+        (None: every step), and leave "executing" once no other live process runs a step."""
         for step in plan.steps:
-            if step.status == "running":
+            if step.status == "running" and (own is None or step.id in own):
                 self._settle_interrupted(plan, step, report)
-        report.left_pending = self._release_unrun(plan)
+        report.left_pending = self._release_unrun(plan, own)
         if plan.state != "executing":
             return
+        if any(s.status in ("approved", "running") for s in plan.steps):
+            return  # another process is still running its steps: it ends the run
         if not any(s.status in OPEN_STATUSES for s in plan.steps):
             plan.fire("finish")
         else:
             plan.fire("pause")
 
     def recover(self) -> list[str]:
-        """Settle runs that a dead kernel left mid-way; the one-line notes say what was found."""
+        """Settle runs that a dead process left mid-way (call with the notebook locked); the
+        one-line notes say what was found. Steps a live process runs are left to it."""
         notes = []
         for plan in self.store.state.plans:
-            if plan.state == "executing":
-                report = RunReport()
-                self._wrap_up(plan, report)
-                notes.append(
-                    f"plan {plan.id}: a run was cut off (kernel stopped?); "
-                    + ("; ".join(report.lines()) or "nothing had started")
-                )
+            if plan.state != "executing":
+                continue
+            dead = {
+                s.id
+                for s in plan.steps
+                if s.status in ("approved", "running") and not owner.is_alive(s.run_by, s.id)
+            }
+            busy = any(s.status in ("approved", "running") for s in plan.steps)
+            if busy and not dead:
+                continue
+            report = RunReport()
+            self._wrap_up(plan, report, dead)
+            notes.append(
+                f"plan {plan.id}: a run was cut off (kernel stopped?); "
+                + ("; ".join(report.lines()) or "nothing had started")
+            )
         if notes:
             self.store.log("recovered", " | ".join(notes))
             self.store.save()
@@ -415,6 +534,7 @@ class Executor:
                 self.store.state.checkpoints.remove(cp)
             step.checkpoint = None
             step.status = "pending"
+            step.run_by = None
             step.error = "interrupted before it was applied"
         report.outcomes.append(
             StepOutcome(

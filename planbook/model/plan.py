@@ -112,6 +112,10 @@ class Step(BaseModel):
     run_at_approval: bool = Field(
         default=False, description="For an inserted or edited cell: run it once approved."
     )
+    run_by: str | None = Field(
+        default=None,
+        description="While approved or running: the process that runs it (host:pid:start).",
+    )
 
     @property
     def runs_cell(self) -> bool:
