@@ -1,0 +1,131 @@
+"""Several real processes approving on one notebook file at the same moment.
+
+Each trial stages a plan in a fresh notebook, then separate Python processes (spawned, each
+with its own planbook) open sessions on it, meet at a barrier and approve together. Counted:
+lost updates (an approval, checkpoint, cell edit or file missing afterwards) and double runs
+(a shell step appending to a file more than once).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from planbook.documents.lock import lock_path
+from tests.attack.mp_workers import approve_each, open_session
+from tests.conftest import make_notebook
+
+TRIALS = 20
+
+
+def _run_workers(jobs_per_worker: list[list[tuple[str, str]]]) -> list[tuple[str, ...]]:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(jobs_per_worker))
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=approve_each, args=(jobs, barrier, results)) for jobs in jobs_per_worker
+    ]
+    for proc in procs:
+        proc.start()
+    expected = sum(len(jobs) for jobs in jobs_per_worker)
+    out = [results.get(timeout=120) for _ in range(expected)]
+    for proc in procs:
+        proc.join(timeout=60)
+        assert proc.exitcode == 0
+    return out
+
+
+def _staged_notebook(folder: Path) -> Path:
+    folder.mkdir()
+    path = make_notebook(folder / "nb.ipynb", ["a = 1", "b = 2", "c = 3"])
+    session = open_session(path)
+    session.propose.edit_cell("c1", "a = 10", reason="a")
+    session.propose.edit_cell("c2", "b = 20", reason="b")
+    session.propose.write_file("out.txt", "written\n", reason="file")
+    session.propose.shell("echo ran >> runs.log", reason="count the runs")
+    session.close()
+    return path
+
+
+def test_different_steps_approved_at_once_lose_nothing(tmp_path: Path) -> None:
+    paths = [_staged_notebook(tmp_path / f"t{i}") for i in range(TRIALS)]
+    results = _run_workers(
+        [[(str(p), spec) for p in paths] for spec in ("1-1", "2-2", "3-3", "4-4")]
+    )
+    assert [r for r in results if r[2] != "ran"] == []
+    lost = 0
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        state = nb.metadata["planbook"]
+        plan = state["plans"][0]
+        steps = plan["revisions"][-1]["steps"]
+        ok = (
+            [c.source for c in nb.cells] == ["a = 10", "b = 20", "c = 3"]
+            and (path.parent / "out.txt").read_text() == "written\n"
+            and (path.parent / "runs.log").read_text() == "ran\n"
+            and [s["status"] for s in steps] == ["done"] * 4
+            and len(plan["approvals"]) == 4
+            and len(state["checkpoints"]) == 4
+            and plan["state"] == "completed"
+        )
+        lost += not ok
+        assert not lock_path(path).exists()
+    assert lost == 0, f"{lost} of {TRIALS} trials lost an update"
+
+
+def test_the_same_step_approved_by_several_processes_runs_once(tmp_path: Path) -> None:
+    paths = [_staged_notebook(tmp_path / f"t{i}") for i in range(TRIALS)]
+    results = _run_workers([[(str(p), "4-4") for p in paths] for _ in range(3)])
+    assert [r for r in results if r[2] == "raw"] == []
+    double = sum((p.parent / "runs.log").read_text().count("ran") != 1 for p in paths)
+    assert double == 0, f"the step ran more than once in {double} of {TRIALS} trials"
+    for path in paths:
+        mine = [r for r in results if r[0] == str(path)]
+        assert sorted(r[2] for r in mine) == ["ran", "refused", "refused"]
+        for refusal in (r[4] for r in mine if r[2] == "refused"):
+            assert "\n" not in refusal
+            assert "done" in refusal or "running" in refusal or "approved" in refusal, refusal
+        steps = nbformat.read(path, as_version=4).metadata["planbook"]["plans"][0]["revisions"]
+        assert [s["status"] for s in steps[-1]["steps"]][3] == "done"
+
+
+def test_a_run_left_by_a_dead_process_is_recovered_but_a_live_one_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "t").mkdir()
+    path = make_notebook(tmp_path / "t" / "nb.ipynb", ["a = 1"])
+    ctx = multiprocessing.get_context("spawn")
+    # A process that approves the shell step and is killed while the command runs.
+    session = open_session(path)
+    session.propose.edit_cell("c1", "a = 10", reason="a")
+    for n in range(4):
+        session.propose.write_file(f"x{n}.txt", "x", reason="filler")
+    session.propose.shell("sleep 8", reason="slow")
+    session.close()
+    barrier, results = ctx.Barrier(1), ctx.Queue()
+    proc = ctx.Process(target=approve_each, args=([(str(path), "6-6")], barrier, results))
+    proc.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        nb = nbformat.read(path, as_version=4)
+        steps = nb.metadata.get("planbook", {}).get("plans", [{}])[0].get("revisions", [{}])
+        if steps and steps[-1]["steps"][5]["status"] == "running":
+            break
+        time.sleep(0.05)
+    # While it lives, another session sees the step running there and does not take it.
+    other = open_session(path)
+    assert other.recovered == []
+    with pytest.raises(Exception, match=r"running in process \d+"):
+        other.approve("6-6")
+    proc.kill()
+    proc.join()
+    # Once it is dead, the next transaction settles the cut-off run and the plan moves on.
+    report = other.approve("1-1")
+    assert report.ok
+    statuses = [s.status for s in other.plan.steps]
+    assert statuses[0] == "done" and statuses[5] == "failed"
+    assert other.plan.state != "executing"
