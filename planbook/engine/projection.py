@@ -142,16 +142,22 @@ class Projection:
                 self._check_size(op.path, op.content)
                 self.file_text(op.path)
             case EditFile():
+                self._check_writable(op.path)
                 if self.file_text(op.path) is None:
                     raise UsageMistake(
                         f"{op.path!r} does not exist; propose write_file to create it"
                     )
                 self._check_size(op.path, self.before_after(op)[1])
             case DeleteFile():
+                self._check_writable(op.path)
                 if self.file_text(op.path) is None:
                     raise UsageMistake(f"{op.path!r} does not exist, so it cannot be deleted")
             case Shell():
                 pass
+
+    def _check_writable(self, path: str) -> None:
+        if self.workspace is not None:
+            self.workspace.check_writable(path)
 
     def _check_size(self, path: str, content: str) -> None:
         """Refuse at staging what the workspace would refuse to write at execution."""
