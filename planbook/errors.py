@@ -78,6 +78,11 @@ class MetadataError(PlanbookError):
     """The planbook metadata in the notebook cannot be read; it is left untouched."""
 
 
+class TransactionFailed(PlanbookError):
+    """Something outside planbook's own checks failed (disk, memory, a bug) during a change;
+    the saved notebook, files and plan are as they were before it."""
+
+
 class StepFailed(PlanbookError):
     """A step ran and failed; later steps stay pending."""
 

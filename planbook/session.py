@@ -19,12 +19,12 @@ from planbook.engine import planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import StepSelection, approval_hash, select
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor import Executor, RunReport, StepOutcome
+from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
 from planbook.engine.policy import RuleVerdict, check_mode, decide
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
-from planbook.errors import PlanbookError, UsageMistake
+from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
 from planbook.events import Event, EventBus, EventKind, Listener
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import AnyOperation
@@ -102,10 +102,14 @@ class Session:
             try:
                 self.executor.recover()
                 yield
-            except BaseException:
+            except (PlanbookError, KeyboardInterrupt):
                 with suppress(Exception):
                     self.store.load()
                 raise
+            except Exception as exc:
+                with suppress(Exception):
+                    self.store.load()
+                raise TransactionFailed(f"nothing was changed: {one_line(exc)}") from exc
 
     def _busy(self, plan: Plan) -> str | None:
         """Who runs steps of ``plan`` now, in a few words, or None when no run is under way."""
@@ -119,6 +123,11 @@ class Session:
         return ", ".join(sorted(describe(o) for o in owners)) or "another process"
 
     # --- observing ---------------------------------------------------------------------------
+    def _tell(self, event: Event) -> None:
+        """Surfaces observe: whatever fails there never undoes or blocks what was done."""
+        with suppress(Exception):
+            self.events.emit(event)
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         return self.events.subscribe(listener)
 
@@ -129,7 +138,7 @@ class Session:
         message: str = "",
         **data: Any,
     ) -> None:
-        self.events.emit(
+        self._tell(
             Event(
                 kind=kind,
                 plan_id=plan.id if plan else None,
@@ -221,7 +230,7 @@ class Session:
             )
             self.store.log("staged", f"{step.id} {op.kind}")
             self.store.save()
-        self.events.emit(
+        self._tell(
             Event(
                 kind="staged",
                 plan_id=plan.id,
@@ -422,7 +431,7 @@ class Session:
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
             record = rollback(self.store, writer, target, force=force)
-        self.events.emit(
+        self._tell(
             Event(
                 kind="rolled_back",
                 message=record.label,

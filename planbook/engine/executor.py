@@ -176,16 +176,21 @@ class Executor:
         return report
 
     def _end_run(self, plan_id: str, own: tuple[str, ...], report: RunReport) -> None:
-        try:
-            with self._saved_state():
-                plan = self.store.plan_by_id(plan_id)
-                self._wrap_up(plan, report, set(own))
-                self.store.save()
-        except Exception as exc:
-            with suppress(Exception):
-                self.store.load()
-            note = f"could not record the end of the run ({one_line(exc)})"
-            report.stopped = f"{report.stopped}; {note}" if report.stopped else note
+        """Leave "executing"; tried twice (from the saved state again), since a plan left
+        executing refuses changes until the next transaction settles it."""
+        for attempt in (1, 2):
+            try:
+                with self._saved_state():
+                    plan = self.store.plan_by_id(plan_id)
+                    self._wrap_up(plan, report, set(own))
+                    self.store.save()
+                return
+            except Exception as exc:
+                with suppress(Exception):
+                    self.store.load()
+                if attempt == 2:
+                    note = f"could not record the end of the run ({one_line(exc)})"
+                    report.stopped = f"{report.stopped}; {note}" if report.stopped else note
 
     def _step(
         self, plan_id: str, approval: Approval, step_id: str, report: RunReport
