@@ -10,7 +10,16 @@ from planbook.documents.base import Cell
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.errors import UnknownStep, UsageMistake
-from planbook.model.operations import AnyOperation, anchors_of, target_of
+from planbook.model.operations import (
+    AnyOperation,
+    DeleteCell,
+    EditCell,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    anchors_of,
+    target_of,
+)
 from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step
 from planbook.workspace import Workspace
 
@@ -25,9 +34,28 @@ def projection(
     proj = Projection(cells, workspace)
     if plan is not None:
         for step in plan.steps[:until]:
-            if step.status in PROJECTED:
+            if step.status in PROJECTED and _still_applies(proj, step.operation):
                 proj.apply(step.operation, step.id)
     return proj
+
+
+def _still_applies(proj: Projection, op: AnyOperation) -> bool:
+    """Whether an open step can be replayed: one whose cell (or anchor) was deleted outside
+    planbook cannot, and is left out, so it refuses only itself (it conflicts at approval)."""
+    match op:
+        case InsertCell():
+            anchors = [a for a in (op.after, op.before) if a is not None]
+            return proj.index(op.cell_id) is None and all(
+                proj.index(a) is not None for a in anchors
+            )
+        case EditCell() | DeleteCell() | RunCell():
+            return proj.index(op.cell_id) is not None
+        case MoveCell():
+            return proj.index(op.cell_id) is not None and (
+                op.after is None or proj.index(op.after) is not None
+            )
+        case _:
+            return True
 
 
 def fork(plan: Plan, note: str) -> Revision:
@@ -62,6 +90,8 @@ def stage(
 ) -> Step:
     proj = projection(plan, cells, workspace)
     proj.check(op)
+    if run_at_approval:
+        _check_runs_code(proj, op)
     depends = [proj.touched_by[target_of(op)]] if target_of(op) in proj.touched_by else []
     # An anchor only needs to exist: a step depends on the one that creates it, not on edits.
     depends += [proj.created_by[a] for a in anchors_of(op) if a in proj.created_by]
@@ -76,6 +106,24 @@ def stage(
     editable(plan, "added a step").steps.append(step)
     plan.fire("stage")
     return step
+
+
+def _check_runs_code(proj: Projection, op: AnyOperation) -> None:
+    """``run=True`` runs the cell's text as code: only ever for a code cell."""
+    if isinstance(op, InsertCell) and op.cell_type != "code":
+        raise UsageMistake(
+            f"a {op.cell_type} cell cannot run: stage it without `run=True` (only code cells run)"
+        )
+    if isinstance(op, EditCell) and proj.cell(op.cell_id).cell_type != "code":
+        raise UsageMistake(
+            f"cell {op.cell_id!r} is a {proj.cell(op.cell_id).cell_type} cell, so it cannot "
+            "run: stage the edit without `run=True` (only code cells run)"
+        )
+    if not isinstance(op, InsertCell | EditCell):
+        raise UsageMistake(
+            f"`run=True` applies to inserted or edited cells, not to {op.kind}; "
+            "stage a run_cell step instead"
+        )
 
 
 def step_at(plan: Plan, number: int) -> Step:
@@ -104,6 +152,8 @@ def move(plan: Plan, number: int, before: int) -> None:
         raise UnknownStep(before, len(steps))
     if steps[number - 1].status not in ("pending", "skipped"):
         raise UsageMistake(f"step {number} is {steps[number - 1].status}; only pending steps move")
+    if before in (number, number + 1):
+        return  # it already stands there: nothing to change, no new revision
     order = list(steps)
     moving = order[number - 1]
     target = order[before - 1] if before <= len(order) else None
