@@ -9,6 +9,8 @@ lost updates (an approval, checkpoint, cell edit or file missing afterwards) and
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -129,3 +131,61 @@ def test_a_run_left_by_a_dead_process_is_recovered_but_a_live_one_is_not_taken(
     statuses = [s.status for s in other.plan.steps]
     assert statuses[0] == "done" and statuses[5] == "failed"
     assert other.plan.state != "executing"
+
+
+def _cli(path: Path, steps: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "planbook"
+    return subprocess.run(
+        [str(script), "approve", str(path), "--steps", steps, "--no-rerun"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.kernel
+def test_a_kernel_and_the_cli_approving_at_once(tmp_path: Path) -> None:
+    """The kernel runs a slow step; meanwhile the CLI approves other steps (they run too) or the
+    same one (refused in one line: it is running in the kernel's process)."""
+    from tests.kernel_helper import kernel
+
+    trials = 1  # each CLI approve starts its own kernel: seconds apiece on a shared machine
+    with kernel(tmp_path) as k:
+        for n in range(trials):
+            folder = tmp_path / f"t{n}"
+            folder.mkdir()
+            path = make_notebook(folder / "nb.ipynb", ["a = 1", "b = 2"])
+            session = open_session(path)
+            session.propose.shell(
+                "until [ -e release ]; do sleep 0.05; done; echo kernel >> runs.log",
+                reason="runs until the test releases it",
+            )
+            session.propose.edit_cell("c1", "a = 10", reason="edit")
+            session.propose.write_file("cli.txt", "cli\n", reason="cli")
+            session.close()
+            k.kc.execute(
+                "import planbook\n"
+                f"_s = planbook.session(notebook={str(path)!r}, fresh=True, live=False)\n"
+                "print(_s.approve('1-1'))"
+            )
+            deadline = time.monotonic() + 60
+            while not (folder / "runs.log").exists() and time.monotonic() < deadline:
+                steps = nbformat.read(path, as_version=4).metadata["planbook"]["plans"][0]
+                if steps["revisions"][-1]["steps"][0]["status"] == "running":
+                    break
+                time.sleep(0.05)
+            same = _cli(path, "1")
+            other = _cli(path, "2-3")
+            (folder / "release").touch()
+            k.run("pass")  # waits for the kernel's approve to finish
+            assert same.returncode != 0
+            assert "running in process" in same.stderr and same.stderr.count("\n") == 1
+            assert other.returncode == 0, other.stderr
+            assert (folder / "runs.log").read_text() == "kernel\n"
+            assert (folder / "cli.txt").read_text() == "cli\n"
+            nb = nbformat.read(path, as_version=4)
+            plan = nb.metadata["planbook"]["plans"][0]
+            assert [c.source for c in nb.cells] == ["a = 10", "b = 2"]
+            assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["done"] * 3
+            assert len(plan["approvals"]) == 2 and plan["state"] == "completed"
+            assert len(nb.metadata["planbook"]["checkpoints"]) == 3
