@@ -19,6 +19,7 @@ from pydantic_ai import RunContext
 from planbook.agent.context import AgentDeps
 from planbook.agent.inspect_var import describe, user_namespace
 from planbook.engine.shell_classifier import classify
+from planbook.errors import PlanbookError
 
 CELL_SOURCE_LIMIT = 6000
 OUTPUT_LIMIT = 1500
@@ -138,7 +139,7 @@ def _walk(root: Path, start: Path) -> list[Path]:
             p = Path(dirpath) / name
             try:
                 real = p.resolve()
-            except OSError:
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
                 continue
             if root in real.parents:
                 found.append(p)
@@ -187,13 +188,13 @@ async def grep_files(
         files = [start] if start.is_file() else _walk(ws.root, start)
         hits: list[str] = []
         for f in files:
-            if not fnmatch.fnmatch(f.name, include) or f.stat().st_size > ws.max_bytes:
-                continue
-            try:
-                text = f.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
+            if not fnmatch.fnmatch(f.name, include):
                 continue
             rel = f.relative_to(ws.root).as_posix()
+            try:  # through the workspace: regular files only (a FIFO would block), bounded
+                text = ws.read_text(rel) or ""
+            except PlanbookError:
+                continue
             for n, line in enumerate(text.splitlines(), start=1):
                 if rx.search(line):
                     hits.append(f"{rel}:{n}: {line.strip()[:200]}")

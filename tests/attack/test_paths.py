@@ -280,3 +280,18 @@ def test_new_files_get_the_umask_and_existing_files_keep_their_mode(
     os.umask(umask)
     assert stat.S_IMODE((root / "new.txt").stat().st_mode) == 0o666 & ~umask
     assert stat.S_IMODE((root / "tool.sh").stat().st_mode) == 0o755
+
+
+def test_the_agents_grep_skips_special_files_instead_of_blocking(
+    world: tuple[Session, Path, Path],
+) -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from planbook.agent.tools_read import grep_files
+
+    session, root, _ = world
+    (root / "dir" / "hit.txt").write_text("needle\n")
+    ctx = SimpleNamespace(deps=SimpleNamespace(session=session))
+    found = asyncio.run(grep_files(ctx, "needle"))  # type: ignore[arg-type]
+    assert found == "dir/hit.txt:1: needle"
