@@ -322,6 +322,12 @@ class Session:
                 )
             for dep in step.depends_on:
                 dep_step = plan.find_step(dep)
+                if dep_step is not None and dep_step.status in ("approved", "running"):
+                    raise UsageMistake(
+                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
+                        f"{dep_step.status} in another run: approve {numbers[step.id]} once "
+                        "that run has finished"
+                    )
                 if dep_step is not None and dep not in ids and dep_step.status != "done":
                     raise UsageMistake(
                         f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
