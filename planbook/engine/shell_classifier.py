@@ -11,7 +11,8 @@ writing. The command is parsed by the same parser the permission rules use
   ``find -fprint``, ``git log --output``, ``pip list --outdated``, ...);
 - joined only by ``|``, ``&&``, ``||``, ``;`` or newlines.
 
-Redirections, here-documents, substitutions, any ``$`` expansion (a variable could hold
+Redirections (but reading a file with ``<``, ``2>/dev/null`` and ``2>&1``), here-documents,
+substitutions, any ``$`` expansion (a variable could hold
 ``-delete``), subshells, groups, background jobs, control flow, comments and environment
 assignments all make it unsure. Globs are refused where a file name could become an option.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planbook.engine.shell_parse import Word, parse
+from planbook.engine.shell_parse import ParsedShell, Word, parse
 
 __all__ = ["READ_ONLY_PROGRAMS", "ShellVerdict", "classify", "is_read_only"]
 
@@ -258,13 +259,31 @@ def _check(words: tuple[Word, ...]) -> str:
     return program.text
 
 
+def _harmless(parsed: ParsedShell) -> bool:
+    """Redirects that cannot write: read a named file (`< a.txt`), throw output away
+    (`2>/dev/null`) or join the two outputs (`2>&1`)."""
+    for r in parsed.redirects:
+        target = r.target
+        if target is None or target.dynamic or target.globbed:
+            return False
+        op = r.op.lstrip("012")
+        if op == "<":
+            continue
+        if op in (">", ">>") and target.text == "/dev/null":
+            continue
+        if op in (">&", "<&") and target.text in ("1", "2"):
+            continue
+        return False
+    return True
+
+
 def classify(command: str) -> ShellVerdict:
     """Read-only only when sure; every other command (and anything unparsable) is a write."""
     parsed = parse(command)
     if parsed.error:
         return ShellVerdict(read_only=False, reason=parsed.error)
     for feature in _WORST_FIRST:
-        if feature in parsed.features:
+        if feature in parsed.features and not (feature == "redirect" and _harmless(parsed)):
             return ShellVerdict(read_only=False, reason=_WHY[feature])
     top = [c for c in parsed.commands if not c.wrappers]
     if not top:

@@ -74,6 +74,8 @@ class ParsedShell:
     error: str | None = None
     #: Every word and redirect target, nested ones included (what the command names).
     words: tuple[Word, ...] = field(default=(), repr=False)
+    #: Every redirect, wherever it stands (also one with no command, such as `> a.txt`).
+    redirects: tuple[Redirect, ...] = ()
 
 
 _FEATURES = {
@@ -155,6 +157,7 @@ def _parse(command: str, *, depth: int) -> ParsedShell:
         features=frozenset(walker.features),
         error=walker.error,
         words=tuple(walker.words),
+        redirects=tuple(walker.redirects),
     )
 
 
@@ -216,6 +219,7 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.features: set[str] = set()
         self.words: list[Word] = []
+        self.redirects: list[Redirect] = []
         self.error: str | None = None
 
     def visit(self, node: Node) -> None:
@@ -234,6 +238,7 @@ class _Walker:
                 if child is not body:
                     self.visit(child)  # substitutions in a target or a here-document body
             self.words.extend(r.target for r in redirects if r.target is not None)
+            self.redirects += redirects
             if body is not None:
                 before = len(self.commands)
                 self.visit(body)
@@ -273,6 +278,7 @@ class _Walker:
                 self.features.add(_FEATURES[child.type])
         self.words.extend(words)
         self.words.extend(r.target for r in redirects if r.target is not None)
+        self.redirects += redirects
         self._add(SimpleCommand(tuple(words), tuple(assignments), tuple(redirects)))
 
     def _add(self, command: SimpleCommand) -> None:
@@ -284,6 +290,7 @@ class _Walker:
             self.commands.extend(nested.commands)
             self.features |= nested.features
             self.words.extend(nested.words)
+            self.redirects.extend(nested.redirects)
             if nested.error and self.error is None:
                 self.error = f"inside `{command.words[0].text} ...`: {nested.error}"
 
@@ -394,6 +401,7 @@ _WRAPPER_ARGS: dict[str, set[str]] = {
     "unbuffer": set(),
     "watch": {"-n", "-d", "--interval"},
 }
+WRAPPERS = frozenset(_WRAPPER_ARGS) | _SHELLS | {"eval"}
 #: Wrappers whose first operand is theirs, not the command's.
 _OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1}
 #: Wrappers that only change how a command runs, not what it may do: a rule allowing the

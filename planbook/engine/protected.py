@@ -1,0 +1,170 @@
+"""Protected settings: what always goes through review, in every mode, whatever a rule says.
+
+planbook's own configuration (``planbook.toml``, the ``[tool.planbook]`` table of
+``pyproject.toml``), anything under ``.git/`` (its config runs programs: ``core.fsmonitor``,
+pagers, hooks) and the notebook file itself. A change that could give the agent more power than
+the person gave it must be seen by the person: no mode applies it at once and no rule allows it.
+
+For files the path decides (after following symlinks). For a shell command the parse decides:
+a word or redirect that names a protected path (globs that could match one included), a
+``git`` subcommand that rewrites settings (``git config``, ``remote``, ``submodule``...), a
+word whose value only the shell knows (``$X``, ``$(...)``) and input that cannot be parsed are
+all protected, since any of them could be the way in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tomllib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+
+from planbook.engine.shell_parse import SimpleCommand, Word, parse
+from planbook.model.operations import AnyOperation, DeleteFile, EditFile, Shell, WriteFile
+
+__all__ = ["Protected"]
+
+SETTINGS = "planbook.toml"
+PYPROJECT = "pyproject.toml"
+_GIT_DIR = re.compile(r"\.git($|/)")
+#: git subcommands that rewrite settings or hooks (not ordinary work such as add or commit).
+_GIT_SETTINGS = {"config", "remote", "submodule", "init", "worktree", "hook", "update-index"}
+_GIT_READ_CONFIG = {"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin"}
+
+
+@dataclass(frozen=True)
+class Protected:
+    """The protected paths of one workspace."""
+
+    root: Path
+    notebook: Path | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        extra = (self.notebook.name,) if self.notebook is not None else ()
+        return (SETTINGS, PYPROJECT, ".git", *extra)
+
+    def reason(self, tool: str, target: str | None) -> str | None:
+        """Why a call of ``tool`` on ``target`` (path or command) must be reviewed, or None."""
+        if target is None:
+            return None
+        if tool == "shell":
+            return self.shell_reason(target)
+        if tool in ("write_file", "edit_file", "delete_file"):
+            return self.file_reason(target)
+        return None
+
+    def op_reason(self, op: AnyOperation) -> str | None:
+        """As ``reason``, and for pyproject.toml also what the change would write."""
+        if isinstance(op, Shell):
+            return self.shell_reason(op.command)
+        if isinstance(op, WriteFile | EditFile | DeleteFile):
+            if isinstance(op, WriteFile):
+                new = op.content
+            elif isinstance(op, EditFile):
+                new = "\n".join(e.replace for e in op.edits)
+            else:
+                new = ""
+            return self.file_reason(op.path, new_text=new)
+        return None
+
+    # --- files -----------------------------------------------------------------------------
+    def file_reason(self, path: str, *, new_text: str = "") -> str | None:
+        for candidate in self._paths(path):
+            why = self._path_reason(candidate, new_text)
+            if why:
+                return why
+        return None
+
+    def _paths(self, path: str) -> list[Path]:
+        """The path as written and where it really leads (a symlink into .git counts)."""
+        written = self.root / path
+        out = [written]
+        with contextlib.suppress(OSError, RuntimeError):  # a loop, a name too long
+            out.append(written.resolve())
+        return out
+
+    def _path_reason(self, path: Path, new_text: str) -> str | None:
+        try:
+            rel = PurePosixPath(path.relative_to(self.root).as_posix())
+        except ValueError:
+            rel = PurePosixPath(path.as_posix())
+        if ".git" in rel.parts:
+            return f"{rel} is under .git/ (git's settings and hooks run programs)"
+        if rel.name == SETTINGS:
+            return f"{rel} holds planbook's own permission rules"
+        if rel.name == PYPROJECT and (_has_planbook_table(path) or "planbook" in new_text.lower()):
+            return f"{rel} has (or would get) planbook's [tool.planbook] rules"
+        if self.notebook is not None and path == self.notebook:
+            return f"{rel} is the notebook itself"
+        return None
+
+    # --- shell -----------------------------------------------------------------------------
+    def shell_reason(self, command: str) -> str | None:
+        parsed = parse(command)
+        if parsed.error:
+            return f"the command cannot be read for sure ({parsed.error})"
+        words: list[Word] = list(parsed.words)
+        for c in parsed.commands:
+            words += [Word(a) for a in c.assignments]
+            why = _git_settings(c)
+            if why:
+                return why
+        for w in words:
+            why = self._word_reason(w)
+            if why:
+                return why
+        return None
+
+    def _word_reason(self, word: Word) -> str | None:
+        text = word.text
+        if word.dynamic:
+            return f"`{text}` is only known when the shell runs it (it could name a protected path)"
+        if _GIT_DIR.search(text):
+            return f"`{text}` names something under .git/"
+        for name in self.names:
+            if name in text:
+                return f"`{text}` names {name}"
+        if word.globbed:
+            for part in re.split(r"[/=]", text):
+                matched = [n for n in self.names if part and fnmatchcase(n, part)]
+                if matched:
+                    return f"the glob `{text}` can match {matched[0]}"
+        if text and not text.startswith("-"):
+            for candidate in self._paths(text)[1:]:
+                why = self._path_reason(candidate, "")
+                if why:
+                    return f"`{text}` leads to a protected path: {why}"
+        return None
+
+
+def _git_settings(command: SimpleCommand) -> str | None:
+    words = [w.text for w in command.words]
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace"):
+            i += 1
+        i += 1
+    sub = words[i] if i < len(words) else ""
+    if sub not in _GIT_SETTINGS:
+        return None
+    if sub == "config" and set(words[i + 1 :]) & _GIT_READ_CONFIG:
+        return None
+    return f"`git {sub}` changes git's settings (.git/)"
+
+
+def _has_planbook_table(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "planbook" in text.lower()  # cannot tell: assume it is there
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "planbook" in tool
