@@ -6,6 +6,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planbook.engine.rules import RulesError, RuleSet
 
@@ -216,3 +218,33 @@ def test_a_whole_command_pattern_still_denies(tmp_path: Path) -> None:
     rules = RuleSet.load(tmp_path)
     assert rules.decide("shell", "ls && git push --force") == "deny"
     assert rules.decide("shell", "git push") is None
+
+
+_part = st.sampled_from(["ls", "git status", "cat a.txt", "echo hi", "true", "make"])
+_join = st.sampled_from([" | ", " && ", " || ", "; ", "\n", " & "])
+_wrap = st.sampled_from(
+    ["{}", " {}", "({})", "$({})", "`{}`", "echo $({})", "sudo {}", "env A=1 {}"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_part, max_size=3), st.integers(min_value=0, max_value=3), _join, _wrap, st.data())
+def test_a_denied_command_anywhere_denies_the_whole(
+    tmp_path_factory: pytest.TempPathFactory,
+    parts: list[str],
+    where: int,
+    joiner: str,
+    wrap: str,
+    data: st.DataObject,
+) -> None:
+    root = tmp_path_factory.mktemp("rules")
+    write(root / "planbook.toml", SHELL_RULES)
+    denied = "rm -f keep.txt"
+    # sh joins a backslash-newline anywhere in a word: so does the rule matcher.
+    cut = data.draw(st.integers(min_value=0, max_value=len(denied)))
+    if cut and data.draw(st.booleans()):
+        denied = denied[:cut] + "\\\n" + denied[cut:]
+    parts = [*parts]
+    parts.insert(min(where, len(parts)), wrap.format(denied))
+    command = joiner.join(parts)
+    assert RuleSet.load(root).decide("shell", command) == "deny", command
