@@ -32,6 +32,30 @@ _GIT_DIR = re.compile(r"\.git($|/)")
 #: git subcommands that rewrite settings or hooks (not ordinary work such as add or commit).
 _GIT_SETTINGS = {"config", "remote", "submodule", "init", "worktree", "hook", "update-index"}
 _GIT_READ_CONFIG = {"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin"}
+#: Programs that delete, move or rewrite what they are given, folders included: naming a folder
+#: that holds a protected path (``rm -rf .``, ``find . -delete``) reaches the path inside.
+_SWEEPING = {
+    "rm",
+    "rmdir",
+    "mv",
+    "cp",
+    "chmod",
+    "chown",
+    "chgrp",
+    "shred",
+    "truncate",
+    "find",
+    "rsync",
+    "tar",
+    "unzip",
+    "ln",
+    "install",
+    "dd",
+    "sed",
+    "perl",
+    "git",
+}
+_FIND_WRITERS = {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fls"}
 
 
 @dataclass(frozen=True)
@@ -107,9 +131,11 @@ class Protected:
         if parsed.error:
             return f"the command cannot be read for sure ({parsed.error})"
         words: list[Word] = list(parsed.words)
+        programs = {c.words[0].text.rsplit("/", 1)[-1] for c in parsed.commands if c.words}
+        moves = bool(programs & {"cd", "pushd"})
         for c in parsed.commands:
             words += [Word(a) for a in c.assignments]
-            why = _git_settings(c)
+            why = _git_settings(c) or self._sweeping(c, moves)
             if why:
                 return why
         for w in words:
@@ -117,6 +143,44 @@ class Protected:
             if why:
                 return why
         return None
+
+    def _sweeping(self, command: SimpleCommand, moves: bool) -> str | None:
+        """A program that deletes or rewrites what it is given, pointed at a folder that holds
+        a protected path (or at the workspace through an implicit `.`)."""
+        if not command.words:
+            return None
+        program = command.words[0].text.rsplit("/", 1)[-1]
+        if program not in _SWEEPING:
+            return None
+        args = [w.text for w in command.words[1:]]
+        if program == "git":
+            sub = next((a for a in args if not a.startswith("-")), "")
+            return (
+                f"`git {sub}` can delete planbook.toml or the notebook" if sub == "clean" else None
+            )
+        if moves:
+            return f"`{program}` after `cd`: cannot tell which files it reaches"
+        if program == "find" and not set(args) & _FIND_WRITERS:
+            return None  # only lists
+        if program == "find" and (not args or args[0].startswith("-")):
+            return "`find` with no folder works on the whole workspace"
+        for text in args:
+            if text.startswith("-") or not text:
+                continue
+            folder = self.root / text
+            try:
+                real = folder.resolve()
+            except (OSError, RuntimeError):
+                continue
+            if real.is_dir() and any(p == real or real in p.parents for p in self._holds()):
+                return f"`{program} {text}` reaches protected settings inside {text}"
+        return None
+
+    def _holds(self) -> list[Path]:
+        paths = [self.root / ".git", self.root / SETTINGS, self.root / PYPROJECT]
+        if self.notebook is not None:
+            paths.append(self.notebook)
+        return [p for p in paths if p.exists()]
 
     def _word_reason(self, word: Word) -> str | None:
         text = word.text

@@ -97,6 +97,13 @@ ATTEMPTS: list[tuple[str, dict[str, Any]]] = [
     ("shell", {"command": "mv planbook.toml planbook.bak"}),
     ("shell", {"command": "echo x |\\\n tee planbook.toml"}),
     ("shell", {"command": "ls |"}),  # unparseable: cannot tell what it names
+    # Sweeping commands pointed at a folder that holds protected settings.
+    ("shell", {"command": "rm -rf ."}),
+    ("shell", {"command": "find . -name config -delete"}),
+    ("shell", {"command": "find -delete"}),
+    ("shell", {"command": "git clean -fdx"}),
+    ("shell", {"command": "cd sub && rm -rf .."}),
+    ("shell", {"command": "chmod -R 000 ./"}),
 ]
 
 
@@ -108,6 +115,12 @@ def propose(session: planbook.Session, tool: str, args: dict[str, Any]) -> Any:
 def test_every_protected_change_is_staged_in_every_mode(tmp_path: Path, mode: str) -> None:
     session, root = project(tmp_path)
     session.set_mode(mode)
+    # The same rules do let ordinary changes through in act mode: the check can fail.
+    if mode == "act":
+        applied = propose(session, "write_file", {"path": "a.txt", "content": "b\n"})
+        assert applied.status == "done" and (root / "a.txt").read_text() == "b\n"
+        ran = propose(session, "shell", {"command": "touch made.txt && ls -la"})
+        assert ran.status == "done" and (root / "made.txt").exists()
     before = state(root)
     nb_before = (root / "analysis.ipynb").read_bytes()
     for tool, args in ATTEMPTS:
@@ -117,10 +130,6 @@ def test_every_protected_change_is_staged_in_every_mode(tmp_path: Path, mode: st
     assert (root / "analysis.ipynb").read_bytes() != b""
     assert nbformat.reads(nb_before, 4).cells[0].source == "x = 1"
     assert not (root / "pwned").exists()
-    # The same rules do let an ordinary change through in act mode: the check can fail.
-    if mode == "act":
-        applied = propose(session, "write_file", {"path": "a.txt", "content": "b\n"})
-        assert applied.status == "done" and (root / "a.txt").read_text() == "b\n"
 
 
 def test_an_allow_rule_for_protected_settings_is_reported_as_ignored(tmp_path: Path) -> None:
