@@ -224,7 +224,9 @@ def _collect(
     it stopped early: "cap", "time", "dropped" (over the cap, read on), or ""."""
     assert proc.stdout is not None and proc.stderr is not None
     chunks: dict[int, list[bytes]] = {1: [], 2: []}
-    total = 0
+    # Killing: one budget for both streams. Reading on: one each, so an approved step's last
+    # error line on stderr survives a flood on stdout.
+    used = {1: 0, 2: 0}
     deadline = time.monotonic() + timeout
     why = ""
     dropped = False
@@ -241,9 +243,10 @@ def _collect(
                 if not data:
                     sel.unregister(key.fileobj)
                     continue
-                room = max(cap - total, 0)
+                spent = used[1] + used[2] if kill_at_cap else used[key.data]
+                room = max(cap - spent, 0)
                 chunks[key.data].append(data[:room])
-                total += min(len(data), room)
+                used[key.data] += min(len(data), room)
                 if len(data) > room:
                     if kill_at_cap:
                         why = "cap"
