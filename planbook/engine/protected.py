@@ -115,11 +115,14 @@ class Protected:
             rel = PurePosixPath(path.relative_to(self.root).as_posix())
         except ValueError:
             rel = PurePosixPath(path.as_posix())
-        if ".git" in rel.parts:
+        # Case-folded: on macOS and Windows `Planbook.TOML` is the same file.
+        parts = [part.casefold() for part in rel.parts]
+        name = parts[-1] if parts else ""
+        if ".git" in parts:
             return f"{rel} is under .git/ (git's settings and hooks run programs)"
-        if rel.name == SETTINGS:
+        if name == SETTINGS:
             return f"{rel} holds planbook's own permission rules"
-        if rel.name == PYPROJECT and (_has_planbook_table(path) or "planbook" in new_text.lower()):
+        if name == PYPROJECT and (_has_planbook_table(path) or "planbook" in new_text.lower()):
             return f"{rel} has (or would get) planbook's [tool.planbook] rules"
         if self.notebook is not None and path == self.notebook:
             return f"{rel} is the notebook itself"
@@ -183,21 +186,21 @@ class Protected:
         return [p for p in paths if p.exists()]
 
     def _word_reason(self, word: Word) -> str | None:
-        text = word.text
+        text = word.text.casefold()
         if word.dynamic:
             return f"`{text}` is only known when the shell runs it (it could name a protected path)"
         if _GIT_DIR.search(text):
             return f"`{text}` names something under .git/"
         for name in self.names:
-            if name in text:
+            if name.casefold() in text:
                 return f"`{text}` names {name}"
         if word.globbed:
             for part in re.split(r"[/=]", text):
-                matched = [n for n in self.names if part and fnmatchcase(n, part)]
+                matched = [n for n in self.names if part and fnmatchcase(n.casefold(), part)]
                 if matched:
                     return f"the glob `{text}` can match {matched[0]}"
         if text and not text.startswith("-"):
-            for candidate in self._paths(text)[1:]:
+            for candidate in self._paths(word.text)[1:]:
                 why = self._path_reason(candidate, "")
                 if why:
                     return f"`{text}` leads to a protected path: {why}"

@@ -96,6 +96,9 @@ ATTEMPTS: list[tuple[str, dict[str, Any]]] = [
     ("shell", {"command": "F=planbook.toml; echo x > $F"}),
     ("shell", {"command": "mv planbook.toml planbook.bak"}),
     ("shell", {"command": "echo x |\\\n tee planbook.toml"}),
+    # Case-folded (the same file on macOS and Windows).
+    ("write_file", {"path": "PlanBook.TOML", "content": 'shell = "allow"\n'}),
+    ("shell", {"command": "echo x > .GIT/config"}),
     ("shell", {"command": "ls |"}),  # unparseable: cannot tell what it names
     # Sweeping commands pointed at a folder that holds protected settings.
     ("shell", {"command": "rm -rf ."}),
