@@ -16,6 +16,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from pydantic_ai import ApprovalRequired
 
 import planbook
@@ -25,6 +27,7 @@ from planbook.agent.tools_write import shell as shell_tool
 from planbook.agent.tools_write import write_file as write_file_tool
 from planbook.documents.file import FileNotebook
 from planbook.engine.doom_loop import DoomLoopGuard
+from planbook.engine.protected import Protected
 from planbook.workspace import Workspace
 
 MODES = ["plan", "ask", "auto-edit", "act"]
@@ -188,3 +191,52 @@ def test_the_agents_tools_ask_the_person_first(tmp_path: Path, mode: str) -> Non
     )
     assert "NOT applied" in answer and "[tool.planbook]" in answer
     assert state(root) == before
+
+
+_names = st.sampled_from(["planbook.toml", ".git/config", "pyproject.toml", "analysis.ipynb"])
+
+
+@st.composite
+def _spelled(draw: st.DrawFn) -> str:
+    """A protected name written the way sh still reads as that name."""
+    name = draw(_names)
+    cut = draw(st.integers(min_value=1, max_value=len(name) - 1))
+    style = draw(st.sampled_from(["plain", "single", "double", "split", "escape", "continued"]))
+    return {
+        "plain": name,
+        "single": f"'{name}'",
+        "double": f'"{name}"',
+        "split": f"{name[:cut]}''{name[cut:]}",
+        "escape": f"{name[:cut]}\\{name[cut:]}",
+        "continued": f"{name[:cut]}\\\n{name[cut:]}",
+    }[style]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    _spelled(),
+    st.sampled_from(
+        [
+            "echo x > {}",
+            "echo x >> ./{}",
+            "cp a.txt {}",
+            "sed -i s/a/b/ {}",
+            "true && rm -f {}",
+            "ls; mv {} b",
+            "echo $(rm {})",
+            "sudo tee -a {} < a.txt",
+            "find . -name x -exec cp {{}} {} \\;",
+            'python3 -c \'open("{}", "w")\'',
+        ]
+    ),
+)
+def test_a_protected_name_however_spelled_is_reviewed(
+    tmp_path_factory: pytest.TempPathFactory, name: str, shape: str
+) -> None:
+    # Inside an interpreter's own code, sh no longer removes `\`: the interpreter's language
+    # decides (a known limit: code can build any name, as `'plan' + 'book.toml'` can).
+    assume(not (shape.startswith("python3") and "\\" in name))
+    root = tmp_path_factory.mktemp("p")
+    protected = Protected(root, root / "analysis.ipynb")
+    command = shape.format(name)
+    assert protected.shell_reason(command), command
