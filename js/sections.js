@@ -6,7 +6,7 @@ import { button } from "./step-row.js";
 /**
  * @typedef {{ plan_id: string | null, task: string, state: string, revision: number,
  *   mode: string, backend: string, backend_description: string,
- *   counts: Record<string, number> }} Header
+ *   counts: Record<string, number>, warnings?: string[] }} Header
  * @typedef {{ running: boolean, total: number, done: number, current: string | null,
  *   stopping: boolean, message: string }} Progress
  * @typedef {{ id: string, seq: number, kind: string, label: string, step: number | null,
@@ -42,6 +42,11 @@ export function renderHeader(doc, head) {
   box.append(title, meta, counts);
   if (head.backend_description) {
     box.append(h(doc, "p", "pb-muted pb-backend", head.backend_description));
+  }
+  for (const warning of head.warnings ?? []) {
+    const note = h(doc, "p", "pb-warning", warning);
+    note.setAttribute("role", "alert");
+    box.append(note);
   }
   return box;
 }

@@ -102,10 +102,13 @@ class ReviewPanel(anywidget.AnyWidget):
         (nbconvert, nbclient, a terminal, a rendered .ipynb on a forge) shows instead."""
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        # Session warnings (such as "no OS sandbox") lead, so no frontend hides them.
+        notes = list(self.session.warnings)
         data = {
             **(data or {}),
-            "text/markdown": self.session.render_markdown(),
-            "text/plain": self.session.render_text(),
+            "text/markdown": "".join(f"> **warning:** {n}\n\n" for n in notes)
+            + self.session.render_markdown(),
+            "text/plain": "".join(f"warning: {n}\n" for n in notes) + self.session.render_text(),
         }
         return data, metadata
 
@@ -149,6 +152,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 revision_diff=compare,
                 agent=self._agent_view(),
                 offer=self._offer,
+                warnings=session.warnings,
             )
             with self.hold_sync():  # one message: the new view and no stale overrides
                 self.view = view

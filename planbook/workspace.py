@@ -13,12 +13,9 @@ import contextlib
 import errno
 import os
 import secrets
-import signal
 import stat
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
@@ -178,36 +175,20 @@ class Workspace:
         except OSError as exc:
             raise UnreadableFile(_os_refusal(path, exc)) from None
 
-    def run_shell(self, command: str, *, timeout: float) -> ShellResult:
-        """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group."""
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=self.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+    def run_shell(self, command: str, *, timeout: float, sandboxed: bool = False) -> ShellResult:
+        """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group.
+
+        ``sandboxed``: inside the read-only OS sandbox (planbook/sandbox.py; the caller checked
+        that one can start), for commands nobody approved. Output is streamed and bounded: a
+        sandboxed command is stopped past the cap, an approved step only loses the excess.
+        """
+        from planbook.sandbox import run_bounded, sandbox_argv
+
+        argv = sandbox_argv(command, self.root) if sandboxed else ["/bin/sh", "-c", command]
+        result = run_bounded(
+            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=sandboxed
         )
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            out, err = proc.communicate()
-        except BaseException:
-            _kill_group(proc)
-            proc.communicate()
-            raise
-        return ShellResult(
-            command=command,
-            returncode=None if timed_out else proc.returncode,
-            stdout=_bounded(out),
-            stderr=_bounded(err),
-            timed_out=timed_out,
-            seconds=time.monotonic() - start,
-        )
+        return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
 
 
 def decode_text(data: bytes, path: str) -> str:
@@ -221,13 +202,7 @@ def decode_text(data: bytes, path: str) -> str:
         ) from None
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _bounded(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
+def _bounded(text: str) -> str:
     if len(text) > _OUTPUT_LIMIT:
         return text[:_OUTPUT_LIMIT] + f"\n[... {len(text) - _OUTPUT_LIMIT:,} more characters]"
     return text

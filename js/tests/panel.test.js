@@ -14,6 +14,16 @@ test("header shows task, state, revision, mode, backend and counts", (t) => {
     "true");
 });
 
+test("session warnings (such as no OS sandbox) show in the header as alerts", (t) => {
+  const view = makeView();
+  view.header.warnings = ["no OS sandbox: `bwrap` was not found on PATH"];
+  const p = mount(view);
+  t.after(p.close);
+  const note = p.$(".pb-header .pb-warning");
+  assert.ok(note.textContent.includes("no OS sandbox"));
+  assert.equal(note.getAttribute("role"), "alert");
+});
+
 test("one row per step with number, kind, target, reason, risk and its diff or cell", (t) => {
   const p = mount();
   t.after(p.close);

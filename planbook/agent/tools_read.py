@@ -2,7 +2,10 @@
 
 Files are read through the session's workspace (confined to its root: ``..``, absolute paths and
 symlinks that leave it are refused). Shell commands run here only when the classifier is sure
-they are read-only; anything else must be proposed with the ``shell`` write tool.
+they are read-only (anything else must be proposed with the ``shell`` write tool), and even then
+inside the OS sandbox (planbook/sandbox.py): the workspace read-only, nothing else of the disk
+but system directories, no network, bounded output and time. Where no sandbox can start, the
+command is staged like any other instead, and the session's warnings say why.
 """
 
 from __future__ import annotations
@@ -251,6 +254,8 @@ async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
     Args:
         command: The command line.
     """
+    from planbook.sandbox import probe
+
     verdict = classify(command)
     if not verdict.read_only:
         return (
@@ -259,11 +264,36 @@ async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
         )
     if ctx.deps.rules.decide("shell", command) == "deny":
         return "not run: a permission rule denies this command"
-    result = await asyncio.to_thread(ctx.deps.session.workspace.run_shell, command, timeout=30)
+    sandbox = await asyncio.to_thread(probe)
+    if not sandbox.available:
+        return await _stage_without_sandbox(ctx, command, sandbox.reason)
+    result = await asyncio.to_thread(
+        ctx.deps.session.workspace.run_shell, command, timeout=30, sandboxed=True
+    )
     status = "timed out" if result.timed_out else f"exit {result.returncode}"
     out = _clip(result.stdout, 8000)
     err = _clip(result.stderr, 2000)
     return f"[{status}]\n{out}" + (f"\n[stderr]\n{err}" if err.strip() else "")
+
+
+def no_sandbox_warning(reason: str) -> str:
+    return f"{reason}; every shell command the agent wants to run is staged for review instead"
+
+
+async def _stage_without_sandbox(ctx: RunContext[AgentDeps], command: str, reason: str) -> str:
+    """No sandbox to hold the command: it goes through the plan like any other (staged in plan
+    mode, asked in ask mode), and the person is told why in the session's warnings."""
+    from planbook.agent.tools_write import propose_shell
+
+    warning = no_sandbox_warning(reason)
+    session = ctx.deps.session
+    if warning not in session.warnings:
+        session.warnings.append(warning)
+        ctx.deps.say("status", f"planbook: {warning}")
+    answer = await propose_shell(
+        ctx, command, f"read-only command, not run at once: {reason}", timeout=30
+    )
+    return f"not run at once ({reason}).\n{answer}"
 
 
 READ_TOOLS = [

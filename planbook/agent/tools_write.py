@@ -91,6 +91,15 @@ async def _write(
     if session.mode == "plan":
         deps.say("staged", f"step {number} staged: {summary}", step_id=step.id, number=number)
         return f"Queued as step {number} ({ids}): {_QUEUED}"
+    protected = deps.rules.protected_reason(step.operation)
+    if step.status == "pending" and protected and not ctx.tool_call_approved:
+        # Protected settings are reviewed in every mode: the policy staged it; leave it there.
+        deps.say("staged", f"step {number} staged for review: {summary}", step_id=step.id)
+        return (
+            f"Staged as step {number} ({ids}) for the person's review, NOT applied: "
+            f"{protected}. Changes to planbook's settings, .git/ and the notebook file are "
+            "always reviewed. Do not retry it; continue."
+        )
     if step.status == "pending":
         # The person approved this call (or a rule allows it): run exactly this step now.
         report = session.approve(
@@ -282,8 +291,18 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
 
     if is_read_only(command) and ctx.deps.rules.decide("shell", command) is None:
         # Certainly read-only: no need to clutter the plan with it (a rule may still say ask).
+        # It runs in the OS sandbox; with no sandbox it is staged after all.
         answer = await run_read_only_shell(ctx, command)
-        return "(read-only, so it ran at once instead of being staged)\n" + answer
+        if answer.startswith("not run at once"):
+            return answer
+        return "(read-only, so it ran at once in the sandbox instead of being staged)\n" + answer
+    return await propose_shell(ctx, command, reason, timeout=timeout)
+
+
+async def propose_shell(
+    ctx: RunContext[AgentDeps], command: str, reason: str, *, timeout: float
+) -> str:
+    """Put a shell command through the policy (staged, asked or applied by mode and rules)."""
     return await _write(
         ctx,
         "shell",

@@ -2,6 +2,10 @@
 
 Writes in plan mode are staged whatever a rule says: a rule can refuse a change or ask about
 it, never let it bypass the plan.
+
+Protected settings (engine/protected.py: planbook.toml, [tool.planbook], .git/, the notebook)
+reach ``decide`` as an "ask" from the rules hook (engine/rules.py ``RuleSet.decide_op``), which
+no allow rule can turn into anything else: so they are staged in every mode, act included.
 """
 
 from __future__ import annotations

@@ -20,6 +20,16 @@ Two shapes are accepted in either file::
 ``tool`` and ``pattern`` are ``fnmatch`` globs (``*`` also matches ``/``); the pattern is matched
 against the step's target: a workspace-relative path, a shell command, or a cell id. A rule whose
 pattern is ``*`` (the default) also matches a call that has no target.
+
+Shell commands are matched on what the shell will run (engine/shell_parse.py): each simple
+command on its own (``true && rm x`` is ``true`` and ``rm x``; leading spaces, quotes,
+continuations, ``$(...)``, subshells and wrappers such as ``sudo``/``env``/``xargs`` are seen
+through). A deny on any part denies the whole; the whole is allowed only when every part is;
+what cannot be parsed is asked about, never allowed.
+
+Protected settings (engine/protected.py: planbook.toml, ``[tool.planbook]``, ``.git/``, the
+notebook) are always asked about: a rule that would allow them is ignored for them, and
+``load`` says so in ``ignored``.
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from planbook.engine.protected import Protected
+from planbook.engine.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
 from planbook.errors import PlanbookError
 from planbook.model.operations import AnyOperation, target_of
 
@@ -71,6 +83,8 @@ class RuleSet:
     rules: list[Rule] = field(default_factory=list)
     #: Where `add(..., persist=True)` writes; None when the rule set is not tied to a project.
     root: Path | None = None
+    #: What no rule can allow (always asked about); None: nothing is protected.
+    protected: Protected | None = None
 
     @classmethod
     def load(cls, root: str | os.PathLike[str]) -> RuleSet:
@@ -84,14 +98,54 @@ class RuleSet:
         own = base / RULES_FILE
         if own.is_file():
             rules += _parse_section(_read_toml(own), RULES_FILE)
-        return cls(rules=rules, root=base)
+        return cls(rules=rules, root=base, protected=Protected(base))
 
     def decide(self, tool: str, target: str | None = None) -> Action | None:
-        """The action of the last rule that matches, or None when no rule speaks (mode decides)."""
-        for rule in reversed(self.rules):
-            if rule.matches(tool, target):
-                return rule.action
-        return None
+        """The action of the last rule that matches, or None when no rule speaks (mode decides).
+
+        A shell command is matched part by part; a protected target is never allowed."""
+        verdict = self._shell(target) if tool == "shell" and target is not None else None
+        if tool != "shell" or target is None:
+            verdict = self._last_match(tool, target)
+        if verdict != "deny" and self.protected and self.protected.reason(tool, target):
+            return "ask"
+        return verdict
+
+    def decide_op(self, op: AnyOperation) -> Action | None:
+        """``decide`` for a staged operation: also sees what a file change would write."""
+        verdict = self.decide(op.kind, rule_target(op))
+        if verdict != "deny" and self.protected and self.protected.op_reason(op):
+            return "ask"
+        return verdict
+
+    def protected_reason(self, op: AnyOperation) -> str | None:
+        """Why ``op`` touches a protected setting (always reviewed), or None."""
+        return self.protected.op_reason(op) if self.protected else None
+
+    def ignored(self) -> list[str]:
+        """One line for each rule that tries to allow a protected setting (it is ignored)."""
+        if self.protected is None:
+            return []
+        samples = [
+            ("write_file", "planbook.toml"),
+            ("edit_file", "pyproject.toml"),
+            ("write_file", ".git/config"),
+            ("shell", "git config core.fsmonitor x"),
+            ("shell", "echo x > planbook.toml"),
+        ]
+        if self.protected.notebook is not None:
+            samples.append(("shell", f"rm {self.protected.notebook.name}"))
+        out = []
+        for rule in self.rules:
+            if rule.action != "allow" or rule.pattern == "*":
+                continue
+            hits = [t for tool, t in samples if rule.matches(tool, t)]
+            if hits:
+                out.append(
+                    f"{rule.source or 'a rule'}: allow {rule.tool} {rule.pattern!r} is ignored "
+                    f"for protected settings such as {hits[0]!r}: they are always reviewed"
+                )
+        return out
 
     def add(
         self, tool: str, pattern: str = "*", action: Action = "allow", *, persist: bool = False
@@ -111,6 +165,64 @@ class RuleSet:
             _append_rule(self.root / RULES_FILE, rule)
         self.rules.append(rule)
         return rule
+
+    def _last_match(self, tool: str, target: str | None) -> Action | None:
+        for rule in reversed(self.rules):
+            if rule.matches(tool, target):
+                return rule.action
+        return None
+
+    def _shell(self, command: str) -> Action | None:
+        whole = self._last_match("shell", command)
+        if whole == "deny":
+            return "deny"
+        parsed = parse(command)
+        parts = [c for c in parsed.commands if c.words]
+        verdicts = [self._part(c, parts) for c in parts]
+        if "deny" in verdicts:
+            return "deny"
+        if parsed.error or "ask" in verdicts:
+            return "ask"  # never allowed: we cannot tell what runs
+        counted = [v for v in verdicts if v != "defer"]
+        if counted and all(v == "allow" for v in counted):
+            return "allow"
+        return None if parts else whole
+
+    def _part(self, command: SimpleCommand, parts: list[SimpleCommand]) -> Action | str | None:
+        """One simple command: denied if any way of reading it is denied. Allowed only as
+        written, or through wrappers that do not change what it may do ("defer": the command
+        inside a wrapper, or the transparent wrapper around it, speaks for both)."""
+        name = command.words[0]
+        program = name.text.rsplit("/", 1)[-1]
+        bare = " ".join(w.text for w in command.words)
+        texts = [command.text, bare]
+        if program in WRAPPERS:
+            # A wrapper option we do not know could take the command's place: every later
+            # word may start the command, for the deny check.
+            texts += [
+                " ".join(w.text for w in command.words[i:]) for i in range(1, len(command.words))
+            ]
+        verdicts = [self._match_part(t) for t in texts]
+        if "deny" in verdicts:
+            return "deny"
+        if "ask" in verdicts:
+            return "ask"
+        if name.dynamic or name.globbed:
+            return "ask"  # `$CMD x`: only the shell knows what runs
+        if command.wrappers:
+            if all(w in TRANSPARENT for w in command.wrappers) and not command.assignments:
+                return verdicts[1]
+            return "defer"  # the wrapper as written must be allowed
+        if program in TRANSPARENT and any(p.wrappers[:1] == (program,) for p in parts):
+            return "defer" if verdicts[0] != "allow" else "allow"
+        return verdicts[0]
+
+    def _match_part(self, text: str) -> Action | None:
+        """As ``_last_match``; a pattern ``rm *`` also matches a bare ``rm`` (no arguments)."""
+        for rule in reversed(self.rules):
+            if rule.matches("shell", text) or rule.matches("shell", text + " "):
+                return rule.action
+        return None
 
 
 def rule_target(op: AnyOperation) -> str | None:
@@ -134,10 +246,14 @@ def install(session: Any) -> RuleSet:
     except RulesError:
         session.rule_for = lambda op: "ask"
         raise
+    rules.protected = Protected(session.workspace.root, getattr(session, "notebook_path", None))
     if isinstance(previous, RuleSet):
         rules.rules.extend(r for r in previous.rules if r.source == "added")
     session.extras["rules"] = rules
-    session.rule_for = lambda op: rules.decide(op.kind, rule_target(op))
+    session.rule_for = rules.decide_op
+    warnings = getattr(session, "warnings", None)
+    if isinstance(warnings, list):
+        warnings.extend(w for w in rules.ignored() if w not in warnings)
     return rules
 
 

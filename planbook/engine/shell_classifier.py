@@ -1,23 +1,28 @@
 """Is a shell command read-only? Only a "yes" we are sure of counts; anything unsure is a write.
 
-Plan mode lets the agent run read-only commands at once and stages every other command, so a
-wrong "yes" here would be a way around plan mode. The classifier therefore parses the command
-itself (a small POSIX-sh lexer that, unlike ``shlex``, remembers which characters were quoted, so
-a quoted ``'|'`` stays an argument) and accepts only:
+This is the quick first opinion and the explanation, not the wall: a command the agent runs at
+once runs inside the OS sandbox (planbook/sandbox.py), so a wrong "yes" fails there instead of
+writing. The command is parsed by the same parser the permission rules use
+(engine/shell_parse.py, tree-sitter-bash, with sh's line joining) and accepted only when:
 
-- allow-listed programs called by bare name (``ls``, ``cat``, ``grep``, ``git status``, ...),
-  each with its own check for the options that would make it write or run something;
-- joined by ``|``, ``&&``, ``||`` or ``;`` into other read-only commands.
+- every simple command is an allow-listed program called by bare name (``ls``, ``cat``,
+  ``grep``, ``git status``, ...), each with its own check for the options that would make it
+  write, run something or open a connection (``sort -o``, ``uniq IN OUT``, ``rg --pre``,
+  ``find -fprint``, ``git log --output``, ``pip list --outdated``, ...);
+- joined only by ``|``, ``&&``, ``||``, ``;`` or newlines.
 
-It refuses redirection, command/process substitution, backticks, any ``$`` expansion (a variable
-could hold ``-delete``), subshells, background jobs, newlines, comments and environment
-assignments. Globs are refused where a file name could turn into an option that writes.
+Redirections (but reading a file with ``<``, ``2>/dev/null`` and ``2>&1``), here-documents,
+substitutions, any ``$`` expansion (a variable could hold
+``-delete``), subshells, groups, background jobs, control flow, comments and environment
+assignments all make it unsure. Globs are refused where a file name could become an option.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from planbook.engine.shell_parse import ParsedShell, Word, parse
 
 __all__ = ["READ_ONLY_PROGRAMS", "ShellVerdict", "classify", "is_read_only"]
 
@@ -30,130 +35,37 @@ class ShellVerdict:
     reason: str
 
 
-@dataclass(frozen=True)
-class _Word:
-    text: str
-    #: An unquoted ``*``, ``?`` or ``[``: the shell may expand it into file names.
-    globbed: bool
-
-
 class _Unsure(Exception):
-    """Raised by the lexer and the checks; the message becomes the verdict's reason."""
+    """Raised by the checks; the message becomes the verdict's reason."""
 
 
-_SEPARATORS = {"|", "&&", "||", ";"}
-_OPERATOR_CHARS = set("|&;<>()")
-
-
-def _lex(command: str) -> list[_Word | str]:
-    """Split into words and operators (operators are plain ``str``, words ``_Word``)."""
-    out: list[_Word | str] = []
-    word: list[str] = []
-    in_word = globbed = False
-    i, n = 0, len(command)
-
-    def end_word() -> None:
-        nonlocal in_word, globbed
-        if in_word:
-            out.append(_Word("".join(word), globbed))
-        word.clear()
-        in_word = globbed = False
-
-    while i < n:
-        c = command[i]
-        if c in "\n\r":
-            raise _Unsure("several lines: run one command line at a time")
-        if c in " \t":
-            end_word()
-        elif c == "'":
-            close = command.find("'", i + 1)
-            if close < 0:
-                raise _Unsure("unbalanced single quote")
-            word.append(command[i + 1 : close])
-            in_word, i = True, close
-        elif c == '"':
-            i = _double_quoted(command, i + 1, word)
-            in_word = True
-        elif c == "\\":
-            if i + 1 >= n:
-                raise _Unsure("trailing backslash")
-            word.append(command[i + 1])
-            in_word, i = True, i + 1
-        elif c in "$`":
-            raise _Unsure("expansion or substitution (`$` or a backtick)")
-        elif c == "#" and not in_word:
-            raise _Unsure("a comment could hide part of the command")
-        elif c in "!{}":
-            # `!` negates a pipeline, braces group commands or expand: never needed to read.
-            raise _Unsure(f"shell syntax {c!r}")
-        elif c in _OPERATOR_CHARS:
-            end_word()
-            op = c
-            if i + 1 < n and command[i + 1] in _OPERATOR_CHARS:
-                op += command[i + 1]
-                i += 1
-            out.append(op)
-        else:
-            if c in "*?[":
-                globbed = True
-            word.append(c)
-            in_word = True
-        i += 1
-    end_word()
-    return out
-
-
-def _double_quoted(command: str, i: int, word: list[str]) -> int:
-    """Read a double-quoted part starting after the quote; return the closing quote's index."""
-    while i < len(command):
-        c = command[i]
-        if c == '"':
-            return i
-        if c in "$`":
-            raise _Unsure("expansion or substitution inside double quotes")
-        if c == "\\" and i + 1 < len(command) and command[i + 1] in '"\\':
-            i += 1
-            c = command[i]
-        elif c in "\n\r":
-            raise _Unsure("several lines: run one command line at a time")
-        word.append(c)
-        i += 1
-    raise _Unsure("unbalanced double quote")
-
-
-def _split(tokens: list[_Word | str]) -> list[list[_Word]]:
-    """Cut the token list at separators; any other operator is unsure."""
-    segments: list[list[_Word]] = [[]]
-    for tok in tokens:
-        if isinstance(tok, _Word):
-            segments[-1].append(tok)
-        elif tok in _SEPARATORS:
-            if not segments[-1]:
-                raise _Unsure(f"empty command before {tok!r}")
-            segments.append([])
-        elif "<" in tok or ">" in tok:
-            raise _Unsure("redirection (`<`, `>`) can write or truncate files")
-        elif tok == "&":
-            raise _Unsure("background job (`&`)")
-        else:
-            raise _Unsure(f"shell syntax {tok!r} (subshell or unusual operator)")
-    if not segments[-1]:
-        if len(segments) == 1:
-            raise _Unsure("empty command")
-        segments.pop()  # a trailing `;` is harmless
-    return segments
+_WHY = {
+    "redirect": "redirection (`<`, `>`) can write or truncate files",
+    "heredoc": "a here-document (`<<`) feeds text to a command",
+    "substitution": "command substitution (`$(...)`, backticks, `<(...)`) runs another command",
+    "expansion": "expansion (`$`): a variable could hold anything",
+    "subshell": "shell syntax: a subshell `( ... )`",
+    "group": "shell syntax: a group `{ ...; }`",
+    "background": "background job (`&`)",
+    "control": "shell control flow (if, for, while, case, [[ ]])",
+    "function": "a function definition",
+    "negation": "shell syntax `!`",
+    "assignment": "environment assignment before the command",
+    "comment": "a comment could hide part of the command",
+}
+_WORST_FIRST = list(_WHY)
 
 
 # --- per-program checks: each returns None when sure, or raises _Unsure -------------------------
 
-Check = Callable[[str, list[_Word]], None]
+Check = Callable[[str, list[Word]], None]
 
 
-def _plain(program: str, args: list[_Word]) -> None:
+def _plain(program: str, args: list[Word]) -> None:
     """Programs with no option that writes a file or runs another program."""
 
 
-def _no_globs(program: str, args: list[_Word]) -> None:
+def _no_globs(program: str, args: list[Word]) -> None:
     if any(a.globbed for a in args):
         raise _Unsure(f"`{program}` with an unquoted glob: a file name could become an option")
 
@@ -177,37 +89,45 @@ _FIND_WRITERS = {
 }
 
 
-def _find(program: str, args: list[_Word]) -> None:
+def _find(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     for a in args:
         if a.text in _FIND_WRITERS:
             raise _Unsure(f"`find {a.text}` changes files or runs commands")
 
 
-def _sort(program: str, args: list[_Word]) -> None:
+def _sort(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     for a in args:
         t = a.text
-        if t.startswith("--") and _long_prefix_of(t, "--output", "--compress-program"):
+        if t.startswith("--") and _long_prefix_of(
+            t, "--output", "--compress-program", "--temporary-directory"
+        ):
             raise _Unsure(f"`sort {t}` writes a file or runs a program")
-        if t.startswith("-") and not t.startswith("--") and "o" in t:
+        if t.startswith("-") and not t.startswith("--") and ("o" in t or "T" in t):
             raise _Unsure("`sort -o` writes a file")
 
 
-def _uniq(program: str, args: list[_Word]) -> None:
+def _uniq(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
-    if len([a for a in args if not a.text.startswith("-")]) > 1:
+    # `-` (standard input) is an operand too: `uniq - OUT` writes OUT. Option values such as
+    # `-f 1` count as operands here: refusing a harmless call is fine, missing a write is not.
+    operands = [a for a in args if a.text == "-" or not a.text.startswith("-")]
+    if len(operands) > 1 or any(a.text == "--" for a in args):
         raise _Unsure("`uniq IN OUT` writes its second file")
 
 
-def _rg(program: str, args: list[_Word]) -> None:
+def _rg(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     for a in args:
-        if a.text.startswith("--pre"):
-            raise _Unsure("`rg --pre` runs a program on every file")
+        t = a.text
+        if t.startswith("--") and _long_prefix_of(t, "--pre", "--search-zip", "--hostname-bin"):
+            raise _Unsure(f"`rg {t}` runs a program on every file")
+        if t.startswith("-") and not t.startswith("--") and "z" in t:
+            raise _Unsure("`rg -z` runs decompression programs")
 
 
-def _date(program: str, args: list[_Word]) -> None:
+def _date(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     for a in args:
         t = a.text
@@ -220,19 +140,24 @@ def _date(program: str, args: list[_Word]) -> None:
 
 
 _GIT_READERS = {"status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "shortlog"}
+#: Options of those subcommands that write a file or run a program (abbreviations included).
+_GIT_WRITERS = ("--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec")
 
 
-def _git(program: str, args: list[_Word]) -> None:
+def _git(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     if not args or args[0].text not in _GIT_READERS:
         first = args[0].text if args else ""
         raise _Unsure(f"`git {first}` is not one of: {', '.join(sorted(_GIT_READERS))}")
     for a in args[1:]:
-        if a.text.startswith(("--output", "--ext-diff")):
-            raise _Unsure(f"`git {args[0].text} {a.text}` writes a file or runs a program")
+        t = a.text
+        if t.startswith("--") and _long_prefix_of(t, *_GIT_WRITERS):
+            raise _Unsure(f"`git {args[0].text} {t}` writes a file or runs a program")
+        if t in ("-O", "-o") or (t.startswith("-O") and not t.startswith("--")):
+            raise _Unsure(f"`git {args[0].text} {t}` writes a file or runs a program")
 
 
-def _python(program: str, args: list[_Word]) -> None:
+def _python(program: str, args: list[Word]) -> None:
     texts = [a.text for a in args]
     if texts in (["--version"], ["-V"]):
         return
@@ -242,13 +167,40 @@ def _python(program: str, args: list[_Word]) -> None:
     raise _Unsure(f"`{program}` runs code; only `{program} --version` is read-only")
 
 
-def _pip(program: str, args: list[_Word]) -> None:
+#: pip options that write a file, point pip at other code, or open a connection.
+_PIP_WRITERS = (
+    "--log",
+    "--log-file",
+    "--cache-dir",
+    "--path",
+    "--src",
+    "--report",
+    "--outdated",
+    "--uptodate",
+    "--index-url",
+    "--extra-index-url",
+    "--find-links",
+    "--proxy",
+    "--trusted-host",
+    "--cert",
+    "--client-cert",
+    "--target",
+    "--prefix",
+    "--root",
+)
+
+
+def _pip(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     if not args or args[0].text not in {"list", "show", "freeze"}:
         raise _Unsure("only `pip list`, `pip show` and `pip freeze` are read-only")
     for a in args[1:]:
-        if a.text.startswith(("--log", "--cache-dir", "--path")):
-            raise _Unsure(f"`pip {a.text}` writes or points pip elsewhere")
+        t = a.text
+        if t.startswith("--") and _long_prefix_of(t, *_PIP_WRITERS):
+            raise _Unsure(f"`pip {t}` writes, connects or points pip elsewhere")
+        # Short options cluster (`-vo`): -o outdated, -u uptodate, -i index, -f find-links.
+        if t.startswith("-") and not t.startswith("--") and set(t[1:]) & set("oufi"):
+            raise _Unsure(f"`pip {args[0].text} {t}` connects to an index or writes")
 
 
 READ_ONLY_PROGRAMS: dict[str, Check] = {
@@ -295,22 +247,53 @@ READ_ONLY_PROGRAMS: dict[str, Check] = {
 }
 
 
-def _check_segment(words: list[_Word]) -> str:
-    program, args = words[0], words[1:]
-    if program.globbed or program.text not in READ_ONLY_PROGRAMS:
-        if "=" in program.text:
-            raise _Unsure("environment assignment before the command")
+def _check(words: tuple[Word, ...]) -> str:
+    program, args = words[0], list(words[1:])
+    if program.globbed or program.dynamic or program.text not in READ_ONLY_PROGRAMS:
         raise _Unsure(f"`{program.text}` is not a known read-only program")
+    for a in args:
+        t = a.text
+        if t.startswith("--") and _long_prefix_of(t, "--output", "--log-file"):
+            raise _Unsure(f"`{program.text} {t}` writes a file")
     READ_ONLY_PROGRAMS[program.text](program.text, args)
     return program.text
 
 
+def _harmless(parsed: ParsedShell) -> bool:
+    """Redirects that cannot write: read a named file (`< a.txt`), throw output away
+    (`2>/dev/null`) or join the two outputs (`2>&1`)."""
+    for r in parsed.redirects:
+        target = r.target
+        if target is None or target.dynamic or target.globbed:
+            return False
+        op = r.op.lstrip("012")
+        if op == "<":
+            continue
+        if op in (">", ">>") and target.text == "/dev/null":
+            continue
+        if op in (">&", "<&") and target.text in ("1", "2"):
+            continue
+        return False
+    return True
+
+
 def classify(command: str) -> ShellVerdict:
     """Read-only only when sure; every other command (and anything unparsable) is a write."""
+    parsed = parse(command)
+    if parsed.error:
+        return ShellVerdict(read_only=False, reason=parsed.error)
+    for feature in _WORST_FIRST:
+        if feature in parsed.features and not (feature == "redirect" and _harmless(parsed)):
+            return ShellVerdict(read_only=False, reason=_WHY[feature])
+    top = [c for c in parsed.commands if not c.wrappers]
+    if not top:
+        return ShellVerdict(read_only=False, reason="empty command")
     try:
-        programs = [_check_segment(seg) for seg in _split(_lex(command))]
+        programs = [_check(c.words) for c in top if c.words]
     except _Unsure as why:
         return ShellVerdict(read_only=False, reason=str(why))
+    if len(programs) != len(top):
+        return ShellVerdict(read_only=False, reason="a command with no program")
     return ShellVerdict(read_only=True, reason="read-only: " + ", ".join(programs))
 
 

@@ -117,6 +117,7 @@ def build_view(
     revision_diff: dict[str, Any] | None = None,
     agent: dict[str, Any] | None = None,
     offer: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback."""
     numbers = {s.id: s.number for s in steps}
@@ -130,6 +131,7 @@ def build_view(
             "backend": backend,
             "backend_description": backend_description,
             "counts": counts(steps),
+            "warnings": list(warnings),
         },
         "steps": [step_json(s) for s in steps],
         "checkpoints": [checkpoint_json(cp, numbers) for cp in checkpoints],

@@ -6,6 +6,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planbook.engine.rules import RulesError, RuleSet
 
@@ -133,3 +135,116 @@ def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
         session.propose.shell("ls", reason="x")
     with pytest.raises(PolicyDenied):
         session.propose.write_file("a.txt", "x", reason="x")
+
+
+# --- shell commands are matched on what the shell will run -------------------------------------
+
+SHELL_RULES = (
+    '[permissions]\nshell = { "rm *" = "deny", "ls*" = "allow", "git status*" = "allow" }\n'
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        " rm -f keep.txt",  # leading space
+        "\trm -f keep.txt",
+        "true && rm -f b.txt",
+        "ls; rm x",
+        "ls || rm x",
+        "ls | rm x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        'echo "$(rm x)"',
+        "(rm x)",
+        "{ rm x; }",
+        "r\\\nm x",  # sh joins the continuation into `rm`
+        "ls \\\n&& rm x",
+        "'rm' x",
+        "r''m x",
+        "\\rm x",
+        "sudo rm x",
+        "env -i FOO=1 rm x",
+        "nice -n 5 rm x",
+        "timeout 5 rm x",
+        "xargs rm",
+        "xargs -I{} rm {}",
+        "find . -exec rm {} +",
+        "sh -c 'rm x'",
+        'bash -c "ls && rm x"',
+        "eval 'rm x'",
+        "if true; then rm x; fi",
+        "for f in a; do rm $f; done",
+        "cat <<EOF\n$(rm x)\nEOF",
+        "FOO=1 rm x",
+    ],
+)
+def test_a_deny_on_any_part_denies_the_whole(tmp_path: Path, command: str) -> None:
+    write(tmp_path / "planbook.toml", SHELL_RULES)
+    assert RuleSet.load(tmp_path).decide("shell", command) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command", ["ls |", "echo 'unbalanced", "ls \\", "ls && ", "$(", "ls\x00", "ls\r rm x"]
+)
+def test_what_cannot_be_parsed_is_asked_never_allowed(tmp_path: Path, command: str) -> None:
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "*" = "allow" }\n')
+    assert RuleSet.load(tmp_path).decide("shell", command) == "ask"
+
+
+def test_allowed_only_when_every_part_is(tmp_path: Path) -> None:
+    write(tmp_path / "planbook.toml", SHELL_RULES)
+    rules = RuleSet.load(tmp_path)
+    assert rules.decide("shell", "ls -la") == "allow"
+    assert rules.decide("shell", "  ls -la") == "allow"
+    assert rules.decide("shell", "git status && ls") == "allow"
+    assert rules.decide("shell", "command ls") == "allow"  # changes nothing about what runs
+    # A part no rule speaks for leaves it to the mode; a wrapper that changes what a command
+    # may do must itself be allowed.
+    assert rules.decide("shell", "ls && make") is None
+    assert rules.decide("shell", "git status; cat x") is None
+    assert rules.decide("shell", "sudo ls") is None
+    assert rules.decide("shell", "PAGER=sh ls") is None
+    assert rules.decide("shell", "$CMD x") == "ask"  # only the shell knows what runs
+    # A value only the shell knows could name a protected path: asked, never allowed.
+    assert rules.decide("shell", "ls $(make)") == "ask"
+    assert rules.decide("shell", "ls $HOME") == "ask"
+    # Quoted separators stay arguments: `echo` with words, nothing denied.
+    assert rules.decide("shell", "echo 'a; rm -rf /'") is None
+
+
+def test_a_whole_command_pattern_still_denies(tmp_path: Path) -> None:
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "*--force*" = "deny" }\n')
+    rules = RuleSet.load(tmp_path)
+    assert rules.decide("shell", "ls && git push --force") == "deny"
+    assert rules.decide("shell", "git push") is None
+
+
+_part = st.sampled_from(["ls", "git status", "cat a.txt", "echo hi", "true", "make"])
+_join = st.sampled_from([" | ", " && ", " || ", "; ", "\n", " & "])
+_wrap = st.sampled_from(
+    ["{}", " {}", "({})", "$({})", "`{}`", "echo $({})", "sudo {}", "env A=1 {}"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_part, max_size=3), st.integers(min_value=0, max_value=3), _join, _wrap, st.data())
+def test_a_denied_command_anywhere_denies_the_whole(
+    tmp_path_factory: pytest.TempPathFactory,
+    parts: list[str],
+    where: int,
+    joiner: str,
+    wrap: str,
+    data: st.DataObject,
+) -> None:
+    root = tmp_path_factory.mktemp("rules")
+    write(root / "planbook.toml", SHELL_RULES)
+    denied = "rm -f keep.txt"
+    # sh joins a backslash-newline anywhere in a word: so does the rule matcher.
+    cut = data.draw(st.integers(min_value=0, max_value=len(denied)))
+    if cut and data.draw(st.booleans()):
+        denied = denied[:cut] + "\\\n" + denied[cut:]
+    parts = [*parts]
+    parts.insert(min(where, len(parts)), wrap.format(denied))
+    command = joiner.join(parts)
+    assert RuleSet.load(root).decide("shell", command) == "deny", command

@@ -1,0 +1,476 @@
+"""Parse a shell command line into the simple commands the shell will run (tree-sitter-bash).
+
+One parse serves the read-only classifier, the permission rules and the protected-settings
+check, so all three see the same commands the shell does: quoting, ``;``, ``&&``, ``||``,
+pipes, subshells, ``$(...)``, backticks, here-documents, leading whitespace, and commands hidden
+behind wrappers (``env``, ``sudo``, ``xargs``, ``sh -c '...'``, ``find -exec``).
+
+Two places where the grammar and ``/bin/sh`` disagree are handled before parsing or refused:
+a backslash-newline is removed the way sh removes it (it joins words: ``fi\\<newline>nd`` runs
+``find``), and input the parser cannot read completely (a syntax error, a NUL, a carriage
+return, a here-document together with a continuation) comes back with ``error`` set, which
+every caller treats as "ask the person", never as "allow".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+__all__ = ["ParsedShell", "Redirect", "SimpleCommand", "Word", "parse"]
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word after quote removal."""
+
+    text: str
+    #: Holds an expansion or substitution: the shell decides its value, we cannot.
+    dynamic: bool = False
+    #: Holds an unquoted ``*``, ``?`` or ``[``: the shell may expand it into file names.
+    globbed: bool = False
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str
+    target: Word | None
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """A program with its arguments, as the shell will run it."""
+
+    words: tuple[Word, ...]
+    assignments: tuple[str, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    #: The wrappers peeled off to reach this command (``sudo``, ``env``, ``xargs``...), outermost
+    #: first; empty for a command written as such.
+    wrappers: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> Word | None:
+        return self.words[0] if self.words else None
+
+    @property
+    def text(self) -> str:
+        """Assignments and words joined by single spaces: what rule patterns are matched on."""
+        return " ".join([*self.assignments, *(w.text for w in self.words)])
+
+
+@dataclass(frozen=True)
+class ParsedShell:
+    #: Every simple command, nested ones included (substitutions, subshells, ``sh -c``), and for
+    #: a wrapped command both the wrapper and what it runs.
+    commands: tuple[SimpleCommand, ...] = ()
+    #: Syntax the command uses: redirect, heredoc, substitution, expansion, subshell, group,
+    #: background, control, negation, comment, assignment, function.
+    features: frozenset[str] = frozenset()
+    #: Why the command cannot be read for sure; None when it parsed completely.
+    error: str | None = None
+    #: Every word and redirect target, nested ones included (what the command names).
+    words: tuple[Word, ...] = field(default=(), repr=False)
+    #: Every redirect, wherever it stands (also one with no command, such as `> a.txt`).
+    redirects: tuple[Redirect, ...] = ()
+
+
+_FEATURES = {
+    "file_redirect": "redirect",
+    "heredoc_redirect": "heredoc",
+    "herestring_redirect": "redirect",
+    "command_substitution": "substitution",
+    "process_substitution": "substitution",
+    "simple_expansion": "expansion",
+    "expansion": "expansion",
+    "arithmetic_expansion": "expansion",
+    "subshell": "subshell",
+    "compound_statement": "group",
+    "negated_command": "negation",
+    "comment": "comment",
+    "if_statement": "control",
+    "while_statement": "control",
+    "for_statement": "control",
+    "c_style_for_statement": "control",
+    "case_statement": "control",
+    "function_definition": "function",
+    "variable_assignment": "assignment",
+    "declaration_command": "assignment",
+    "unset_command": "assignment",
+    "test_command": "control",
+}
+_DYNAMIC = {
+    "simple_expansion",
+    "expansion",
+    "command_substitution",
+    "process_substitution",
+    "arithmetic_expansion",
+    "ansi_c_string",
+    "translated_string",
+    "brace_expression",
+}
+_REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox-sh", "ash"}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+@lru_cache(maxsize=2048)
+def parse(command: str) -> ParsedShell:
+    """The simple commands of ``command``; ``error`` says why it cannot be read for sure."""
+    return _parse(command, depth=0)
+
+
+def _parse(command: str, *, depth: int) -> ParsedShell:
+    if depth > 4:
+        return ParsedShell(error="commands nested too deeply (sh -c inside sh -c ...)")
+    if "\x00" in command or "\r" in command:
+        return ParsedShell(error="a NUL or carriage-return character in the command")
+    joined = join_continuations(command)
+    if joined is None:
+        return ParsedShell(
+            error="a line continuation together with a here-document: cannot tell how sh reads it"
+        )
+    if not joined.strip():
+        return ParsedShell(error="empty command")
+    trailing = len(joined.rstrip(" \t\n")) - len(joined.rstrip(" \t\n").rstrip("\\"))
+    if trailing % 2:
+        return ParsedShell(error="a trailing backslash: the command looks cut off")
+    tree = _parser().parse(joined.encode("utf-8"))
+    root = tree.root_node
+    if root.has_error:
+        where = _first_error(root)
+        return ParsedShell(error=f"cannot parse the command{where}: ask before running it")
+    walker = _Walker(depth)
+    walker.visit(root)
+    return ParsedShell(
+        commands=tuple(walker.commands),
+        features=frozenset(walker.features),
+        error=walker.error,
+        words=tuple(walker.words),
+        redirects=tuple(walker.redirects),
+    )
+
+
+def join_continuations(command: str) -> str | None:
+    """Remove backslash-newline the way sh does (outside single quotes and comments).
+
+    None when the command also has a here-document: sh joins lines in some of its bodies
+    and not in others, so we cannot be sure what it reads."""
+    if "\\\n" not in command:
+        return command
+    if "<<" in command:
+        return None
+    out: list[str] = []
+    i, n = 0, len(command)
+    quote = ""  # "'" or '"' while inside quotes
+    comment = False
+    while i < n:
+        c = command[i]
+        if comment:
+            out.append(c)
+            comment = c != "\n"
+        elif quote == "'":
+            out.append(c)
+            if c == "'":
+                quote = ""
+        elif c == "\\" and i + 1 < n:
+            if command[i + 1] == "\n":
+                i += 2
+                continue
+            out.append(command[i : i + 2])
+            i += 2
+            continue
+        else:
+            out.append(c)
+            if c == quote:
+                quote = ""
+            elif not quote and c in "'\"":
+                quote = c
+            elif not quote and c == "#" and (not out[:-1] or out[-2][-1:] in " \t\n;&|()"):
+                comment = True
+        i += 1
+    return "".join(out)
+
+
+def _first_error(root: Node) -> str:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            snippet = (node.text or b"").decode("utf-8", "replace")[:30]
+            return f" near {snippet!r}" if snippet.strip() else ""
+        stack.extend(reversed(node.children))
+    return ""
+
+
+class _Walker:
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.commands: list[SimpleCommand] = []
+        self.features: set[str] = set()
+        self.words: list[Word] = []
+        self.redirects: list[Redirect] = []
+        self.error: str | None = None
+
+    def visit(self, node: Node) -> None:
+        kind = node.type
+        if kind in _FEATURES:
+            self.features.add(_FEATURES[kind])
+        if kind == "&" and not node.is_named:
+            self.features.add("background")
+        if kind == "command":
+            self._command(node)
+            return
+        if kind == "redirected_statement":
+            body = next((c for c in node.named_children if c.type not in _REDIRECTS), None)
+            redirects = _redirects([c for c in node.named_children if c.type in _REDIRECTS])
+            for child in node.named_children:
+                if child is not body:
+                    self.visit(child)  # substitutions in a target or a here-document body
+            self.words.extend(r.target for r in redirects if r.target is not None)
+            self.redirects += redirects
+            if body is not None:
+                before = len(self.commands)
+                self.visit(body)
+                # A redirect after `a; b` or a subshell applies to all it holds.
+                for i in range(before, len(self.commands)):
+                    c = self.commands[i]
+                    self.commands[i] = SimpleCommand(
+                        c.words, c.assignments, c.redirects + tuple(redirects), c.wrappers
+                    )
+            return
+        if kind in ("declaration_command", "unset_command"):
+            keyword = node.children[0].type if node.children else kind
+            args = [_word(c) for c in node.named_children]
+            self._add(SimpleCommand((Word(keyword), *args)))
+        for child in node.children:
+            self.visit(child)
+
+    def _command(self, node: Node) -> None:
+        words: list[Word] = []
+        assignments: list[str] = []
+        redirects: list[Redirect] = []
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                assignments.append(_word(child).text)
+                self.features.add("assignment")
+            elif child.type in _REDIRECTS:
+                redirects += _redirects([child])
+            elif child.type == "command_name":
+                inner = child.named_children
+                words.append(_word(inner[0]) if inner else Word(""))
+            else:
+                words.append(_word(child))
+            # Substitutions inside words and assignments are commands too.
+            for grandchild in child.children:
+                self.visit(grandchild)
+            if child.type in _FEATURES:
+                self.features.add(_FEATURES[child.type])
+        self.words.extend(words)
+        self.words.extend(r.target for r in redirects if r.target is not None)
+        self.redirects += redirects
+        self._add(SimpleCommand(tuple(words), tuple(assignments), tuple(redirects)))
+
+    def _add(self, command: SimpleCommand) -> None:
+        self.commands.append(command)
+        for inner in _unwrapped(command):
+            self.commands.append(inner)
+        for script in _scripts(command):
+            nested = _parse(script, depth=self.depth + 1)
+            self.commands.extend(nested.commands)
+            self.features |= nested.features
+            self.words.extend(nested.words)
+            self.redirects.extend(nested.redirects)
+            if nested.error and self.error is None:
+                self.error = f"inside `{command.words[0].text} ...`: {nested.error}"
+
+
+def _redirects(nodes: list[Node]) -> list[Redirect]:
+    """Redirects, with those nested in a here-document's line (`cat <<EOF > x`) flattened."""
+    out: list[Redirect] = []
+    for node in nodes:
+        out.append(_redirect(node))
+        out += _redirects([c for c in node.named_children if c.type in _REDIRECTS])
+    return out
+
+
+def _redirect(node: Node) -> Redirect:
+    op = next((c.type for c in node.children if not c.is_named), node.type)
+    targets = [
+        c
+        for c in node.named_children
+        if c.type not in ("file_descriptor", "heredoc_start", "heredoc_body", "heredoc_end")
+        and not c.type.endswith("redirect")
+    ]
+    fd = next((c for c in node.named_children if c.type == "file_descriptor"), None)
+    prefix = (fd.text or b"").decode() if fd is not None else ""
+    return Redirect(prefix + op, _word(targets[-1]) if targets else None)
+
+
+def _word(node: Node) -> Word:
+    kind = node.type
+    text = (node.text or b"").decode("utf-8", "replace")
+    if kind == "raw_string":
+        return Word(text[1:-1])
+    if kind == "number":
+        return Word(text)
+    if kind == "word":
+        return _unescape(text)
+    if kind == "variable_assignment":
+        parts = [_word(c) for c in node.named_children[1:]]
+        name = node.named_children[0].text if node.named_children else b""
+        value = "".join(p.text for p in parts)
+        return Word(f"{(name or b'').decode()}={value}", any(p.dynamic for p in parts))
+    if kind == "string":
+        if any(c.type in _DYNAMIC for c in node.named_children):
+            return Word(text, dynamic=True)
+        return Word(_unescape_double(text[1:-1]))
+    if kind == "concatenation":
+        parts = [_word(c) for c in node.children]
+        return Word(
+            "".join(p.text for p in parts),
+            dynamic=any(p.dynamic for p in parts),
+            globbed=any(p.globbed for p in parts),
+        )
+    return Word(text, dynamic=True)
+
+
+def _unescape(text: str) -> Word:
+    out: list[str] = []
+    globbed = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append(text[i + 1])
+            i += 2
+            continue
+        if c in "*?[":
+            globbed = True
+        out.append(c)
+        i += 1
+    return Word("".join(out), globbed=globbed)
+
+
+def _unescape_double(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in '\\"$`':
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+# --- wrappers: commands that run another command -----------------------------------------------
+
+#: For each wrapper, its options that take a separate argument.
+_WRAPPER_ARGS: dict[str, set[str]] = {
+    "command": set(),
+    "builtin": set(),
+    "exec": {"-a"},
+    "nohup": set(),
+    "setsid": set(),
+    "time": {"-f", "-o", "--format", "--output"},
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-R", "-T"},
+    "doas": {"-u", "-C"},
+    "nice": {"-n", "--adjustment"},
+    "ionice": {"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"},
+    "timeout": {"-s", "-k", "--signal", "--kill-after"},
+    "stdbuf": {"-i", "-o", "-e", "--input", "--output", "--error"},
+    "xargs": {"-I", "-n", "-L", "-P", "-d", "-E", "-s", "-a", "--arg-file", "--delimiter"},
+    "chroot": set(),
+    "busybox": set(),
+    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
+    "taskset": set(),
+    "unbuffer": set(),
+    "watch": {"-n", "-d", "--interval"},
+}
+WRAPPERS = frozenset(_WRAPPER_ARGS) | _SHELLS | {"eval"}
+#: Wrappers whose first operand is theirs, not the command's.
+_OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1}
+#: Wrappers that only change how a command runs, not what it may do: a rule allowing the
+#: command allows it through these too.
+TRANSPARENT = frozenset(
+    {"command", "builtin", "exec", "nohup", "time", "nice", "timeout", "stdbuf"}
+)
+
+
+def _unwrapped(command: SimpleCommand) -> list[SimpleCommand]:
+    """The commands a wrapper runs: ``sudo -u x rm y`` gives ``rm y``; ``find -exec rm {} +``
+    gives ``rm {} +``. Option arguments the table does not know are taken conservatively: the
+    deny check sees every later word as a possible command (see rules)."""
+    out: list[SimpleCommand] = []
+    words = list(command.words)
+    wrappers = list(command.wrappers)
+    while words and not words[0].dynamic and words[0].text in _WRAPPER_ARGS:
+        name = words[0].text.rsplit("/", 1)[-1]
+        rest = _skip_options(name, words[1:])
+        if not rest:
+            break
+        wrappers.append(name)
+        words = rest
+        out.append(SimpleCommand(tuple(words), (), command.redirects, tuple(wrappers)))
+    if command.words and command.words[0].text == "find":
+        out += _find_exec(command)
+    return out
+
+
+def _skip_options(name: str, words: list[Word]) -> list[Word]:
+    takes_arg = _WRAPPER_ARGS[name]
+    i = 0
+    while i < len(words):
+        t = words[i].text
+        if t == "--":
+            i += 1
+            break
+        if name == "env" and "=" in t and not t.startswith("-"):
+            i += 1
+            continue
+        if not t.startswith("-") or t == "-":
+            break
+        i += 2 if t in takes_arg else 1
+    return words[i + _OPERANDS.get(name, 0) :]
+
+
+def _find_exec(command: SimpleCommand) -> list[SimpleCommand]:
+    out: list[SimpleCommand] = []
+    words = list(command.words)
+    for i, w in enumerate(words):
+        if w.text in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next(
+                (j for j in range(i + 1, len(words)) if words[j].text in (";", "+")), len(words)
+            )
+            if end > i + 1:
+                out.append(SimpleCommand(tuple(words[i + 1 : end]), (), (), ("find",)))
+    return out
+
+
+def _scripts(command: SimpleCommand) -> list[str]:
+    """Command text a shell or ``eval`` will parse again: ``sh -c 'rm x'`` gives ``rm x``."""
+    words = command.words
+    if not words or words[0].dynamic:
+        return []
+    name = words[0].text.rsplit("/", 1)[-1]
+    if name == "eval":
+        return [" ".join(w.text for w in words[1:])]
+    if name in _SHELLS:
+        for i, w in enumerate(words[1:], start=1):
+            if w.text.startswith("-") and "c" in w.text and not w.text.startswith("--"):
+                return [words[i + 1].text] if i + 1 < len(words) else []
+    return []
