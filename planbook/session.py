@@ -242,12 +242,7 @@ class Session:
         if decision == "apply":
             number = plan.steps.index(step) + 1
             report = self.approve([number], by=f"policy ({self.mode} mode)")
-            with self._editing():
-                plan = self.store.plan_by_id(plan.id)
-                if plan.state == "completed":
-                    # The next change of this task joins the same plan instead of opening one.
-                    plan.fire("reopen")
-                    self.store.save()
+            plan = self.keep_open(plan.id)
             applied = plan.find_step(step.id) or step
             if not report.ok:
                 raise PlanbookError(
@@ -303,6 +298,16 @@ class Session:
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)
+
+    def keep_open(self, plan_id: str) -> Plan:
+        """Reopen a plan its last approval completed, so the next change of the same task
+        joins it instead of opening a plan of its own (act and ask modes)."""
+        with self._editing():
+            plan = self.store.plan_by_id(plan_id)
+            if plan.state == "completed":
+                plan.fire("reopen")
+                self.store.save()
+        return plan
 
     def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
         numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
@@ -404,6 +409,12 @@ class Session:
 
     def revise(self, feedback: str) -> Revision:
         return self._edit_plan(lambda p: planning.revise(p, feedback), f"revise: {feedback}")  # type: ignore[no-any-return]
+
+    def restore_revision(self, number: int) -> Revision:
+        """Make an earlier revision current again, as a new revision (the history is kept)."""
+        from planbook.engine.revisions import restore
+
+        return self._edit_plan(lambda p: restore(p, number), f"restore revision {number}")  # type: ignore[no-any-return]
 
     def set_summary(self, summary: str) -> None:
         """The agent's ``present_plan``: the plan now waits for the person's approval."""

@@ -1,8 +1,10 @@
 """The pydantic-ai Agent: instructions, tools, and the capabilities that hold the rules.
 
-The instructions are rebuilt for every model request from the session (mode, staged plan,
-todos), so the plan survives any pruning of the history. Ask-mode approvals are resolved inline
-(``HandleDeferredToolCalls``): the run waits for the person and then goes on.
+The instructions are rebuilt for every model request from the session: the mode, the todos, and
+the plan, sent whole the first time and then only as what changed since the model's last request
+(``read_plan`` gives it whole; a summary of older turns carries it whole too). Ask-mode approvals
+are resolved inline (``HandleDeferredToolCalls``): the run waits for the person and then goes
+on; "always allow" offers scopes (this file, this folder, a command prefix, this tool).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApp
 from planbook.agent.config import AgentConfig
 from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.guard import Guard, RunStopped
-from planbook.agent.history import make_pruner
+from planbook.agent.history import make_processor
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
+from planbook.engine.rules_file import Scope, scopes_for
+from planbook.errors import PlanbookError
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.
@@ -36,25 +40,71 @@ when a different mode clearly fits better; the person decides. If a tool refuses
 """
 
 
-def describe_state(ctx: RunContext[AgentDeps]) -> str:
-    """The mode, the staged plan and the todos, fresh for every request."""
-    session = ctx.deps.session
-    lines = [f"Current mode: {session.mode}."]
-    plan = session.current_plan()
-    if plan is not None and plan.is_open:
-        from planbook.engine.planning import describe
+def plan_lines(session: Any) -> dict[str, str]:
+    """One line per step of the open plan, by step id: what the model is told about it."""
+    from planbook.engine.planning import describe
 
-        lines.append(f"Plan {plan.id} ({plan.state.replace('_', ' ')}), task: {plan.task or '-'}")
-        if plan.current.feedback:
-            lines.append(f"The person asked for this revision: {plan.current.feedback}")
-        for n, step in enumerate(plan.steps, start=1):
-            lines.append(
-                f"  step {n} [{step.status}] id={step.id}: {describe(step)}"
-                + (f" ({step.reason})" if step.reason else "")
-            )
-        if not plan.steps:
-            lines.append("  (no steps staged yet)")
-    todos = todos_of(session).views(plan)
+    plan = session.current_plan()
+    if plan is None or not plan.is_open:
+        return {}
+    return {
+        step.id: f"step {n} [{step.status}] id={step.id}: {describe(step)}"
+        + (f" ({step.reason})" if step.reason else "")
+        for n, step in enumerate(plan.steps, start=1)
+    }
+
+
+def plan_listing(session: Any) -> str:
+    """The whole open plan, for read_plan, summaries and the "whole" setting."""
+    plan = session.current_plan()
+    if plan is None or not plan.is_open:
+        return "There is no open plan."
+    lines = [f"Plan {plan.id} ({plan.state.replace('_', ' ')}), task: {plan.task or '-'}"]
+    if plan.current.feedback:
+        lines.append(f"The person asked for this revision: {plan.current.feedback}")
+    lines += [f"  {line}" for line in plan_lines(session).values()]
+    if not plan.steps:
+        lines.append("  (no steps staged yet)")
+    return "\n".join(lines)
+
+
+def seen_listing(deps: AgentDeps) -> str:
+    """The whole plan, remembered as what the model has now seen (sent in a summary)."""
+    deps.plan_seen = plan_lines(deps.session)
+    return plan_listing(deps.session)
+
+
+def plan_changes(deps: AgentDeps) -> str:
+    """What changed in the plan since the model's last request (the whole plan the first time)."""
+    session = deps.session
+    now = plan_lines(session)
+    seen, deps.plan_seen = deps.plan_seen, now
+    if seen is None:
+        return plan_listing(session)
+    plan = session.current_plan()
+    head = (
+        f"Plan {plan.id} ({plan.state.replace('_', ' ')}), {len(plan.steps)} step(s)"
+        if plan is not None and plan.is_open
+        else "There is no open plan."
+    )
+    changes = [f"  + {line}" for sid, line in now.items() if sid not in seen]
+    changes += [f"  ~ {line}" for sid, line in now.items() if sid in seen and seen[sid] != line]
+    changes += [f"  - gone: {line}" for sid, line in seen.items() if sid not in now]
+    if not changes:
+        return f"{head}: no change since your last request (read_plan shows it whole)."
+    return f"{head}; changed since your last request:\n" + "\n".join(changes)
+
+
+def describe_state(ctx: RunContext[AgentDeps]) -> str:
+    """The mode, the plan (whole, or what changed since the last request), and the todos."""
+    deps = ctx.deps
+    session = deps.session
+    lines = [f"Current mode: {session.mode}."]
+    if deps.config.plan_in_requests == "whole":
+        lines.append(plan_listing(session))
+    else:
+        lines.append(plan_changes(deps))
+    todos = todos_of(session).views(session.current_plan())
     if todos:
         lines.append("Todos: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
     return "\n".join(lines)
@@ -69,23 +119,31 @@ async def resolve_approvals(
         meta: dict[str, Any] = requests.metadata.get(call.tool_call_id, {}) or {}
         args = call.args_as_dict()
         summary = meta.get("summary", call.tool_name)
+        scopes = offered_scopes(ctx.deps, call.tool_name, meta.get("target"))
         answer = await ctx.deps.decide(
             f"Apply this change? {summary}"
             + (f" — {args['reason']}" if args.get("reason") else ""),
-            ["approve", "deny", "edit", "always allow"],
+            ["approve", "deny", "edit", *(s.choice for s in scopes)],
             kind="approval",
-            data={"tool": call.tool_name, "args": args, **meta},
+            data={
+                "tool": call.tool_name,
+                "args": args,
+                "scopes": [s.model_dump() for s in scopes],
+                **meta,
+            },
+            call_id=call.tool_call_id,
         )
         if answer.choice == "stop":
             raise RunStopped("stopped at your request")
+        # "always allow" alone (older panels, scripts) means the narrowest scope offered.
+        scope = next(
+            (s for s in scopes if answer.choice in (s.choice, "always allow")),
+            None,
+        )
         if answer.choice == "approve" or (answer.choice == "edit" and not answer.args):
             results.approvals[call.tool_call_id] = True
-        elif answer.choice == "always allow":
-            ctx.deps.rules.add(call.tool_name, meta.get("target") or "*", "allow", persist=True)
-            ctx.deps.say(
-                "status",
-                f"rule added to planbook.toml: allow {call.tool_name} {meta.get('target') or '*'}",
-            )
+        elif scope is not None:
+            remember(ctx.deps, scope, summary)
             results.approvals[call.tool_call_id] = True
         elif answer.choice == "edit":
             results.approvals[call.tool_call_id] = ToolApproved(
@@ -97,6 +155,32 @@ async def resolve_approvals(
                 f"The person denied this change: {why}. Do not retry it as it was; adjust or ask."
             )
     return results
+
+
+def offered_scopes(deps: AgentDeps, tool: str, target: str | None) -> list[Scope]:
+    session = deps.session
+    protected: tuple[str, ...] = ()
+    if session.notebook_path is not None:
+        try:
+            protected = (session.notebook_path.relative_to(session.workspace.root).as_posix(),)
+        except ValueError:
+            protected = ()
+    return scopes_for(tool, target, protected)
+
+
+def remember(deps: AgentDeps, scope: Scope, summary: str) -> None:
+    """Write the person's "always allow <scope>" to planbook.toml, with a comment saying why."""
+    comment = f"{scope.choice}: chosen by you when asked about {summary[:80]!r}"
+    try:
+        deps.rules.add(scope.tool, scope.pattern, "allow", persist=True, comment=comment)
+    except PlanbookError as exc:
+        deps.say("error", f"the rule was not saved ({exc}); the change itself is approved")
+        return
+    deps.say("status", f"rule added to planbook.toml: allow {scope.tool} {scope.pattern}")
+
+
+#: Every tool the agent has, for telling an unknown tool call apart.
+TOOL_NAMES = frozenset(t.__name__ for t in (*READ_TOOLS, *WRITE_TOOLS, *FLOW_TOOLS))
 
 
 def build_agent(config: AgentConfig) -> Agent[AgentDeps, str]:
@@ -111,7 +195,13 @@ def build_agent(config: AgentConfig) -> Agent[AgentDeps, str]:
         retries=AgentRetries(tools=config.max_tool_retries, output=1),
         capabilities=[
             Guard(),
-            ProcessHistory(make_pruner(config.history_budget_chars)),
+            ProcessHistory(
+                make_processor(
+                    limit_chars=config.context_limit_chars,
+                    summarise_turns=config.context_strategy == "summarise",
+                    plan_text=seen_listing if config.plan_in_requests == "changes" else None,
+                )
+            ),
             HandleDeferredToolCalls(handler=resolve_approvals),
         ],
         name="planbook",

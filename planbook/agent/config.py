@@ -10,7 +10,7 @@ the default. Nothing here imports pydantic-ai until a model is actually built.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,7 +52,29 @@ class AgentConfig(BaseModel):
     api_key: str | None = Field(default=None, repr=False, description="Overrides the env key.")
     max_tool_retries: int = Field(default=3, ge=0, description="Retries of a malformed call.")
     history_budget_chars: int = Field(
-        default=60_000, gt=1000, description="Old tool outputs are pruned beyond this size."
+        default=60_000,
+        gt=1000,
+        description="Old tool outputs are pruned beyond this size (the fallback of summaries).",
+    )
+    context_tokens: int = Field(
+        default=32_000, gt=1000, description="The model's context window, in tokens."
+    )
+    summarise_at: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="Share of the context (characters / 4 as tokens) past which older turns "
+        "are summarised by the model.",
+    )
+    context_strategy: Literal["summarise", "prune"] = Field(
+        default="summarise",
+        description="summarise: the model summarises older turns (pruning if it cannot); "
+        "prune: old tool output is cut mechanically.",
+    )
+    plan_in_requests: Literal["changes", "whole"] = Field(
+        default="changes",
+        description="changes: each request says what changed in the plan since the last one; "
+        "whole: the whole plan with every request.",
     )
     max_requests: int = Field(
         default=200,
@@ -67,6 +89,13 @@ class AgentConfig(BaseModel):
     )
     stream: bool = Field(default=True, description="Stream model responses when possible.")
     doom_loop_limit: int = Field(default=3, ge=2, description="Identical calls before refusing.")
+
+    @property
+    def context_limit_chars(self) -> int:
+        """Characters of history past which older turns are compacted."""
+        if self.context_strategy == "prune":
+            return self.history_budget_chars
+        return int(self.context_tokens * 4 * self.summarise_at)
 
 
 def config_of(session: Any) -> AgentConfig:

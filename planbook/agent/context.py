@@ -20,6 +20,8 @@ from planbook.engine.rules import RuleSet
 
 if TYPE_CHECKING:
     from planbook.agent.config import AgentConfig
+    from planbook.agent.decisions import Answer
+    from planbook.agent.memory import Keeper
     from planbook.agent.todos import TodoList
     from planbook.session import Session
 
@@ -41,7 +43,11 @@ class Activity(BaseModel):
 def decisions_of(session: Session) -> Decisions:
     decisions = session.extras.get("decisions")
     if not isinstance(decisions, Decisions):
-        decisions = Decisions()
+        # Ids go on from those a previous kernel saved, so `d3` always means one question.
+        conversation = session.store.state.conversation
+        used = [d.id for d in conversation.decisions] if conversation else []
+        numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
+        decisions = Decisions(first=max(numbers, default=0) + 1)
         session.extras["decisions"] = decisions
         _bridge_decisions(session, decisions)
     return decisions
@@ -75,6 +81,9 @@ def todos_of(session: Session) -> TodoList:
     todos = session.extras.get("todos")
     if not isinstance(todos, TodoList):
         todos = TodoList()
+        conversation = session.store.state.conversation  # the list a previous kernel saved
+        if conversation is not None:
+            todos.replace(conversation.todos)
         session.extras["todos"] = todos
     return todos
 
@@ -93,6 +102,12 @@ class AgentDeps:
     auto_answers: list[str] = field(default_factory=list)
     #: Set when the person chose "stop" at a decision.
     stop_requested: bool = False
+    #: Writes the conversation into the notebook as the run goes (None: not remembered).
+    keeper: Keeper | None = None
+    #: Answers given after an earlier run ended, by the id of the tool call that asked.
+    recorded: dict[str, Answer] = field(default_factory=dict)
+    #: The plan's lines as the model last saw them (None: send the whole plan next time).
+    plan_seen: dict[str, str] | None = None
 
     def say(self, type: ActivityType, message: str, **data: Any) -> None:
         try:
@@ -100,21 +115,38 @@ class AgentDeps:
         except Exception:
             _log.exception("planbook: an activity listener failed")
 
-    async def decide(self, question: str, options: list[str], **kw: Any) -> Any:
-        """Ask the person (or take the next scripted answer) and wait for the answer."""
+    async def decide(
+        self, question: str, options: list[str], *, call_id: str | None = None, **kw: Any
+    ) -> Any:
+        """Ask the person (or take the next scripted answer) and wait for the answer.
+
+        ``call_id`` names the tool call asking: an answer given to it after an earlier run
+        ended (saved in the notebook) is taken at once when the run is continued."""
         from planbook.agent.decisions import Answer
 
+        if call_id is not None and call_id in self.recorded:
+            answer = self.recorded.pop(call_id)
+            self.say("decision", f"{question} -> {answer.choice} (answered earlier)")
+            return answer
         if self.auto_answers:
             choice = self.auto_answers.pop(0)
             self.say("decision", f"{question} -> {choice} (scripted answer)")
             return Answer(choice=choice)
         future = self.decisions.ask(question, options, **kw)
+        decision_id = self._last_id()
+        if self.keeper is not None and decision_id is not None:
+            asked = next(d for d in self.decisions.pending() if d.id == decision_id)
+            self.keeper.asked(asked, call_id)
         self.say(
             "decision",
             f"waiting for you: {question} ({' / '.join(options) or 'text'})",
-            decision_id=self._last_id(),
+            decision_id=decision_id,
         )
-        answer = await future
+        try:
+            answer = await future
+        finally:
+            if self.keeper is not None and decision_id is not None:
+                self.keeper.settled(decision_id)
         self.say("decision", f"{question} -> {answer.choice}")
         return answer
 

@@ -67,9 +67,9 @@ Listener = Callable[[Literal["asked", "answered", "cancelled"], Decision], None]
 class Decisions:
     """The open decisions of one session."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 1) -> None:
         self._open: dict[str, tuple[Decision, asyncio.Future[Answer]]] = {}
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(first)
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
 
@@ -155,6 +155,11 @@ class Decisions:
         lowered = {o.lower(): o for o in options}
         if choice.lower() in lowered:
             return lowered[choice.lower()]
+        # The first words of an option stand for the first option they begin ("always allow":
+        # the narrowest scope, which is offered first).
+        starts = [o for o in options if o.lower().startswith(choice.lower() + " ")]
+        if starts and choice.strip():
+            return starts[0]
         if decision.allow_text:
             return choice
         raise UsageMistake(

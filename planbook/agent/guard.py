@@ -94,6 +94,7 @@ class Guard(AbstractCapability[AgentDeps]):
                     ["continue", "stop"],
                     kind="doom_loop",
                     data={"tool": call.tool_name, "args": raw},
+                    call_id=call.tool_call_id,
                 )
                 if answer.choice == "stop":
                     deps.stop_requested = True

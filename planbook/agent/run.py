@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from planbook.agent.config import AgentConfig, config_of, resolve_model
 from planbook.agent.context import Activity, AgentDeps, decisions_of, rules_of
+from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.errors import PlanbookError, UsageMistake
 from planbook.events import Event
+from planbook.model.conversation import Conversation
 
 if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
 
     from planbook.session import Session
@@ -38,14 +41,19 @@ class AgentRun:
     def __init__(
         self,
         session: Session,
-        prompt: str,
+        prompt: str | None,
         model: Model,
         config: AgentConfig,
         *,
         auto_answers: Sequence[str] = (),
+        history: list[ModelMessage] | None = None,
+        conversation: Conversation | None = None,
     ) -> None:
         self.session = session
+        #: None: resume the history where it stopped (``%plan continue``).
         self.prompt = prompt
+        self.history = history
+        self.keeper = Keeper(session, conversation or Conversation())
         self.model = model
         self.config = config
         self.status: RunStatus = "starting"
@@ -115,6 +123,7 @@ class AgentRun:
     # --- the run --------------------------------------------------------------------------
     def _emit(self, activity: Activity) -> None:
         self.activity.append(activity)
+        self.keeper.activity(activity)
         self.session.events.emit(
             Event(
                 kind="agent_activity",
@@ -140,6 +149,8 @@ class AgentRun:
         from planbook.agent.guard import RunStopped
 
         session = self.session
+        keeper = self.keeper
+        conversation = keeper.conversation
         deps = AgentDeps(
             session=session,
             config=self.config,
@@ -148,17 +159,28 @@ class AgentRun:
             guard=DoomLoopGuard(limit=self.config.doom_loop_limit),
             emit=self._emit,
             auto_answers=self._auto_answers,
+            keeper=keeper,
+            recorded=recorded_answers(conversation),
         )
+        # Questions a previous kernel asked are asked again by the resumed calls (or answered
+        # from what the person recorded since): the old entries go.
+        conversation.decisions = []
+        conversation.status = "running"
+        if self.prompt is not None:
+            conversation.prompt = self.prompt
         deps.say(
             "status",
-            f"agent started ({getattr(self.model, 'model_name', 'model')}, {session.mode} mode)",
+            f"agent {'started' if self.prompt is not None else 'continues'} "
+            f"({getattr(self.model, 'model_name', 'model')}, {session.mode} mode)",
         )
+        keeper.flush()
         agent = build_agent(self.config)
         # A FunctionModel without a stream function (the scripted agent) cannot stream.
         streams = self.config.stream and not (
             isinstance(self.model, FunctionModel) and self.model.stream_function is None
         )
-        history = session.extras.get("agent_history")
+        history = self.history
+        retries = ProviderRetries(deps)
         try:
             limits = UsageLimits(request_limit=self.config.max_requests)
             # The provider's client retries rate limits, 5xx and timeouts with backoff (and
@@ -184,9 +206,16 @@ class AgentRun:
                     elif not streams and Agent.is_call_tools_node(node):
                         for part in node.model_response.parts:
                             _show(deps, part)
+                    if Agent.is_call_tools_node(node):
+                        _unknown_tools(deps, node.model_response)
+                    # Each step of the run is in the notebook before the next one starts.
+                    session.extras["agent_history"] = run.all_messages()
+                    keeper.messages(run.all_messages())
+                    keeper.flush()
                 assert run.result is not None
                 self.output = run.result.output
                 session.extras["agent_history"] = run.result.all_messages()
+                keeper.messages(run.result.all_messages())
             self.status = "finished"
             deps.say("status", "agent finished")
         except asyncio.CancelledError:
@@ -203,7 +232,53 @@ class AgentRun:
             self._emit(Activity(type="error", message=self.error))
             session.events.emit(Event(kind="error", message=self.error))
         finally:
+            retries.close()
             decisions_of(session).cancel_all()
+            conversation.status = (
+                self.status if self.status in ("finished", "failed") else "stopped"
+            )
+            keeper.flush()
+
+
+def _unknown_tools(deps: AgentDeps, response: Any) -> None:
+    from planbook.agent.build import TOOL_NAMES
+
+    for part in response.tool_calls:
+        if part.tool_name not in TOOL_NAMES:
+            deps.say(
+                "error",
+                f"the model called an unknown tool {part.tool_name!r}; it was told the tools "
+                "that exist",
+                tool=part.tool_name,
+            )
+
+
+class ProviderRetries(logging.Filter):
+    """Shows the provider client's retries (429, 5xx, timeouts) as one activity line each.
+
+    The OpenAI client logs each retry at INFO on ``openai._base_client``; for the run, that
+    logger lets INFO through to this filter, which reports it and then drops what the logger
+    would not have let through before, so nothing new reaches the person's log handlers."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        super().__init__()
+        self.deps = deps
+        self.logger = logging.getLogger("openai._base_client")
+        self.before = self.logger.level
+        self.threshold = self.logger.getEffectiveLevel()
+        self.logger.addFilter(self)
+        if self.threshold > logging.INFO:
+            self.logger.setLevel(logging.INFO)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Retrying request"):
+            self.deps.say("error", f"provider: {message[0].lower()}{message[1:]}")
+        return record.levelno >= self.threshold
+
+    def close(self) -> None:
+        self.logger.removeFilter(self)
+        self.logger.setLevel(self.before)
 
 
 def _show(deps: AgentDeps, part: Any) -> None:
@@ -276,12 +351,15 @@ def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
     rules_of(session)  # a broken rule file is reported now, in one line, not mid-run
-    session.new_plan(task)  # refuses, with a clear line, when a plan with steps is open
+    plan = session.new_plan(task)  # refuses, with a clear line, when steps are still open
     session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
     # A new task starts a fresh conversation; revisions continue it (see revise_task).
     session.extras.pop("agent_history", None)
     prompt = f"Task from the person: {task}"
-    run = AgentRun(session, prompt, resolved, config, auto_answers=answers)
+    conversation = Conversation(plan_id=plan.id, task=task)
+    run = AgentRun(
+        session, prompt, resolved, config, auto_answers=answers, conversation=conversation
+    )
     session.extras["agent_run"] = run
     return run.start()
 
@@ -291,13 +369,81 @@ def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentR
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
     rules_of(session)
+    history, conversation = _history(session)
     revision = session.revise(feedback)
     prompt = (
         f"The person reviewed the plan and asks for changes: {feedback}\n"
         f"Revision {revision.number} starts as a copy of revision {revision.parent} (kept "
         "as it was). Withdraw or add steps as needed, then call present_plan again."
     )
-    run = AgentRun(session, prompt, resolved, config, auto_answers=answers)
+    if history and _dangling_calls(history):
+        # An interrupted run left calls unanswered: close them so a new prompt can follow.
+        from pydantic_ai.messages import repair_messages
+
+        history = list(repair_messages(history))
+    run = AgentRun(
+        session,
+        prompt,
+        resolved,
+        config,
+        auto_answers=answers,
+        history=history,
+        conversation=conversation,
+    )
+    session.extras["agent_run"] = run
+    return run.start()
+
+
+def _history(session: Session) -> tuple[list[ModelMessage] | None, Conversation]:
+    """The conversation to go on with: this kernel's, else the one saved in the notebook."""
+    conversation = saved(session) or Conversation()
+    plan = session.current_plan()
+    if conversation.plan_id is not None and plan is not None and conversation.plan_id != plan.id:
+        conversation = Conversation(plan_id=plan.id, task=plan.task)  # another task's talk
+    history = session.extras.get("agent_history")
+    if history is None and conversation.messages:
+        history = load_messages(conversation.messages)
+    return history, conversation.model_copy(deep=True)
+
+
+def _dangling_calls(history: list[ModelMessage]) -> bool:
+    from pydantic_ai.messages import ModelResponse
+
+    return bool(history) and isinstance(history[-1], ModelResponse) and bool(history[-1].tool_calls)
+
+
+def continue_task(session: Session, *, model: Any = None) -> AgentRun:
+    """``%plan continue``: resume the last run where it stopped (after a restart, a Stop, an
+    error), with the answers the person recorded since."""
+    from pydantic_ai.messages import ModelResponse
+
+    _check_idle(session)
+    config, resolved, answers = _model_and_answers(session, model)
+    rules_of(session)
+    history, conversation = _history(session)
+    if not history and not conversation.prompt:
+        raise UsageMistake(
+            'there is no agent conversation to continue: start one with `%plan "task"`'
+        )
+    if (
+        history
+        and isinstance(history[-1], ModelResponse)
+        and not history[-1].tool_calls
+        and conversation.status == "finished"
+    ):
+        raise UsageMistake(
+            "the agent's last run finished: nothing to continue; review the plan with `%plan`, "
+            'or ask for changes with `%plan revise "..."`'
+        )
+    run = AgentRun(
+        session,
+        None if history else conversation.prompt,
+        resolved,
+        config,
+        auto_answers=answers,
+        history=history,
+        conversation=conversation,
+    )
     session.extras["agent_run"] = run
     return run.start()
 

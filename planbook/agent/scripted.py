@@ -30,6 +30,7 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -73,20 +74,66 @@ class Scripted:
     model_name: str = "scripted"
 
     def to_model(self) -> FunctionModel:
-        """A fresh model playing the script from the start."""
-        queue = [_as_call(c) for c in self.calls]
+        """A model playing the script from where the conversation it is given stands.
+
+        Each call it makes carries an id naming this script and the call's place in it, so a
+        conversation restored after a kernel restart (``%plan continue``) goes on with the next
+        call instead of starting over. Asked to summarise, it answers with a plain list of the
+        calls made so far."""
+        calls = [_as_call(c) for c in self.calls]
         final = self.final
+        prefix = f"pb-{_script_id(calls)}-"
 
         async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            if not queue:
+            if _asks_for_summary(messages):
+                return ModelResponse(parts=[TextPart(_plain_summary(messages))])
+            index = _next_index(messages, prefix)
+            if index >= len(calls):
                 return ModelResponse(parts=[TextPart(final)])
-            call = queue.pop(0)
+            call = calls[index]
             if call.delay:
                 await asyncio.sleep(call.delay)
             args = _substitute(call.args, _ids_so_far(messages))
-            return ModelResponse(parts=[ToolCallPart(call.tool, args)])
+            return ModelResponse(
+                parts=[ToolCallPart(call.tool, args, tool_call_id=f"{prefix}{index}")]
+            )
 
         return FunctionModel(play, model_name=self.model_name)
+
+
+def _script_id(calls: list[Call]) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(calls).encode()).hexdigest()[:8]
+
+
+def _next_index(messages: list[ModelMessage], prefix: str) -> int:
+    played = [
+        int(part.tool_call_id.removeprefix(prefix))
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_call_id.startswith(prefix)
+    ]
+    return max(played, default=-1) + 1
+
+
+def _asks_for_summary(messages: list[ModelMessage]) -> bool:
+    from planbook.agent.history import SUMMARY_MARK
+
+    last = messages[-1] if messages else None
+    return isinstance(last, ModelRequest) and any(
+        isinstance(p, UserPromptPart) and str(p.content).startswith(SUMMARY_MARK)
+        for p in last.parts
+    )
+
+
+def _plain_summary(messages: list[ModelMessage]) -> str:
+    text = "\n".join(str(p.content) for p in messages[-1].parts if isinstance(p, UserPromptPart))
+    calls = [line for line in text.splitlines() if line.startswith("AGENT calls ")]
+    return f"The agent made {len(calls)} tool call(s) so far: " + "; ".join(
+        line.removeprefix("AGENT calls ").split("(")[0] for line in calls
+    )
 
 
 def _ids_so_far(messages: list[ModelMessage]) -> dict[str, list[str]]:

@@ -9,27 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from planbook.model.conversation import Todo, TodoStatus
 from planbook.model.plan import Plan
 
-TodoStatus = Literal["pending", "in_progress", "done", "cancelled"]
+__all__ = ["Todo", "TodoList", "TodoView"]
+
 ShownStatus = Literal["pending", "in_progress", "staged", "approved", "done", "failed", "cancelled"]
-
-
-class Todo(BaseModel):
-    """One thing the agent means to do."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(min_length=1, max_length=300, description="What to do, in a few words.")
-    status: TodoStatus = Field(
-        default="pending", description="pending, in_progress, done, cancelled."
-    )
-    step_ids: list[str] = Field(
-        default_factory=list,
-        description="Ids of the steps that carry this todo out (from the write tools' answers).",
-    )
 
 
 class TodoView(BaseModel):

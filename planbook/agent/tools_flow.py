@@ -39,6 +39,17 @@ async def present_plan(ctx: RunContext[AgentDeps], summary: str) -> str:
     )
 
 
+async def read_plan(ctx: RunContext[AgentDeps]) -> str:
+    """The whole plan as it stands: every step with its number, id, status and reason.
+
+    Each request only tells you what changed in the plan since your last one; use this when you
+    need to see it all again.
+    """
+    from planbook.agent.build import plan_listing
+
+    return plan_listing(ctx.deps.session)
+
+
 async def ask_user(ctx: RunContext[AgentDeps], question: str, options: list[str]) -> str:
     """Ask the person a question and wait for the answer (use when a choice is theirs to make).
 
@@ -46,7 +57,7 @@ async def ask_user(ctx: RunContext[AgentDeps], question: str, options: list[str]
         question: The question, one or two lines.
         options: The choices to offer (the person may also be allowed free text if empty).
     """
-    answer = await ctx.deps.decide(question, options, kind="question")
+    answer = await ctx.deps.decide(question, options, kind="question", call_id=ctx.tool_call_id)
     return f"The person answered: {answer.choice}" + (f" ({answer.text})" if answer.text else "")
 
 
@@ -64,6 +75,8 @@ async def todo_write(ctx: RunContext[AgentDeps], todos: list[Todo]) -> str:
         raise ModelRetry(f"unknown step ids {unknown}: use the step ids the write tools returned")
     todo_list = todos_of(session)
     todo_list.replace(todos)
+    if ctx.deps.keeper is not None:
+        ctx.deps.keeper.todos(todos)
     from planbook.events import Event
 
     views = todo_list.views(plan)
@@ -88,6 +101,7 @@ async def _offer_mode(ctx: RunContext[AgentDeps], mode: str, reason: str) -> str
         [f"switch to {mode}", "stay"],
         kind="mode_switch",
         data={"mode": mode},
+        call_id=ctx.tool_call_id,
     )
     if answer.choice != f"switch to {mode}":
         return f"The person chose to stay in {session.mode} mode. Carry on in it."
@@ -116,4 +130,4 @@ async def exit_plan(
     return await _offer_mode(ctx, mode, reason)
 
 
-FLOW_TOOLS = [present_plan, ask_user, todo_write, enter_plan, exit_plan]
+FLOW_TOOLS = [present_plan, read_plan, ask_user, todo_write, enter_plan, exit_plan]

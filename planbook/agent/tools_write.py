@@ -50,9 +50,13 @@ class Edit(BaseModel):
 
 
 def _needs_person(deps: AgentDeps, tool: str, target: str | None) -> bool:
+    from planbook.engine.rules_file import is_protected
+
     mode = deps.session.mode
     if mode == "plan":
         return False  # staged: the plan itself is the person's review
+    if tool != "shell" and is_protected(target):
+        return True  # planbook's rules, pyproject.toml, .git: no rule lets a change skip review
     rule = deps.rules.decide(tool, target)
     if rule == "ask":
         return True
@@ -107,6 +111,9 @@ async def _write(
         )
         if not report.ok:
             return f"Step {number} ({ids}) did not apply: {' / '.join(report.lines())}"
+        if plan is not None:
+            # The task's next change joins this plan (one plan per task in ask mode too).
+            plan = session.keep_open(plan.id)
         step = (session.current_plan() or plan).find_step(step.id) or step  # type: ignore[union-attr]
     result = _result_message(session, step.id)
     deps.say("staged", f"step {number} applied: {summary}", step_id=step.id, number=number)

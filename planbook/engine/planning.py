@@ -186,28 +186,10 @@ def revise(plan: Plan, feedback: str) -> Revision:
 
 
 def diff_revisions(plan: Plan, a: int, b: int) -> list[str]:
-    """What changed between two revisions, a line each: added, removed, changed, moved steps."""
-    old, new = plan.revision(a), plan.revision(b)
-    old_by = {s.id: (i, s) for i, s in enumerate(old.steps, start=1)}
-    new_by = {s.id: (i, s) for i, s in enumerate(new.steps, start=1)}
-    lines = []
-    if old.summary != new.summary:
-        lines.append("summary changed")
-    if new.feedback and new.parent == a:
-        lines.append(f"feedback: {new.feedback}")
-    for sid, (i, s) in new_by.items():
-        if sid not in old_by:
-            lines.append(f"+ step {i} added: {describe(s)}")
-        else:
-            j, o = old_by[sid]
-            if o.operation != s.operation:
-                lines.append(f"~ step {i} changed: {describe(s)}")
-            elif i != j:
-                lines.append(f"> step {j} moved to {i}: {describe(s)}")
-    for sid, (j, o) in old_by.items():
-        if sid not in new_by:
-            lines.append(f"- step {j} removed: {describe(o)}")
-    return lines or ["no differences"]
+    """What changed between two revisions: added, changed, moved and withdrawn steps."""
+    from planbook.engine.revisions import diff
+
+    return diff(plan, a, b)
 
 
 def describe(step: Step) -> str:

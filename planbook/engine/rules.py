@@ -35,7 +35,6 @@ notebook) are always asked about: a rule that would allow them is ignored for th
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -148,12 +147,19 @@ class RuleSet:
         return out
 
     def add(
-        self, tool: str, pattern: str = "*", action: Action = "allow", *, persist: bool = False
+        self,
+        tool: str,
+        pattern: str = "*",
+        action: Action = "allow",
+        *,
+        persist: bool = False,
+        comment: str = "",
     ) -> Rule:
         """Add a rule that beats every earlier one ("always allow" in the panel).
 
         With ``persist=True`` it is also appended to ``planbook.toml`` in the project root, so
-        it holds in the next session; the file is re-read first and written atomically.
+        it holds in the next session, with ``comment`` above it (see rules_file.py: the file's
+        own comments and layout are kept).
         """
         try:
             rule = Rule(tool=tool, pattern=pattern, action=action, source="added")
@@ -162,7 +168,9 @@ class RuleSet:
         if persist:
             if self.root is None:
                 raise RulesError("cannot save the rule: this rule set has no project root")
-            _append_rule(self.root / RULES_FILE, rule)
+            from planbook.engine.rules_file import append_rule
+
+            append_rule(self.root, rule, comment)
         self.rules.append(rule)
         return rule
 
@@ -311,38 +319,3 @@ def _first_error(exc: ValidationError) -> str:
     if err["type"] == "missing":
         return f"missing {loc!r}"
     return f"{loc}: {err['msg']}"
-
-
-def _toml_string(text: str) -> str:
-    # A TOML basic string is a JSON string minus a few escapes JSON never produces here.
-    import json
-
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _append_rule(path: Path, rule: Rule) -> None:
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    block = (
-        "\n[[rules]]\n"
-        f"tool = {_toml_string(rule.tool)}\n"
-        f"pattern = {_toml_string(rule.pattern)}\n"
-        f"action = {_toml_string(rule.action)}\n"
-    )
-    new = (old if not old or old.endswith("\n") else old + "\n") + block
-    try:
-        tomllib.loads(new)
-    except tomllib.TOMLDecodeError:
-        # e.g. the file already has `rules = [...]` inline: tell the person what to add by hand.
-        raise RulesError(
-            f"{path.name}: cannot append the rule automatically; add it by hand: "
-            f"{{ tool = {_toml_string(rule.tool)}, pattern = {_toml_string(rule.pattern)}, "
-            f"action = {_toml_string(rule.action)} }}"
-        ) from None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".planbook-", suffix=".toml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(new)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan
 
 SCHEMA_VERSION = 1
@@ -34,3 +35,6 @@ class PlanbookState(BaseModel):
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     blobs: dict[str, str] = Field(default_factory=dict)
     log: list[LogEntry] = Field(default_factory=list)
+    #: The agent's conversation (messages, todos, open questions, activity); absent once the
+    #: notebook is stripped for sharing, which simply starts a fresh conversation.
+    conversation: Conversation | None = None

@@ -151,7 +151,10 @@ async def test_the_plan_survives_pruning(tmp_path: Path) -> None:
 
     (tmp_path / "big.txt").write_text("line of text\n" * 3000)
     session = make_session(tmp_path)
+    # The mechanical fallback, and the whole plan with every request, as before summaries.
     config_of(session).history_budget_chars = 5000
+    config_of(session).context_strategy = "prune"
+    config_of(session).plan_in_requests = "whole"
     seen: list[str] = []
     calls = [("insert_cell", {"source": "x = 1", "reason": "the step to keep"})]
     calls += [("read_file", {"path": "big.txt", "offset": i * 100}) for i in range(6)]
