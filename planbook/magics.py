@@ -33,6 +33,9 @@ PLAN_SUBCOMMANDS = (
     "cells",
     "panel",
     "stop",
+    "continue",
+    "rules",
+    "restore",
 )
 
 
@@ -51,8 +54,13 @@ def _session() -> Session:
 
 def show_plan(session: Session) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
-    text for everywhere else."""
+    text for everywhere else. The agent's saved conversation follows when there is one."""
     display(session.review())
+    from planbook.agent.magics_agent import conversation_text
+
+    conversation = conversation_text(session)
+    if conversation:
+        print(conversation)
 
 
 def show_report(session: Session, report: Any) -> None:
@@ -93,8 +101,11 @@ class PlanbookMagics(Magics):
         %plan move N before M     reorder steps
         %plan history             the revisions; %plan diff A B: what changed between two
         %plan cells               the notebook's cells with their ids
+        %plan restore N           make revision N current again (as a new revision)
         %plan "task"              ask the configured agent to plan a task
         %plan stop                end the agent's run (the plan staged so far is kept)
+        %plan continue            resume the agent's last run where it stopped
+        %plan rules               the permission rules; %plan rules revoke N removes one
         """
         try:
             args = shlex.split(line)
@@ -157,6 +168,10 @@ class PlanbookMagics(Magics):
             from planbook.agent.magics_agent import stop_plan
 
             print(stop_plan(session))
+        elif cmd in ("continue", "rules", "restore"):
+            from planbook.agent.magics_agent import plan_subcommand
+
+            plan_subcommand(session, cmd, rest)
         elif cmd == "panel":
             display(session.review())
         elif len(args) == 1 and not line.strip().startswith(("'", '"')):

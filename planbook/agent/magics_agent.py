@@ -1,10 +1,11 @@
 """The agent's pieces of the magics: ``%plan "task"``, ``%%plan``, ``%plan revise``, ``%plan
-stop``, ``%answer`` and ``%config Planbook.model = ...``.
+stop``, ``%plan continue``, ``%plan rules``, ``%plan restore N``, ``%answer`` and
+``%config Planbook.model = ...``.
 
-planbook/magics.py owns ``%plan``; it calls ``start_plan``, ``revise_plan`` and ``stop_plan``
-here, and ``register(ipython)`` adds the rest (the ``Planbook`` configurable, the ``%%plan`` cell
-magic and ``%answer``). The run streams into a live output (a display handle updated in place),
-so the cell returns at once and the activity keeps appearing under it.
+planbook/magics.py owns ``%plan``; it calls ``start_plan``, ``revise_plan``, ``stop_plan`` and
+``plan_subcommand`` here, and ``register(ipython)`` adds the rest (the ``Planbook``
+configurable, the ``%%plan`` cell magic and ``%answer``). The run streams into a live output (a
+display handle updated in place), so the cell returns at once and the activity keeps appearing.
 """
 
 from __future__ import annotations
@@ -19,12 +20,25 @@ from traitlets.config import Configurable
 from planbook.agent import view
 from planbook.agent.config import config_of
 from planbook.agent.context import Activity, decisions_of
-from planbook.agent.run import AgentRun, plan_task, revise_task, stop_run
+from planbook.agent.run import AgentRun, continue_task, plan_task, revise_task, stop_run
 
 if TYPE_CHECKING:
     from planbook.session import Session
 
-__all__ = ["Planbook", "answer_line", "register", "revise_plan", "start_plan", "stop_plan"]
+__all__ = [
+    "AGENT_SUBCOMMANDS",
+    "Planbook",
+    "answer_line",
+    "conversation_text",
+    "plan_subcommand",
+    "register",
+    "revise_plan",
+    "start_plan",
+    "stop_plan",
+]
+
+#: ``%plan`` subcommands this module answers (magics.py hands them over).
+AGENT_SUBCOMMANDS = ("continue", "rules", "restore")
 
 
 class LiveView:
@@ -85,6 +99,8 @@ def answer_line(session: Session, line: str) -> str:
     ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
     import json
 
+    from planbook.agent import memory
+    from planbook.agent.decisions import Decisions
     from planbook.errors import UsageMistake
 
     decisions = decisions_of(session)
@@ -92,12 +108,21 @@ def answer_line(session: Session, line: str) -> str:
         words = shlex.split(line)
     except ValueError as exc:
         raise UsageMistake(f"cannot parse `{line}`: {exc}") from None
+    live = decisions.pending()
+    # With no run alive, the questions are those the last run left in the notebook.
+    conversation = None if live or _running(session) else memory.saved(session)
+    waiting = conversation.open_decisions() if conversation else []
     if not words:
-        pending = decisions.pending()
-        if not pending:
+        if live:
+            return "\n".join(
+                f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}]" for d in live
+            )
+        if not waiting:
             return "planbook: no open decision"
         return "\n".join(
-            f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}]" for d in pending
+            f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}] "
+            "(asked before the kernel restarted)"
+            for d in waiting
         )
     if len(words) < 2:
         raise UsageMistake("usage: `%answer <id> <choice> [reason or edited arguments]`")
@@ -112,8 +137,148 @@ def answer_line(session: Session, line: str) -> str:
                 'edited arguments are JSON: `%answer d1 edit {"content": "..."}`'
             ) from None
         rest = None
+    saved_one = next((d for d in waiting if d.id == decision_id), None)
+    if saved_one is not None:
+        from planbook.agent.decisions import Answer, Decision
+
+        # The same validation as a live question: the choice must be one of its options.
+        probe = Decision(
+            id=saved_one.id,
+            kind=saved_one.kind,
+            question=saved_one.question,
+            options=saved_one.options,
+            allow_text=saved_one.allow_text,
+        )
+        chosen = Decisions._pick(probe, picked, rest)
+        memory.answer_saved(session, decision_id, Answer(choice=chosen, text=rest, args=args))
+        return (
+            f"planbook: {decision_id} -> {chosen} (recorded: `%plan continue` resumes the "
+            "agent with this answer)"
+        )
     answer = decisions.answer(decision_id, picked, text=rest, args=args)
     return f"planbook: {decision_id} -> {answer.choice}"
+
+
+def _running(session: Session) -> bool:
+    current = session.extras.get("agent_run")
+    return isinstance(current, AgentRun) and not current.done()
+
+
+def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
+    """``%plan continue``: resume the agent's last run where it stopped."""
+    run = continue_task(session)
+    session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
+    if show:
+        LiveView(run).show()
+    return run
+
+
+def conversation_text(session: Session, *, lines: int = 8) -> str | None:
+    """What ``%plan`` adds about the agent: an interrupted run, todos, open questions and the
+    latest activity, from the notebook (so it shows after a restart too). None: nothing."""
+    from planbook.agent import memory
+    from planbook.agent.context import todos_of
+
+    if _running(session):
+        return None  # the live output under the %plan cell shows it
+    conversation = memory.saved(session)
+    if conversation is None or not (conversation.messages or conversation.activity):
+        return None
+    out = [f"agent conversation: {conversation.task or '(no task)'} · {conversation.status}"]
+    if conversation.status == "running":
+        out[0] = out[0].replace("· running", "· interrupted")
+        out.append("  the run was cut off (kernel restart?): `%plan continue` resumes it")
+    for todo in todos_of(session).views(session.current_plan()):
+        out.append(f"  [{todo.status}] {todo.content}")
+    for decision in conversation.open_decisions():
+        out.append(
+            f"  waiting for you ({decision.id}): {decision.question} -> "
+            f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
+        )
+    for line in conversation.activity[-lines:]:
+        out.append(f"  {view.ICONS.get(line.type, '-')} {line.message}")
+    return "\n".join(out)
+
+
+def rules_text(session: Session) -> str:
+    """``%plan rules``: every permission rule, numbered, with where it comes from."""
+    rules = _rules_shown(session)
+    if not rules:
+        return (
+            "planbook: no permission rules; the mode decides. Answer a question with "
+            '"always allow ..." to add one, or edit planbook.toml'
+        )
+    lines = ["permission rules (the last match wins; `%plan rules revoke N` removes one):"]
+    for n, rule in enumerate(rules, start=1):
+        lines.append(
+            f"{n:>3}. {rule.action:<5} {rule.tool} {rule.pattern}"
+            f"   ({rule.source if rule.source != 'added' else 'this session'})"
+        )
+    lines.append(
+        "rules never let a change skip the plan in plan mode, nor touch planbook.toml, "
+        "pyproject.toml or .git without review"
+    )
+    return "\n".join(lines)
+
+
+def _rules_shown(session: Session) -> list[Any]:
+    from planbook.agent.context import rules_of
+
+    rules = rules_of(session).rules
+    on_file = {(r.tool, r.pattern, r.action) for r in rules if r.source != "added"}
+    # A rule saved to planbook.toml in this session is listed once, as the file has it.
+    return [r for r in rules if r.source != "added" or (r.tool, r.pattern, r.action) not in on_file]
+
+
+def revoke_rule(session: Session, number: int) -> str:
+    """Remove rule ``number`` (as `%plan rules` lists it): from planbook.toml, or this session."""
+    from planbook.agent.context import rules_of
+    from planbook.engine.rules_file import remove_rule
+    from planbook.errors import UsageMistake
+
+    shown = _rules_shown(session)
+    if not 1 <= number <= len(shown):
+        raise UsageMistake(f"there is no rule {number}: `%plan rules` lists 1 to {len(shown)}")
+    rule = shown[number - 1]
+    key = (rule.tool, rule.pattern, rule.action)
+    ruleset = rules_of(session)
+    if rule.source != "added":
+        remove_rule(session.workspace.root, rule)
+    # The session's copy goes too, or it would keep allowing what was revoked.
+    ruleset.rules[:] = [
+        r
+        for r in ruleset.rules
+        if not (r.source == "added" and (r.tool, r.pattern, r.action) == key)
+    ]
+    rules_of(session)  # read the files again
+    return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
+
+
+def plan_subcommand(session: Session, command: str, rest: list[str]) -> None:
+    """``%plan continue`` / ``%plan rules [revoke N]`` / ``%plan restore N``."""
+    from planbook.errors import UsageMistake
+
+    if command == "continue":
+        if rest:
+            raise UsageMistake("usage: `%plan continue` (it takes no arguments)")
+        continue_plan(session)
+    elif command == "rules":
+        if not rest:
+            print(rules_text(session))
+        elif rest[0] == "revoke" and len(rest) == 2 and rest[1].isdigit():
+            print(revoke_rule(session, int(rest[1])))
+        else:
+            raise UsageMistake("usage: `%plan rules` or `%plan rules revoke N`")
+    elif command == "restore":
+        if len(rest) != 1 or not rest[0].isdigit():
+            raise UsageMistake(
+                "usage: `%plan restore N` with a revision number (see `%plan history`)"
+            )
+        revision = session.restore_revision(int(rest[0]))
+        print(
+            f"planbook: revision {revision.number} restores revision {rest[0]} "
+            f"({len(revision.steps)} steps); the revisions in between are kept"
+        )
 
 
 class Planbook(Configurable):
