@@ -65,7 +65,7 @@ def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
     return list(ModelMessagesTypeAdapter.validate_python(raw))
 
 
-def compact(messages: list[ModelMessage], budget: int = MESSAGES_BUDGET) -> list[ModelMessage]:
+def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:
     """Messages whose JSON fits ``budget``: old tool output pruned, then the oldest turns
     replaced by a one-line note (the history stays well-formed: it restarts at a reply)."""
     from planbook.agent.history import prune, replace_head, start_points
@@ -110,7 +110,7 @@ class Keeper:
             _log.exception("planbook: could not save the agent's conversation")
 
     def messages(self, messages: list[ModelMessage]) -> None:
-        self.conversation.messages = dump_messages(compact(list(messages)))
+        self.conversation.messages = dump_messages(compact(list(messages), MESSAGES_BUDGET))
 
     def activity(self, activity: Activity) -> None:
         self.conversation.add_activity(
