@@ -105,7 +105,7 @@ async def test_rules_in_pyproject_are_listed_but_revoked_by_hand(
     assert "1. ask   shell *" in rules_text(session)
     from planbook.errors import PlanbookError
 
-    with pytest.raises(PlanbookError, match="edit pyproject.toml"):
+    with pytest.raises(PlanbookError, match=r"edit pyproject\.toml"):
         revoke_rule(session, 1)
 
 
