@@ -113,3 +113,20 @@ async def test_malformed_arguments_over_http_never_reach_the_plan(
     assert plan is not None and [s.operation.kind for s in plan.steps] == ["edit_cell"]
     assert "json" in api.requests[1]["messages"][-1]["content"].lower()
     assert "missing" in api.requests[2]["messages"][-1]["content"].lower()
+
+
+async def test_provider_retries_show_one_line_each(session: planbook.Session) -> None:
+    import logging
+
+    client_log = logging.getLogger("openai._base_client")
+    before = (list(client_log.filters), client_log.level)
+    replies = [Reply(status=429, error="slow down"), Reply(status=500), *PLAN]
+    with ScriptedOpenAI(replies) as api:
+        config_of(session).model = api.model()
+        run = await plan_task(session, "clean the frame")
+    assert run.status == "finished", run.error
+    retries = [a.message for a in run.activity if a.message.startswith("provider: retrying")]
+    assert len(retries) == 2, retries
+    assert all("\n" not in r for r in retries)
+    # the client's logger is as it was: nothing new reaches the person's log handlers
+    assert (list(client_log.filters), client_log.level) == before
