@@ -18,7 +18,11 @@ NOTEBOOKS = ROOT / "notebooks"
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 sys.path.insert(0, str(ROOT / "tools"))
+import make_agent_notebook  # noqa: E402
 import make_notebooks  # noqa: E402
+
+#: Every notebook's generator: the tutorials', and the agent's own (tools/make_agent_notebook.py).
+GENERATORS = {**make_notebooks.NOTEBOOKS, **make_agent_notebook.NOTEBOOKS}
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -30,13 +34,14 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def test_every_issue_notebook_is_there() -> None:
-    assert sorted(make_notebooks.NOTEBOOKS) == NAMES
+    assert sorted(GENERATORS) == NAMES
     assert {
         "quickstart.ipynb",
         "plan-vs-act.ipynb",
         "checkpoints.ipynb",
         "files-and-shell.ipynb",
         "bring-your-model.ipynb",
+        "agent-memory.ipynb",
     } <= set(NAMES)
 
 
@@ -44,7 +49,7 @@ def test_every_issue_notebook_is_there() -> None:
 def test_notebook_matches_its_generator(name: str) -> None:
     """The .ipynb is what tools/make_notebooks.py writes (outputs aside): review the script."""
     on_disk = nbformat.read(NOTEBOOKS / name, as_version=4)
-    made = make_notebooks.build(make_notebooks.NOTEBOOKS[name]())
+    made = make_notebooks.build(GENERATORS[name]())
     assert [(c.id, c.cell_type, c.source, c.metadata.get("tags")) for c in on_disk.cells] == [
         (c.id, c.cell_type, c.source, c.metadata.get("tags")) for c in made.cells
     ]

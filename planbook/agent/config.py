@@ -98,12 +98,19 @@ class AgentConfig(BaseModel):
         return int(self.context_tokens * 4 * self.summarise_at)
 
 
+#: Settings made with ``%config Planbook.x = ...`` in this kernel: every session opened later in
+#: it (``planbook.session(..., fresh=True)``) starts from them too.
+KERNEL_SETTINGS: dict[str, Any] = {}
+
+
 def config_of(session: Any) -> AgentConfig:
     """The session's agent config, created on first use."""
     extras: dict[str, Any] = session.extras
     config = extras.get("agent_config")
     if not isinstance(config, AgentConfig):
-        config = AgentConfig(model=os.environ.get("PLANBOOK_MODEL") or None)
+        config = AgentConfig(
+            **{"model": os.environ.get("PLANBOOK_MODEL") or None, **KERNEL_SETTINGS}
+        )
         extras["agent_config"] = config
     return config
 

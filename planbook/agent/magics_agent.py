@@ -296,7 +296,9 @@ class Planbook(Configurable):
     @observe("model", "base_url", "stream")
     def _apply(self, change: dict[str, Any]) -> None:
         import planbook
+        from planbook.agent.config import KERNEL_SETTINGS
 
+        KERNEL_SETTINGS[change["name"]] = change["new"]
         config = config_of(planbook.session())
         setattr(config, change["name"], change["new"])
 
