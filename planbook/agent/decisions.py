@@ -69,6 +69,8 @@ class Decisions:
 
     def __init__(self, first: int = 1) -> None:
         self._open: dict[str, tuple[Decision, asyncio.Future[Answer]]] = {}
+        #: Decisions no run awaits (a step's question): answering calls back instead.
+        self._parked: dict[str, tuple[Decision, Callable[[Answer], None]]] = {}
         self._ids = itertools.count(first)
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
@@ -100,6 +102,28 @@ class Decisions:
         self._emit("asked", decision)
         return future
 
+    def park(
+        self,
+        question: str,
+        options: list[str],
+        on_answer: Callable[[Answer], None],
+        *,
+        data: dict[str, Any] | None = None,
+    ) -> Decision:
+        """Open a decision that no run waits on: ``on_answer`` runs when it is answered (on the
+        answering thread). A stopped run does not withdraw it."""
+        decision = Decision(
+            id=f"d{next(self._ids)}",
+            kind="question",
+            question=question,
+            options=list(options),
+            data=dict(data or {}),
+        )
+        with self._lock:
+            self._parked[decision.id] = (decision, on_answer)
+        self._emit("asked", decision)
+        return decision
+
     def answer(
         self,
         decision_id: str,
@@ -111,7 +135,17 @@ class Decisions:
         """Settle a decision: ``choice`` is one of its options (or its 1-based number)."""
         with self._lock:
             entry = self._open.get(decision_id)
-            open_ids = list(self._open)
+            parked = self._parked.get(decision_id)
+            open_ids = [*self._open, *self._parked]
+        if parked is not None:
+            picked = self._pick(parked[0], choice, text)
+            answer = Answer(choice=picked, text=text, args=args)
+            with self._lock:
+                if self._parked.pop(decision_id, None) is None:
+                    raise UnknownDecision(decision_id, open_ids)  # answered meanwhile
+            self._emit("answered", parked[0])
+            parked[1](answer)
+            return answer
         if entry is None:
             raise UnknownDecision(decision_id, open_ids)
         decision, future = entry
@@ -122,7 +156,7 @@ class Decisions:
 
     def pending(self) -> list[Decision]:
         with self._lock:
-            return [d for d, _ in self._open.values()]
+            return [d for d, _ in self._open.values()] + [d for d, _ in self._parked.values()]
 
     def cancel_all(self) -> None:
         """Drop every open decision (the run was stopped)."""

@@ -99,10 +99,11 @@ def answer_line(session: Session, line: str) -> str:
     ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
     import json
 
-    from planbook.agent import memory
+    from planbook.agent import memory, step_questions
     from planbook.agent.decisions import Decisions
     from planbook.errors import UsageMistake
 
+    step_questions.install(session)  # questions on steps a previous kernel left open
     decisions = decisions_of(session)
     try:
         words = shlex.split(line)
@@ -155,7 +156,11 @@ def answer_line(session: Session, line: str) -> str:
             f"planbook: {decision_id} -> {chosen} (recorded: `%plan continue` resumes the "
             "agent with this answer)"
         )
+    session.extras.pop("step_question_report", None)
     answer = decisions.answer(decision_id, picked, text=rest, args=args)
+    report = session.extras.pop("step_question_report", None)
+    if report is not None:
+        return f"planbook: {decision_id} -> {answer.choice}; the steps held back ran:\n{report}"
     return f"planbook: {decision_id} -> {answer.choice}"
 
 
@@ -328,5 +333,11 @@ def register(ipython: Any) -> None:
         except PlanbookError as exc:
             raise UsageError(str(exc)) from None
 
+    try:
+        from planbook.agent import step_questions
+
+        step_questions.install(planbook.session())
+    except PlanbookError:
+        pass  # magics.register reports a session that cannot open, in one line
     ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")
     ipython.register_magic_function(answer, magic_kind="line", magic_name="answer")

@@ -61,6 +61,27 @@ async def ask_user(ctx: RunContext[AgentDeps], question: str, options: list[str]
     return f"The person answered: {answer.choice}" + (f" ({answer.text})" if answer.text else "")
 
 
+async def ask_before_step(
+    ctx: RunContext[AgentDeps], step_number: int, question: str, options: list[str]
+) -> str:
+    """Make a staged step a decision point: when the approved plan reaches it, execution
+    pauses and asks the person; their answer is recorded, and "stop here" leaves it unrun.
+
+    Args:
+        step_number: The step's number in the plan.
+        question: What to ask just before the step runs, one line.
+        options: The answers to offer ("stop here" is always added).
+    """
+    from planbook.agent.step_questions import ask_before
+
+    try:
+        asked = ask_before(ctx.deps.session, step_number, question, options)
+    except PlanbookError as exc:
+        raise ModelRetry(str(exc)) from None
+    ctx.deps.say("staged", f"step {step_number} will ask first: {question}")
+    return f"Step {step_number} will pause and ask: {asked.question} ({' / '.join(asked.options)})"
+
+
 async def todo_write(ctx: RunContext[AgentDeps], todos: list[Todo]) -> str:
     """Replace your todo list; link each todo to the ids of the steps that carry it out.
 
@@ -130,4 +151,4 @@ async def exit_plan(
     return await _offer_mode(ctx, mode, reason)
 
 
-FLOW_TOOLS = [present_plan, read_plan, ask_user, todo_write, enter_plan, exit_plan]
+FLOW_TOOLS = [present_plan, read_plan, ask_user, ask_before_step, todo_write, enter_plan, exit_plan]

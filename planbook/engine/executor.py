@@ -114,6 +114,9 @@ class Executor:
         self.token = owner.this_process()
         #: Whether a run of this executor is in progress.
         self.active = False
+        #: Consulted before each approved step: a message pauses the run there (that step and
+        #: the ones after it go back to pending). The agent's decision points plug in here.
+        self.before_step: Callable[[Plan, Step], str | None] | None = None
 
     @property
     def checkpoints(self) -> CheckpointWriter:
@@ -213,6 +216,11 @@ class Executor:
                     return None
                 step = plan.find_step(step_id)
                 if step is None or step.status != "approved" or step.run_by != self.token:
+                    return None
+                pause = self.before_step(plan, step) if self.before_step else None
+                if pause:
+                    report.stopped = pause
+                    self.store.save()  # what the hook noted (the log, the question) is kept
                     return None
                 outcome = self._start(plan, step, started)
             if outcome is not None:

@@ -53,6 +53,19 @@ class SavedDecision(BaseModel):
     answer_args: dict[str, Any] | None = None
 
 
+class StepQuestion(BaseModel):
+    """A decision point: execution pauses before the step until the person answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_id: str
+    question: str
+    options: list[str]
+    answer: str | None = None
+    #: The approved steps the pause sent back to pending: answering runs them.
+    resume: list[str] = Field(default_factory=list)
+
+
 class ActivityLine(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -79,6 +92,7 @@ class Conversation(BaseModel):
     dropped: int = 0
     todos: list[Todo] = Field(default_factory=list)
     decisions: list[SavedDecision] = Field(default_factory=list)
+    step_questions: list[StepQuestion] = Field(default_factory=list)
     activity: list[ActivityLine] = Field(default_factory=list)
 
     def open_decisions(self) -> list[SavedDecision]:
