@@ -60,9 +60,20 @@ def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
 
 
 def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
+    """The saved messages, or a one-line error (the notebook is left as it is)."""
+    from pydantic import ValidationError
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    return list(ModelMessagesTypeAdapter.validate_python(raw))
+    from planbook.errors import MetadataError, first_problem
+
+    try:
+        return list(ModelMessagesTypeAdapter.validate_python(raw))
+    except ValidationError as exc:
+        loc, problem = first_problem(exc, whole="messages")
+        raise MetadataError(
+            f"the agent's saved messages are damaged at {loc}: {problem}; nothing was changed: "
+            'start a new task with `%plan "..."` (the plan and its history are kept)'
+        ) from None
 
 
 def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:

@@ -121,8 +121,14 @@ def _write(path: Path, text: str) -> None:
 
 
 def _parse(path: Path) -> Any:
-    import tomlkit
-    from tomlkit.exceptions import ParseError
+    try:
+        import tomlkit
+        from tomlkit.exceptions import ParseError
+    except ImportError:
+        raise RulesError(
+            f"writing {path.name} keeps your comments with tomlkit, which is not installed: "
+            '`pip install "planbook[agent]"`, or add the rule to the file by hand'
+        ) from None
 
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     try:
