@@ -14,7 +14,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Unicode, observe
+from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
 from planbook.agent import view
@@ -207,18 +207,17 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
 
 def rules_text(session: Session) -> str:
     """``%plan rules``: every permission rule, numbered, with where it comes from."""
-    rules = _rules_shown(session)
-    if not rules:
+    from planbook.agent.permissions import rule_views
+
+    views = rule_views(session)
+    if not views:
         return (
             "planbook: no permission rules; the mode decides. Answer a question with "
             '"always allow ..." to add one, or edit planbook.toml'
         )
     lines = ["permission rules (the last match wins; `%plan rules revoke N` removes one):"]
-    for n, rule in enumerate(rules, start=1):
-        lines.append(
-            f"{n:>3}. {rule.action:<5} {rule.tool} {rule.pattern}"
-            f"   ({rule.source if rule.source != 'added' else 'this session'})"
-        )
+    for v in views:
+        lines.append(f"{v.number:>3}. {v.action:<5} {v.tool} {v.pattern}   ({v.source})")
     lines.append(
         "rules never let a change skip the plan in plan mode, nor touch planbook.toml, "
         "pyproject.toml or .git without review"
@@ -226,36 +225,11 @@ def rules_text(session: Session) -> str:
     return "\n".join(lines)
 
 
-def _rules_shown(session: Session) -> list[Any]:
-    from planbook.agent.context import rules_of
-
-    rules = rules_of(session).rules
-    on_file = {(r.tool, r.pattern, r.action) for r in rules if r.source != "added"}
-    # A rule saved to planbook.toml in this session is listed once, as the file has it.
-    return [r for r in rules if r.source != "added" or (r.tool, r.pattern, r.action) not in on_file]
-
-
 def revoke_rule(session: Session, number: int) -> str:
-    """Remove rule ``number`` (as `%plan rules` lists it): from planbook.toml, or this session."""
-    from planbook.agent.context import rules_of
-    from planbook.engine.rules_file import remove_rule
-    from planbook.errors import UsageMistake
+    """``%plan rules revoke N``."""
+    from planbook.agent.permissions import revoke
 
-    shown = _rules_shown(session)
-    if not 1 <= number <= len(shown):
-        raise UsageMistake(f"there is no rule {number}: `%plan rules` lists 1 to {len(shown)}")
-    rule = shown[number - 1]
-    key = (rule.tool, rule.pattern, rule.action)
-    ruleset = rules_of(session)
-    if rule.source != "added":
-        remove_rule(session.workspace.root, rule)
-    # The session's copy goes too, or it would keep allowing what was revoked.
-    ruleset.rules[:] = [
-        r
-        for r in ruleset.rules
-        if not (r.source == "added" and (r.tool, r.pattern, r.action) == key)
-    ]
-    rules_of(session)  # read the files again
+    rule = revoke(session, number)
     return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
 
 
@@ -297,8 +271,12 @@ class Planbook(Configurable):
     ).tag(config=True)
     base_url = Unicode(None, allow_none=True, help="OpenAI-compatible endpoint.").tag(config=True)
     stream = Bool(True, help="Stream model responses when possible.").tag(config=True)
+    context_tokens = Int(32_000, help="The model's context window, in tokens.").tag(config=True)
+    summarise_at = Float(
+        0.5, help="Share of the context past which older turns are summarised by the model."
+    ).tag(config=True)
 
-    @observe("model", "base_url", "stream")
+    @observe("model", "base_url", "stream", "context_tokens", "summarise_at")
     def _apply(self, change: dict[str, Any]) -> None:
         import planbook
         from planbook.agent.config import KERNEL_SETTINGS

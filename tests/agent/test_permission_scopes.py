@@ -103,6 +103,10 @@ async def test_rules_in_pyproject_are_listed_but_revoked_by_hand(
 ) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.planbook.permissions]\nshell = "ask"\n')
     assert "1. ask   shell *" in rules_text(session)
+    from planbook.agent.permissions import rule_views
+
+    [view] = rule_views(session)  # what the panel shows: this one cannot be revoked there
+    assert (view.number, view.action, view.revocable) == (1, "ask", False)
     from planbook.errors import PlanbookError
 
     with pytest.raises(PlanbookError, match=r"edit pyproject\.toml"):
