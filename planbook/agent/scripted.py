@@ -7,6 +7,11 @@ next call of the script (after an optional delay), and ends with a short text. A
 (``"$new_cell_1"`` for the first one), and ``"$step"`` / ``"$step_2"`` for step ids (to link
 todos), since ids are only known once a step is staged.
 
+A script plays a whole scenario across a kernel restart: the conversation saved in the notebook
+says which calls were made, so ``%plan continue`` (with the same script configured again) goes
+on with the next one. Asked to summarise the conversation, it answers with a plain list of the
+calls made so far.
+
     Scripted([
         ("list_cells", {}),
         ("insert_cell", {"source": "df = df.dropna()", "reason": "drop empty rows"}),
