@@ -168,7 +168,6 @@ def test_each_pending_step_is_reviewed_on_its_cell(
 
     # Reject on the deleted cell: it stays, no longer struck through
     box(panel, 3).locator(".pb-cell-reject").click()
-    page.wait_for_timeout(3000); print("LOG", server.log()[-3000:])
     expect(box(panel, 3)).to_have_count(0)
     expect(panel.locator(".jp-Cell.pb-mod-delete")).to_have_count(0)
     expect(cell_with(panel, "z = 'old'")).to_have_count(1)
