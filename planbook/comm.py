@@ -157,7 +157,11 @@ class CellReviewLink:
         plan = self.session.current_plan()
         assert plan is not None
         # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
-        self.session.approve([number], dry_run=True)
+        for outcome in self.session.approve([number], dry_run=True).outcomes:
+            if outcome.status != "would run":
+                raise UsageMistake(
+                    f"step {number} was not applied: {outcome.message or outcome.status}"
+                )
         batch = Batch(self.session, [plan.steps[number - 1]], decision.revision)
 
         async def run() -> None:
@@ -171,8 +175,13 @@ class CellReviewLink:
         start_on_main(run, run_now, self._home)
 
     def _after(self, batch: Batch) -> None:
+        step_id = batch.step_ids[0]
+        plan = self.session.current_plan()
+        step = plan.find_step(step_id) if plan is not None else None
         if batch.error:
-            self.send_error(batch.error, batch.step_ids[0])
+            self.send_error(batch.error, step_id)
+        elif step is not None and step.status == "failed":
+            self.send_error(f"the step failed: {step.error or 'see the plan panel'}", step_id)
         self.send_plan()
 
     def close(self) -> None:

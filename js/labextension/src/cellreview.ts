@@ -127,8 +127,10 @@ export class CellReview {
     notebook.deselectAll();
     notebook.activeCellIndex = at;
     notebook.mode = 'command';
-    notebook.activate(); // keyboard focus too, so the next key press moves on from here
-    void notebook.scrollToCell(cell, 'center');
+    // keyboard focus on the cell, as command mode has it, so the next key press moves on
+    // (scrollToCell would activate the cell, which puts its editor in edit mode)
+    cell.node.focus({ preventScroll: true });
+    void notebook.scrollToItem(at, 'center');
   }
 
   private schedule(): void {
