@@ -75,9 +75,11 @@ def session(
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    from planbook.comm import register as register_cell_review
     from planbook.magics import register
 
     register(ipython)
+    register_cell_review(ipython)  # the in-cell review of the JupyterLab extension, if any
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -1,0 +1,392 @@
+/**
+ * The plan drawn on one notebook's cells: a review box on each cell a pending step changes
+ * (badge, diff, Approve and Reject), a placeholder for each pending insert at its future
+ * position, a struck-through source for a pending delete.
+ *
+ * Everything hangs off cells found by id in the notebook's model, never by DOM position, and
+ * none of it is part of the model: a placeholder is not a cell, so it is never saved or run.
+ */
+import { Cell } from '@jupyterlab/cells';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { PanelLayout, Widget } from '@lumino/widgets';
+import { renderDiff } from './diffview';
+import { IDecision, IPlanMessage, IStep } from './protocol';
+
+/** Sent on `window` when a cell's badge is clicked: the plan panel shows that step. */
+export const FOCUS_STEP_EVENT = 'planbook:focus-step';
+
+const CELL_PENDING = 'pb-mod-has-change';
+const CELL_DELETE = 'pb-mod-delete';
+
+/** One change shown in the page, in the order it appears in the notebook. */
+interface IShown {
+  step: IStep;
+  box: Widget;
+  cell: Cell;
+  /** Position in the notebook: the host cell's index, +/- a fraction for placeholders. */
+  position: number;
+}
+
+export class CellReview {
+  constructor(
+    readonly panel: NotebookPanel,
+    private readonly decide: (decision: IDecision) => boolean,
+    private readonly trans: TranslationBundle
+  ) {
+    panel.content.model?.cells.changed.connect(this.schedule, this);
+    panel.content.modelChanged.connect(() => {
+      panel.content.model?.cells.changed.connect(this.schedule, this);
+      this.schedule();
+    });
+  }
+
+  /** The plan as the kernel sent it last, or null when planbook is not loaded there. */
+  get plan(): IPlanMessage | null {
+    return this.message;
+  }
+
+  show(message: IPlanMessage | null): void {
+    const same = JSON.stringify(message) === JSON.stringify(this.message);
+    if (same) {
+      return; // the kernel says so after every event: redrawing would only move the buttons
+    }
+    this.message = message;
+    this.errors.clear();
+    this.render();
+  }
+
+  showError(stepId: string | null, text: string): boolean {
+    if (stepId === null || !this.shown.some(s => s.step.id === stepId)) {
+      return false;
+    }
+    this.errors.set(stepId, text);
+    this.render();
+    return true;
+  }
+
+  /** Select the next (+1) or previous (-1) change after the active cell; false if none. */
+  go(direction: 1 | -1): boolean {
+    if (this.shown.length === 0) {
+      return false;
+    }
+    let index: number;
+    if (this.cursor === null) {
+      const active = this.panel.content.activeCellIndex;
+      const ahead = this.shown.findIndex(s => s.position >= active);
+      index = direction === 1 ? (ahead === -1 ? this.shown.length - 1 : ahead) : ahead - 1;
+      if (direction === -1 && ahead === -1) {
+        index = this.shown.length - 1;
+      }
+    } else {
+      index = this.cursor + direction;
+    }
+    index = Math.max(0, Math.min(this.shown.length - 1, index));
+    this.focus(index);
+    return true;
+  }
+
+  /** Select the cell (or placeholder) with this id; false when this notebook has none. */
+  focusCell(cellId: string): boolean {
+    const index = this.shown.findIndex(s => s.step.kind === 'insert_cell' && s.step.cell_id === cellId);
+    if (index !== -1) {
+      this.focus(index);
+      return true;
+    }
+    const cells = this.panel.content.widgets;
+    const at = cells.findIndex(c => c.model.id === cellId);
+    if (at === -1) {
+      return false;
+    }
+    this.select(cells[at]);
+    const first = this.shown.findIndex(s => s.cell === cells[at]);
+    this.cursor = first === -1 ? null : first;
+    return true;
+  }
+
+  dispose(): void {
+    this.clear();
+  }
+
+  private focus(index: number): void {
+    const shown = this.shown[index];
+    this.cursor = index;
+    for (const s of this.shown) {
+      s.box.node.classList.toggle('pb-mod-current', s === shown);
+    }
+    this.select(shown.cell);
+    shown.box.node.scrollIntoView({ block: 'center' });
+  }
+
+  private select(cell: Cell): void {
+    const notebook = this.panel.content;
+    const at = notebook.widgets.indexOf(cell);
+    if (at === -1) {
+      return;
+    }
+    notebook.deselectAll();
+    notebook.activeCellIndex = at;
+    notebook.mode = 'command';
+    // keyboard focus on the cell, as command mode has it, so the next key press moves on
+    // (scrollToCell would activate the cell, which puts its editor in edit mode)
+    cell.node.focus({ preventScroll: true });
+    void notebook.scrollToItem(at, 'center');
+  }
+
+  private schedule(): void {
+    if (this.pending) {
+      return;
+    }
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      this.render();
+    });
+  }
+
+  private clear(keep?: Map<string, Widget>): void {
+    for (const s of this.shown) {
+      const key = this.key(s.step);
+      if (keep && !keep.has(key)) {
+        keep.set(key, s.box); // may be put back where it was, unchanged
+      } else {
+        s.box.dispose();
+      }
+    }
+    for (const cell of this.marked) {
+      cell.removeClass(CELL_PENDING);
+      cell.removeClass(CELL_DELETE);
+    }
+    this.shown = [];
+    this.marked = [];
+  }
+
+  private render(): void {
+    const current = this.cursor !== null ? this.shown[this.cursor]?.step.id : undefined;
+    // Boxes whose step did not change are reused, so a button under the pointer stays the
+    // same element while the plan is redrawn around it.
+    this.reusable = new Map();
+    this.clear(this.reusable);
+    this.cursor = null;
+    const message = this.message;
+    if (message === null || message.plan === null) {
+      this.reusable.forEach(box => box.dispose());
+      this.reusable.clear();
+      return;
+    }
+    const cells = this.panel.content.widgets;
+    const byId = new Map<string, Cell>();
+    cells.forEach(c => byId.set(c.model.id, c));
+    /** Pending inserts placed so far: their cell id -> the placeholder. */
+    const placeholders = new Map<string, IShown>();
+    for (const step of message.steps) {
+      const shown =
+        step.kind === 'insert_cell'
+          ? this.placeholder(step, byId, placeholders)
+          : this.onCell(step, byId.get(step.cell_id));
+      if (shown) {
+        this.shown.push(shown);
+        if (step.kind === 'insert_cell') {
+          placeholders.set(step.cell_id, shown);
+        }
+      }
+    }
+    this.reusable.forEach(box => box.dispose());
+    this.reusable.clear();
+    this.shown.sort((a, b) => a.position - b.position);
+    if (current !== undefined) {
+      const again = this.shown.findIndex(s => s.step.id === current);
+      if (again !== -1) {
+        this.cursor = again;
+        this.shown[again].box.node.classList.add('pb-mod-current');
+      }
+    }
+  }
+
+  private onCell(step: IStep, cell: Cell | undefined): IShown | null {
+    if (cell === undefined) {
+      return null; // not in this page (yet): the panel still lists it
+    }
+    const box = this.box(step, false);
+    const layout = cell.layout as PanelLayout;
+    // right above the cell's input (so after boxes of earlier steps on this cell)
+    const input = cell.inputArea?.parent ?? null;
+    const at = input !== null ? layout.widgets.indexOf(input) : -1;
+    layout.insertWidget(at === -1 ? 1 : at, box);
+    cell.addClass(CELL_PENDING);
+    if (step.kind === 'delete_cell' && step.status === 'pending') {
+      cell.addClass(CELL_DELETE);
+    }
+    this.marked.push(cell);
+    return { step, box, cell, position: this.index(cell) + step.number * 1e-6 };
+  }
+
+  private placeholder(
+    step: IStep,
+    byId: Map<string, Cell>,
+    placed: Map<string, IShown>
+  ): IShown | null {
+    const anchor = step.anchor ?? { end: true };
+    const box = this.box(step, true);
+    const place = (host: Cell, at: number, position: number): IShown => {
+      (host.layout as PanelLayout).insertWidget(at, box);
+      return { step, box, cell: host, position };
+    };
+    if ('after' in anchor || 'before' in anchor) {
+      const target = 'after' in anchor ? anchor.after : anchor.before;
+      const before = 'before' in anchor;
+      const chained = placed.get(target);
+      if (chained) {
+        // next to another pending insert: beside its placeholder, in the same host
+        const layout = chained.cell.layout as PanelLayout;
+        const at = layout.widgets.indexOf(chained.box) + (before ? 0 : 1);
+        const position = chained.position + (before ? -1e-3 : 1e-3);
+        return place(chained.cell, at, position);
+      }
+      const host = byId.get(target);
+      if (host === undefined) {
+        box.dispose();
+        return null;
+      }
+      const layout = host.layout as PanelLayout;
+      if (before) {
+        const ahead = this.shown.filter(s => s.cell === host && s.position < this.index(host));
+        return place(host, ahead.length, this.index(host) - 0.5 + step.number * 1e-6);
+      }
+      return place(host, layout.widgets.length, this.index(host) + 0.5 + step.number * 1e-6);
+    }
+    const cells = this.panel.content.widgets;
+    if (cells.length === 0) {
+      box.dispose();
+      return null;
+    }
+    const last = cells[cells.length - 1];
+    const layout = last.layout as PanelLayout;
+    return place(last, layout.widgets.length, this.index(last) + 0.5 + step.number * 1e-6);
+  }
+
+  private index(cell: Cell): number {
+    return this.panel.content.widgets.indexOf(cell);
+  }
+
+  /** The box of one step: badge, what and why, the diff, the decisions, an error. */
+  private key(step: IStep): string {
+    const revision = this.message?.plan?.revision ?? 0;
+    return `${revision}|${this.errors.get(step.id) ?? ''}|${JSON.stringify(step)}`;
+  }
+
+  private box(step: IStep, placeholder: boolean): Widget {
+    const reused = this.reusable.get(this.key(step));
+    if (reused !== undefined) {
+      this.reusable.delete(this.key(step));
+      reused.node.classList.remove('pb-mod-current');
+      return reused;
+    }
+    const trans = this.trans;
+    const box = new Widget();
+    box.addClass('pb-cell-review');
+    box.addClass(`pb-status-${step.status}`);
+    box.addClass(`pb-kind-${step.kind}`);
+    if (placeholder) {
+      box.addClass('pb-placeholder');
+    }
+    const node = box.node;
+    node.dataset.stepId = step.id;
+    node.dataset.stepNumber = String(step.number);
+    node.dataset.cellId = step.cell_id;
+    node.setAttribute('role', 'group');
+    node.setAttribute('aria-label', trans.__('Planbook step %1: %2', step.number, step.title));
+
+    const head = document.createElement('div');
+    head.className = 'pb-cell-review-head';
+    const badge = document.createElement('button');
+    badge.className = 'pb-cell-badge';
+    badge.type = 'button';
+    badge.title = trans.__('Show step %1 in the plan panel', step.number);
+    badge.textContent = trans.__('Step %1 · %2', step.number, step.status);
+    badge.addEventListener('click', () => {
+      window.dispatchEvent(
+        new CustomEvent(FOCUS_STEP_EVENT, { detail: { stepNumber: step.number, stepId: step.id } })
+      );
+    });
+    const title = document.createElement('span');
+    title.className = 'pb-cell-review-title';
+    title.textContent = placeholder
+      ? trans.__('Proposed new %1 cell (not in the notebook until approved)', step.cell_type ?? 'code')
+      : step.title;
+    head.append(badge, title);
+    if (step.risk !== 'low') {
+      const risk = document.createElement('span');
+      risk.className = `pb-cell-risk pb-risk-${step.risk}`;
+      risk.textContent = trans.__('%1 risk', step.risk);
+      head.append(risk);
+    }
+    node.append(head);
+
+    if (step.reason) {
+      const reason = document.createElement('div');
+      reason.className = 'pb-cell-review-reason';
+      reason.textContent = step.reason;
+      node.append(reason);
+    }
+    if (step.diff) {
+      node.append(renderDiff(step.diff));
+    } else if (step.kind === 'delete_cell') {
+      const note = document.createElement('div');
+      note.className = 'pb-cell-review-note';
+      note.textContent = trans.__('This cell will be deleted (a checkpoint keeps it).');
+      node.append(note);
+    } else if (step.kind === 'run_cell') {
+      const note = document.createElement('div');
+      note.className = 'pb-cell-review-note';
+      note.textContent = trans.__('This cell will be run.');
+      node.append(note);
+    }
+    if (step.runs && step.kind !== 'run_cell') {
+      const note = document.createElement('div');
+      note.className = 'pb-cell-review-note';
+      note.textContent = trans.__('Runs once approved.');
+      node.append(note);
+    }
+    const error = this.errors.get(step.id) ?? step.error;
+    if (error) {
+      const line = document.createElement('div');
+      line.className = 'pb-cell-review-error';
+      line.setAttribute('role', 'alert');
+      line.textContent = error;
+      node.append(line);
+    }
+    if (step.status === 'pending' && this.message?.plan) {
+      const revision = this.message.plan.revision;
+      const actions = document.createElement('div');
+      actions.className = 'pb-cell-review-actions';
+      const button = (label: string, action: IDecision['action'], cls: string) => {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.className = `jp-Button pb-cell-${action} ${cls}`;
+        b.textContent = label;
+        b.addEventListener('click', () => {
+          actions.querySelectorAll('button').forEach(x => ((x as HTMLButtonElement).disabled = true));
+          if (!this.decide({ action, step_id: step.id, revision })) {
+            this.showError(step.id, trans.__('The kernel is not listening: is planbook still loaded?'));
+          }
+        });
+        return b;
+      };
+      actions.append(
+        button(trans.__('Approve'), 'approve', 'jp-mod-accept'),
+        button(trans.__('Reject'), 'reject', 'jp-mod-reject')
+      );
+      node.append(actions);
+    }
+    return box;
+  }
+
+  private message: IPlanMessage | null = null;
+  private shown: IShown[] = [];
+  private marked: Cell[] = [];
+  private errors = new Map<string, string>();
+  private cursor: number | null = null;
+  private pending = false;
+  private reusable = new Map<string, Widget>();
+}

@@ -1,0 +1,83 @@
+/**
+ * The messages between the page and the kernel (planbook/comm.py, planbook/comm_view.py).
+ * The kernel sends the whole plan after every change; the page only draws it and sends the
+ * person's decisions back, which the kernel checks exactly as it checks `%approve`.
+ */
+
+/** Name of the comm target on both sides. */
+export const COMM_TARGET = 'planbook';
+/** Version of the plan message this page understands. */
+export const PROTOCOL = 1;
+
+export type LineType = 'context' | 'add' | 'del';
+
+export interface IDiffLine {
+  type: LineType;
+  old: number | null;
+  new: number | null;
+  text: string;
+  ranges: [number, number][];
+}
+
+export interface IHunk {
+  old_start: number;
+  old_count: number;
+  new_start: number;
+  new_count: number;
+  lines: IDiffLine[];
+}
+
+export interface IDiff {
+  kind: 'same' | 'added' | 'deleted' | 'changed';
+  hunks: IHunk[];
+  added: number;
+  removed: number;
+  omitted: number;
+}
+
+export type Anchor =
+  | { after: string }
+  | { before: string }
+  | { end: true }
+  | { top: true };
+
+export interface IStep {
+  number: number;
+  id: string;
+  kind: 'insert_cell' | 'edit_cell' | 'delete_cell' | 'move_cell' | 'run_cell';
+  status: 'pending' | 'approved' | 'running' | 'failed' | 'skipped';
+  cell_id: string;
+  cell_type: string | null;
+  title: string;
+  reason: string;
+  risk: 'low' | 'medium' | 'high';
+  error: string | null;
+  runs: boolean;
+  before: string;
+  after: string;
+  diff: IDiff | null;
+  anchor?: Anchor;
+}
+
+export interface IPlanMessage {
+  type: 'plan';
+  protocol: number;
+  mode: string;
+  plan: { id: string; revision: number; state: string } | null;
+  steps: IStep[];
+}
+
+export interface IErrorMessage {
+  type: 'error';
+  message: string;
+  step_id: string | null;
+}
+
+export type KernelMessage = IPlanMessage | IErrorMessage;
+
+/** What the page asks of the kernel. */
+export interface IDecision {
+  action: 'approve' | 'reject';
+  step_id: string;
+  revision: number;
+}

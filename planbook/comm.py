@@ -1,0 +1,228 @@
+"""The in-cell review's link to the kernel: one comm per open notebook page, target "planbook".
+
+A thin surface beside ``widget.py``: it sends the page the current plan (``comm_view``) after
+every Session event, and carries out the page's decisions (approve or reject one step) through
+the same Session calls and checks as ``%approve``, ``%reject`` and the panel. Decisions are
+handled on the kernel's main thread (``planbook.panel.mainloop``): a comm message may arrive on
+another thread while a step runs, and the Session is only ever touched from the main thread.
+
+Either side may open the comm: the page when its kernel is ready (refused while planbook is not
+loaded, so the page shows nothing), and the kernel on ``%load_ext planbook``, for pages that are
+already open. Front ends without the extension (VS Code, Colab, nbconvert) ignore the comm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from planbook.comm_view import PROTOCOL, plan_message
+from planbook.errors import PlanbookError, UsageMistake, first_problem
+from planbook.events import Event
+from planbook.panel.batch import Batch
+from planbook.panel.mainloop import call_on_main, running_main_loop, start_on_main
+
+if TYPE_CHECKING:
+    from planbook.session import Session
+
+log = logging.getLogger("planbook")
+
+TARGET = "planbook"
+#: Events that do not change what the cells show (the agent's chatter).
+QUIET = frozenset({"agent_activity", "todos_changed", "decision_needed", "decision_made"})
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: str = Field(min_length=1, max_length=200, description="The step's id.")
+    revision: int = Field(ge=1, description="The plan revision the person was looking at.")
+
+
+class ApproveStep(_Decision):
+    action: Literal["approve"]
+
+
+class RejectStep(_Decision):
+    action: Literal["reject"]
+
+
+Decision = Annotated[ApproveStep | RejectStep, Field(discriminator="action")]
+_DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision)
+
+
+def parse(content: object) -> ApproveStep | RejectStep:
+    try:
+        return _DECISION.validate_python(content)
+    except ValidationError as exc:
+        where, problem = first_problem(exc, whole="message")
+        raise UsageMistake(
+            f"the page sent a decision planbook cannot read ({where}: {problem}); nothing "
+            "was changed: reload the page"
+        ) from None
+
+
+class CellReviewLink:
+    """One page's comm: the plan out, the person's decisions in."""
+
+    def __init__(
+        self,
+        session: Session,
+        comm: Any,
+        home: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.session = session
+        self.comm = comm
+        self._home = home or running_main_loop()
+        self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
+        comm.on_msg(self._on_msg)
+        comm.on_close(lambda _msg: self.close())
+
+    # --- out -------------------------------------------------------------------------------
+    def send_plan(self) -> None:
+        try:
+            message = plan_message(self.session)
+        except PlanbookError as exc:
+            self.send_error(str(exc))
+            return
+        self.comm.send(message)
+
+    def send_error(self, message: str, step_id: str | None = None) -> None:
+        self.comm.send({"type": "error", "message": message, "step_id": step_id})
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind in QUIET or self._unsubscribe is None:
+            return
+        # Events come from the main thread (the executor, a magic): the Session may be read.
+        self.send_plan()
+
+    # --- in --------------------------------------------------------------------------------
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        content = msg.get("content", {}).get("data")
+        if isinstance(content, dict) and set(content) <= {"protocol"}:
+            call_on_main(self.send_plan, self._home)  # the page asks for the plan again
+            return
+        step_id = content.get("step_id") if isinstance(content, dict) else None
+        try:
+            decision = parse(content)
+        except UsageMistake as exc:
+            self.send_error(str(exc), step_id if isinstance(step_id, str) else None)
+            return
+        call_on_main(lambda: self.decide(decision), self._home)
+
+    def decide(self, decision: ApproveStep | RejectStep) -> None:
+        """Carry out one decision (main thread); a refusal goes back to the page as one line."""
+        try:
+            if isinstance(decision, ApproveStep):
+                self._approve(decision)
+            else:
+                self._reject(decision)
+        except PlanbookError as exc:
+            self.send_error(str(exc), decision.step_id)
+            self.send_plan()
+        except Exception as exc:  # the page must hear of it, not wait forever
+            log.exception("planbook: the in-cell review failed on %r", decision)
+            self.send_error(
+                f"unexpected error: {type(exc).__name__}: {exc}; see the kernel log",
+                decision.step_id,
+            )
+
+    def _number(self, decision: ApproveStep | RejectStep) -> int:
+        plan = self.session.current_plan()
+        if plan is None:
+            raise UsageMistake("there is no plan any more; nothing was changed")
+        if plan.current.number != decision.revision:
+            raise UsageMistake(
+                f"the plan changed while you looked at revision {decision.revision}: it is now "
+                f"at revision {plan.current.number}; nothing was changed: review it again"
+            )
+        for number, step in enumerate(plan.steps, start=1):
+            if step.id == decision.step_id:
+                if step.status != "pending":
+                    raise UsageMistake(
+                        f"step {number} is {step.status}, not pending; nothing was changed"
+                    )
+                return number
+        raise UsageMistake(f"there is no step {decision.step_id!r} in this plan; nothing changed")
+
+    def _reject(self, decision: RejectStep) -> None:
+        self.session.reject([self._number(decision)])
+
+    def _approve(self, decision: ApproveStep) -> None:
+        number = self._number(decision)
+        plan = self.session.current_plan()
+        assert plan is not None
+        # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
+        for outcome in self.session.approve([number], dry_run=True).outcomes:
+            if outcome.status != "would run":
+                raise UsageMistake(
+                    f"step {number} was not applied: {outcome.message or outcome.status}"
+                )
+        batch = Batch(self.session, [plan.steps[number - 1]], decision.revision)
+
+        async def run() -> None:
+            await batch.run()
+            self._after(batch)
+
+        def run_now() -> None:
+            batch.run_now()
+            self._after(batch)
+
+        start_on_main(run, run_now, self._home)
+
+    def _after(self, batch: Batch) -> None:
+        step_id = batch.step_ids[0]
+        plan = self.session.current_plan()
+        step = plan.find_step(step_id) if plan is not None else None
+        if batch.error:
+            self.send_error(batch.error, step_id)
+        elif step is not None and step.status == "failed":
+            self.send_error(f"the step failed: {step.error or 'see the plan panel'}", step_id)
+        self.send_plan()
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+def _links(session: Session) -> list[CellReviewLink]:
+    links = session.extras.setdefault("cell_review_links", [])
+    links[:] = [link for link in links if link._unsubscribe is not None]
+    return links  # type: ignore[no-any-return]
+
+
+def open_link(session: Session, comm: Any) -> CellReviewLink:
+    link = CellReviewLink(session, comm)
+    _links(session).append(link)
+    link.send_plan()
+    return link
+
+
+def register(ipython: Any) -> None:
+    """Listen for pages (comm target), and tell pages already open that planbook is here."""
+    kernel = getattr(ipython, "kernel", None)
+    if kernel is None:
+        return  # a terminal IPython: no front end to talk to
+    try:
+        from comm import create_comm, get_comm_manager
+    except ImportError:  # an old ipykernel without the comm package: the panel still works
+        return
+    import planbook
+
+    def on_open(comm: Any, _msg: dict[str, Any]) -> None:
+        try:
+            open_link(planbook.session(), comm)
+        except PlanbookError as exc:
+            comm.close({"type": "error", "message": str(exc), "step_id": None})
+
+    get_comm_manager().register_target(TARGET, on_open)
+    try:
+        session = planbook.session()
+    except PlanbookError:
+        return  # load_ext already said why
+    open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))
