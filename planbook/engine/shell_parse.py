@@ -14,6 +14,7 @@ every caller treats as "ask the person", never as "allow".
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -116,12 +117,20 @@ _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox-sh", "ash"}
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Parser:
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
+_local = threading.local()
 
-    return Parser(Language(tree_sitter_bash.language()))
+
+def _parser() -> Parser:
+    """One parser per thread: a tree-sitter Parser must not be used by two threads at once
+    (the agent's tools, the panel and the kernel's main thread all parse)."""
+    parser: Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        parser = Parser(Language(tree_sitter_bash.language()))
+        _local.parser = parser
+    return parser
 
 
 @lru_cache(maxsize=2048)

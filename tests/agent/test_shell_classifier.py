@@ -238,3 +238,17 @@ def test_a_continuation_that_splits_a_word_is_read_as_sh_reads_it(command: str, 
     writer = "find . -delete"
     split = writer[:cut] + "\\\n" + writer[cut:]
     assert not is_read_only(f"{command} && {split}")
+
+
+def test_many_threads_classify_at_once() -> None:
+    # The agent's tools, the panel and the kernel all parse; tree-sitter's parser is not
+    # thread-safe, so each thread has its own (one shared parser can crash the interpreter;
+    # the race does not show on every run, so this is a smoke test, not a proof).
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(n: int) -> list[bool]:
+        return [is_read_only(f"ls dir{n}_{i} | grep x{i} && cat f{i}") for i in range(150)]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(work, range(16)))
+    assert all(all(r) for r in results)
