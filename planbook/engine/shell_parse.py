@@ -154,13 +154,21 @@ def _parse(command: str, *, depth: int) -> ParsedShell:
     trailing = len(joined.rstrip(" \t\n")) - len(joined.rstrip(" \t\n").rstrip("\\"))
     if trailing % 2:
         return ParsedShell(error="a trailing backslash: the command looks cut off")
-    tree = _parser().parse(joined.encode("utf-8"))
+    # tree-sitter-bash's scanner crashes the interpreter on some non-ASCII input (seen with
+    # tree-sitter 0.25 and 0.26). sh gives no byte above 0x7f a meaning, so each such character
+    # is parsed as a plain letter; words are read back from the original by position.
+    ascii_only = "".join(c if c < "\x80" else "a" for c in joined)
+    tree = _parser().parse(ascii_only.encode("ascii"))
     root = tree.root_node
     if root.has_error:
         where = _first_error(root)
         return ParsedShell(error=f"cannot parse the command{where}: ask before running it")
     walker = _Walker(depth)
-    walker.visit(root)
+    _sources().append(joined)
+    try:
+        walker.visit(root)
+    finally:
+        _sources().pop()
     return ParsedShell(
         commands=tuple(walker.commands),
         features=frozenset(walker.features),
@@ -216,7 +224,7 @@ def _first_error(root: Node) -> str:
     while stack:
         node = stack.pop()
         if node.type == "ERROR" or node.is_missing:
-            snippet = (node.text or b"").decode("utf-8", "replace")[:30]
+            snippet = (node.text or b"").decode("ascii", "replace")[:30]
             return f" near {snippet!r}" if snippet.strip() else ""
         stack.extend(reversed(node.children))
     return ""
@@ -304,6 +312,19 @@ class _Walker:
                 self.error = f"inside `{command.words[0].text} ...`: {nested.error}"
 
 
+def _sources() -> list[str]:
+    """This thread's originals of the commands being walked (innermost last: `sh -c` nests)."""
+    stack: list[str] | None = getattr(_local, "sources", None)
+    if stack is None:
+        stack = _local.sources = []
+    return stack
+
+
+def _text(node: Node) -> str:
+    """The node's text in the original command (the parser saw an ASCII stand-in)."""
+    return _sources()[-1][node.start_byte : node.end_byte]
+
+
 def _redirects(nodes: list[Node]) -> list[Redirect]:
     """Redirects, with those nested in a here-document's line (`cat <<EOF > x`) flattened."""
     out: list[Redirect] = []
@@ -322,13 +343,13 @@ def _redirect(node: Node) -> Redirect:
         and not c.type.endswith("redirect")
     ]
     fd = next((c for c in node.named_children if c.type == "file_descriptor"), None)
-    prefix = (fd.text or b"").decode() if fd is not None else ""
+    prefix = _text(fd) if fd is not None else ""
     return Redirect(prefix + op, _word(targets[-1]) if targets else None)
 
 
 def _word(node: Node) -> Word:
     kind = node.type
-    text = (node.text or b"").decode("utf-8", "replace")
+    text = _text(node)
     if kind == "raw_string":
         return Word(text[1:-1])
     if kind == "number":
@@ -337,9 +358,9 @@ def _word(node: Node) -> Word:
         return _unescape(text)
     if kind == "variable_assignment":
         parts = [_word(c) for c in node.named_children[1:]]
-        name = node.named_children[0].text if node.named_children else b""
+        name = _text(node.named_children[0]) if node.named_children else ""
         value = "".join(p.text for p in parts)
-        return Word(f"{(name or b'').decode()}={value}", any(p.dynamic for p in parts))
+        return Word(f"{name}={value}", any(p.dynamic for p in parts))
     if kind == "string":
         if any(c.type in _DYNAMIC for c in node.named_children):
             return Word(text, dynamic=True)

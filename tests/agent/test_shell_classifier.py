@@ -252,3 +252,18 @@ def test_many_threads_classify_at_once() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(work, range(16)))
     assert all(all(r) for r in results)
+
+
+def test_non_ascii_input_cannot_crash_the_parser() -> None:
+    # tree-sitter-bash's scanner crashed the interpreter on this (found by this file's
+    # hypothesis test); it runs in a child process so a regression fails one test, not the run.
+    import subprocess
+    import sys
+
+    crash = "b{\U000e2f37~=Ń;'ɚ)#\\̤<𨷵-\n'\U000938de\U000cd437~Ʒ¾>\U0001dbecʈ\\˭\U00012a91ҳ\U000166bd\U0003ca0a&*(݃\\*(ɱ#\U0005a3dd=֛ü\U000d3c6dر\U000d9a63"  # noqa: E501
+    code = "import sys; from planbook.engine.shell_classifier import classify; "
+    code += "print(classify(sys.argv[1]).read_only)"
+    done = subprocess.run([sys.executable, "-c", code, crash], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "False"
+    assert is_read_only("cat 'résumé.txt' | grep ü")
