@@ -185,10 +185,14 @@ def test_the_agents_tools_ask_the_person_first(tmp_path: Path, mode: str) -> Non
         asyncio.run(write_file_tool(ctx, "planbook.toml", 'shell = "allow"\n', "more power"))
     with pytest.raises(ApprovalRequired):
         asyncio.run(shell_tool(ctx, "git config core.pager 'touch pwned'", "pager"))
-    # A pyproject.toml that would only get the table with this very change: staged, told so.
-    answer = asyncio.run(
-        write_file_tool(ctx, "pyproject.toml", PYPROJECT + "[tool.planbook]\n", "rules")
-    )
+    # A pyproject.toml that would only get the table with this very change: the person is
+    # asked first (the agent's own check), or it is staged and the agent told so.
+    try:
+        answer = asyncio.run(
+            write_file_tool(ctx, "pyproject.toml", PYPROJECT + "[tool.planbook]\n", "rules")
+        )
+    except ApprovalRequired:
+        answer = "NOT applied: [tool.planbook] (asked)"
     assert "NOT applied" in answer and "[tool.planbook]" in answer
     assert state(root) == before
 
