@@ -1,0 +1,91 @@
+"""The review panel in a real kernel, driven through its real message path: a ``comm_msg`` on
+the shell channel, as the page's widget sends it. Approving there equals ``%approve``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.conftest import make_notebook
+from tests.kernel_helper import Kernel, kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def send_to_panel(k: Kernel, panel: str, content: dict[str, Any]) -> None:
+    """What the page's widget does on a click: a custom message over the panel's comm."""
+    comm_id = k.run(f"print({panel}.comm.comm_id)").stdout.strip()
+    msg = k.kc.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}}
+    )
+    k.kc.shell_channel.send(msg)
+
+
+def wait_until_settled(k: Kernel, expression: str, timeout: float = 60.0) -> str:
+    """Poll an expression in the kernel until it prints something truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = k.run(f"print({expression})").stdout.strip()
+        if shown and shown not in ("False", "None", ""):
+            return shown
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {expression}")
+
+
+def cell_outputs(nb: Path, cell_id: str) -> list[dict[str, Any]]:
+    for c in nbformat.read(nb, as_version=4).cells:
+        if c.id == cell_id:
+            return list(c.outputs)
+    raise AssertionError(f"no cell {cell_id}")
+
+
+def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
+    tmp_path: Path,
+) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["import pandas as pd", "df = None"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run("import pandas as pd")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c2', 'from IPython.display import display, Markdown\\n"
+            "df = pd.DataFrame({\"revenue\": [1, 2, 3]})\\n"
+            "display(Markdown(\"**table**\"))\\n"
+            "print(\"rows\", len(df))\\n"
+            "df.describe()', reason='describe the sales', run=True)\n"
+            "panel = pb.review()"
+        )
+        step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'done'") == "True"
+
+        outputs = cell_outputs(nb, "c2")
+        kinds = [o["output_type"] for o in outputs]
+        assert kinds == ["display_data", "stream", "execute_result"], outputs
+        assert outputs[0]["data"]["text/markdown"] == "**table**"
+        assert outputs[1]["text"] == "rows 3\n"
+        result = outputs[2]["data"]
+        assert "mean" in result["text/plain"] and "<table" in result["text/html"]
+        # the kernel's own machinery still works afterwards: a plain cell shows its result
+        assert k.run("1 + 1").outputs[0]["data"]["text/plain"] == "2"
+
+
+def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: Path) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "x"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c2', 'print(\"before\")\\nmissing_name', run=True)\n"
+            "panel = pb.review()"
+        )
+        step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'failed'") == "True"
+        outputs = cell_outputs(nb, "c2")
+        assert [o["output_type"] for o in outputs] == ["stream", "error"]
+        assert outputs[1]["ename"] == "NameError"
