@@ -222,26 +222,36 @@ class PlanbookMagics(Magics):
         "steps",
         nargs="?",
         default=None,
-        help="N approves the first N pending steps; 1,3-5 those steps; nothing: all",
+        help="4: step 4 (its number in %%plan); 1,3-5: those steps; nothing: all pending",
     )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
     @argument("--dry-run", action="store_true", help="check what would run, change nothing")
     def approve(self, line: str) -> None:
-        """Approve pending steps and run exactly those, in order, each behind a checkpoint."""
+        """Approve pending steps and run exactly those, in order, each behind a checkpoint.
+
+        %approve            every pending step
+        %approve 4          step 4 (the number %plan shows), the same in the API, CLI and panel
+        %approve 1,3-5      steps 1, 3, 4 and 5
+        %approve --first 2  the first two pending steps
+        """
         args = parse_argstring(self.approve, line)
         session = _session()
         with _as_usage_errors():
-            report = session.approve(args.steps, dry_run=args.dry_run)
+            report = session.approve(args.steps, first=args.first, dry_run=args.dry_run)
         show_report(session, report)
 
     @line_magic
     @magic_arguments()
-    @argument("steps", nargs="?", default=None, help="step numbers (1,3-5); nothing: all pending")
+    @argument(
+        "steps", nargs="?", default=None, help="4: step 4; 1,3-5: those steps; nothing: all pending"
+    )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
     def reject(self, line: str) -> None:
-        """Reject pending steps (all by default)."""
+        """Reject pending steps (all by default; 4 is step 4; --first N the first N)."""
         args = parse_argstring(self.reject, line)
         session = _session()
         with _as_usage_errors():
-            rejected = session.reject(args.steps)
+            rejected = session.reject(args.steps, first=args.first)
         print(f"planbook: rejected {len(rejected)} step(s)")
 
     @line_magic

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 from planbook.documents.base import Cell, NotebookDocument, close_document
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
-from planbook.engine.approval import StepSelection, approval_hash, select
+from planbook.engine.approval import (
+    StepSelection,
+    approval_hash,
+    check_selection_argument,
+    select,
+)
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
 from planbook.engine.policy import RuleVerdict, check_mode, decide
@@ -259,12 +264,19 @@ class Session:
 
     # --- deciding ----------------------------------------------------------------------------
     def approve(
-        self, steps: StepSelection = None, *, dry_run: bool = False, by: str | None = None
+        self,
+        steps: StepSelection = None,
+        *,
+        first: int | None = None,
+        dry_run: bool = False,
+        by: str | None = None,
     ) -> RunReport:
-        """Approve pending steps (all, the first n, or "1,3-5") and run exactly those.
+        """Approve pending steps and run exactly those: all, step n (``4`` or ``"4"``),
+        ``"1,3-5"``, ``[1, 3]``, or the first n pending (``first=n``).
 
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
+        check_selection_argument(steps, first)
         with self._lock:
             with self._editing():
                 plan = self._require_plan()
@@ -279,7 +291,7 @@ class Session:
                         + (f" ({busy} is running the approved ones)" if busy else "")
                         + "; see `%plan`"
                     )
-                chosen = select(plan, steps, statuses=("pending",))
+                chosen = select(plan, steps, statuses=("pending",), first=first)
                 self._check_selection(plan, chosen)
                 if dry_run:
                     return self._dry_run(plan, chosen)
@@ -350,17 +362,15 @@ class Session:
             report.outcomes.append(outcome)
         return report
 
-    def reject(self, steps: StepSelection = None) -> list[Step]:
-        """Reject pending steps (all by default). A plan left with nothing open is closed."""
+    def reject(self, steps: StepSelection = None, *, first: int | None = None) -> list[Step]:
+        """Reject pending steps: all by default, or a selection as for ``approve``. A plan left
+        with nothing open is closed."""
+        check_selection_argument(steps, first)
         with self._editing():
             plan = self._require_plan()
             if self.executor.active:
                 raise UsageMistake("a run is in progress: stop it before rejecting steps")
-            if isinstance(steps, str) and steps.strip().isdigit():
-                steps = [int(steps)]
-            elif isinstance(steps, int) and not isinstance(steps, bool):
-                steps = [steps]
-            chosen = select(plan, steps, statuses=("pending", "skipped"))
+            chosen = select(plan, steps, statuses=("pending", "skipped"), first=first)
             if not chosen:
                 raise UsageMistake("nothing to reject: no step is pending")
             for step in chosen:

@@ -103,8 +103,9 @@ def test_run_cell_outputs_and_a_failure_that_stops_the_run(nb: Path) -> None:
 
 
 BAD_INPUT = [
-    ("%approve 0", "selects nothing"),
-    ("%approve 99", "only 1 pending"),
+    ("%approve 0", "start at 1"),
+    ("%approve 99", "there is no step 99"),
+    ("%approve --first 5", "only 1 pending"),
     ("%approve x", "`x` is not a step number"),
     ("%plan skip 7", "there is no step 7"),
     ("%plan move 1 sideways 2", "usage: `%plan move N before M`"),

@@ -53,9 +53,9 @@ def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
         k.run(
             "import planbook; pb = planbook.session()\n"
             "pb.propose.edit_cell('c2', 'from IPython.display import display, Markdown\\n"
-            "df = pd.DataFrame({\"revenue\": [1, 2, 3]})\\n"
-            "display(Markdown(\"**table**\"))\\n"
-            "print(\"rows\", len(df))\\n"
+            'df = pd.DataFrame({"revenue": [1, 2, 3]})\\n'
+            'display(Markdown("**table**"))\\n'
+            'print("rows", len(df))\\n'
             "df.describe()', reason='describe the sales', run=True)\n"
             "panel = pb.review()"
         )
