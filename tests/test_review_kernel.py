@@ -1,4 +1,4 @@
-"""The review panel in a real kernel, driven through its real message path: a ``comm_msg`` on
+"""The review surfaces in a real kernel: the panel driven through its real message path (a ``comm_msg`` on
 the shell channel, as the page's widget sends it. Approving there equals ``%approve``."""
 
 from __future__ import annotations
@@ -89,3 +89,42 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         outputs = cell_outputs(nb, "c2")
         assert [o["output_type"] for o in outputs] == ["stream", "error"]
         assert outputs[1]["ename"] == "NameError"
+
+
+def execute_from_cell(k: Kernel, code: str, cell_id: str | None) -> None:
+    """An execute request as JupyterLab sends it: the running cell's id in the metadata."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    msg = k.kc.session.msg(
+        "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}
+    )
+    k.kc.shell_channel.send(msg)
+    reply = k.kc.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        reply = k.kc.get_shell_msg(timeout=60)
+
+
+def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: Path) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "%%propose\nx + 1", "x"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        execute_from_cell(k, "%%propose --reason first\ny = x + 1", "c2")
+        execute_from_cell(k, "%%propose --reason second\nz = y + 1", "c2")
+        # no cellId (nbclient, VS Code, a console): one clear line, nothing staged
+        refused = k.run("%%propose\nw = 0")
+        assert "UsageError" in refused.stderr and "--after #3" in refused.stderr
+        assert "Traceback" not in refused.text
+        # a cellId the notebook does not have (an unsaved cell)
+        execute_from_cell(k, "%%propose\nw = 0", "not-saved-yet")
+        count = k.run("import planbook; print(len(planbook.session().current_plan().steps))")
+        assert count.stdout.strip() == "2"
+        report = k.run("%approve")
+        assert "step 2 (insert_cell): done" in report.stdout, report.text
+        sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
+        assert sources == ["x = 1", "%%propose\nx + 1", "y = x + 1", "z = y + 1", "x"]
