@@ -1,5 +1,7 @@
-"""The review surfaces in a real kernel: the panel driven through its real message path (a ``comm_msg`` on
-the shell channel, as the page's widget sends it. Approving there equals ``%approve``."""
+"""The review surfaces in a real kernel: the panel driven through its real message path (a
+``comm_msg`` on the shell channel, as the page's widget sends it; approving there equals
+``%approve``), and ``%%propose`` sent as JupyterLab sends it (the running cell's id in the
+execute request's metadata)."""
 
 from __future__ import annotations
 
