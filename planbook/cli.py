@@ -221,7 +221,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     session = file_session(loaded)
     record = _planbook_errors(lambda: session.rollback(args.checkpoint, force=args.force))
     print(
-        f"rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+        f"rolled back {len(record.undid)} step(s) ({_checkpoint_name(session, record)}); "
+        "undo this with "
         f"`planbook rollback {args.notebook} {record.id}`"
     )
     return EXIT_OK
@@ -343,6 +344,12 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
         print("interrupted: steps not yet run stay pending", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if report["ok"] else EXIT_FAILED
+
+
+def _checkpoint_name(session: Any, record: Any) -> str:
+    from planbook.checkpoint_names import checkpoint_name
+
+    return checkpoint_name(record, session.store.state.plans, session.checkpoints())
 
 
 def _selection(spec: str | int | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 import planbook
+from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
 from planbook.errors import PlanbookError
@@ -321,8 +322,9 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             record = session.rollback(args.checkpoint, force=args.force)
+        name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
         print(
-            f"planbook: rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+            f"planbook: rolled back {len(record.undid)} step(s) ({name}); undo this with "
             f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
         )
 

@@ -499,7 +499,7 @@ class Session:
         )
 
     def checkpoints_text(self) -> str:
-        return checkpoints_text(self.checkpoints())
+        return checkpoints_text(self.checkpoints(), self.store.state.plans)
 
     def history(self) -> str:
         plan = self._require_plan()

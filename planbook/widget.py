@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from planbook.checkpoint_names import checkpoint_names
 from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.events import Event
 from planbook.model.plan import Plan
@@ -140,10 +141,12 @@ class ReviewPanel(anywidget.AnyWidget):
             compare = None
             if plan is not None and self._compare is not None:
                 compare = revision_diff(plan, *self._compare)
+            checkpoints = session.checkpoints()
             view = build_view(
                 plan=plan,
                 steps=steps,
-                checkpoints=session.checkpoints(),
+                checkpoints=checkpoints,
+                checkpoint_names=checkpoint_names(session.store.state.plans, checkpoints),
                 mode=session.mode,
                 backend=session.document.backend,
                 backend_description=session.document.description,

@@ -224,7 +224,8 @@ def test_rollback_restores_cells_and_files_and_is_itself_undoable(
     assert report.ok
     assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
     code, out, _ = run(["show", str(planned)], capsys)
-    assert "checkpoints:\n1. cp-" in out and "before step 3 (write_file)" in out
+    assert "checkpoints:\n1. before step 2: edit cell #1, a better title  (cp-" in out
+    assert "2. before step 3: write notes.txt, keep a note  (cp-" in out
     code, out, _ = run(["rollback", str(planned)], capsys)
     assert code == cli.EXIT_OK and "rolled back 1 step(s)" in out
     assert not (planned.parent / "notes.txt").exists()

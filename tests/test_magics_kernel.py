@@ -71,9 +71,10 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
         assert cell(nb, "c3").source == "x * 2"
 
         listed = k.run("%checkpoints")
-        assert "before step 1 (insert_cell)" in listed.stdout
+        assert "1. before step 1: insert a cell, show doubled  (cp-" in listed.stdout
         rolled = k.run("%rollback")
         assert "rolled back 1 step" in rolled.stdout and "Variables in the kernel" in rolled.stdout
+        assert "(rollback to before step 1: insert a cell, show doubled)" in rolled.stdout
         assert [s for _, s in sources(nb)] == ["import math", "x = 21", "x * 2"]
 
 

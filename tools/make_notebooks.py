@@ -161,8 +161,8 @@ Approve / Reject / Revise buttons and the checkpoint timeline:
             """
 ## 4. Approve some
 
-`%approve` alone approves everything; `%approve 2` the first two pending steps;
-`%approve 1,4` exactly steps 1 and 4. We keep the raw data (step 2) and reject it.
+`%approve` alone approves everything; `%approve 2` step 2 (the number `%plan` shows);
+`%approve 1,4` exactly steps 1 and 4; `%approve --first 2` the first two pending steps. We keep the raw data (step 2) and reject it.
 """,
         ),
         code("approve-some", "%approve 1,4"),

@@ -174,7 +174,8 @@ def run_review(
 
     # Roll back to the first checkpoint, with a confirmation.
     first = panel.locator(".pb-checkpoint").first
-    first.get_by_role("button", name="Rollback to before step 1 (edit_cell)").click()
+    name = "Rollback to before step 1: edit cell #1, the answer is near"
+    first.get_by_role("button", name=name).click()
     dialog = panel.get_by_role("alertdialog", name="Confirm rollback")
     expect(dialog).to_contain_text("Roll back to")
     dialog.get_by_role("button", name="Roll back").click()
