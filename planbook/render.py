@@ -12,17 +12,7 @@ from planbook.views import StepView, step_title
 
 __all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
 
-ICONS = {
-    "insert_cell": "➕",
-    "edit_cell": "✏️",
-    "delete_cell": "🗑️",
-    "move_cell": "↕️",
-    "run_cell": "▶️",
-    "write_file": "📄",
-    "edit_file": "📝",
-    "delete_file": "❌",
-    "shell": "💲",
-}
+# No emoji: they show as empty boxes where no font has them; the title names the change.
 _MAX_DIFF_LINES = 200
 
 
@@ -70,13 +60,11 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out += [plan.current.summary, ""]
     for v in views:
         status = v.status.replace("_", " ")
-        out.append(
-            f"**{v.number}. {ICONS.get(v.kind, '')} {v.title}** · {v.risk} risk · *{status}*"
-        )
+        out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
         if v.reason:
             out.append(f"> {v.reason}")
         if v.error:
-            out.append(f"> ⚠️ {v.error}")
+            out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
         body = _body(v)

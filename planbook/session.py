@@ -316,6 +316,22 @@ class Session:
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)
 
+    def retry(self, number: int) -> tuple[Step, bool]:
+        """Retry failed step ``number`` of the current plan (``planbook.engine.retry``): the new
+        step, and whether it should run at once (its change is in place, only code runs)."""
+        from planbook.engine.retry import retry_of
+
+        plan = self._require_plan()
+        if not 1 <= number <= len(plan.steps):
+            raise UsageMistake(f"there is no step {number}; see `%plan`")
+        again = retry_of(plan.steps[number - 1], number, self.document.cells())
+        with self._editing():
+            plan = self.store.plan_by_id(plan.id)
+            if plan.state in ("completed", "cancelled"):
+                plan.fire("reopen")  # the retry joins the plan its failed step belongs to
+                self.store.save()
+        return self.stage(again.operation, reason=again.reason), again.run_now
+
     def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
         numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
         ids = {s.id for s in chosen}

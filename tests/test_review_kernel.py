@@ -92,6 +92,23 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         assert [o["output_type"] for o in outputs] == ["stream", "error"]
         assert outputs[1]["ename"] == "NameError"
 
+        # Retry from the panel once the name exists: the cell's code runs again, in its cell.
+        k.run("missing_name = 'found'")
+        send_to_panel(k, "panel", {"action": "retry", "revision": 1, "step_id": step_id})
+        assert wait_until_settled(k, "pb.current_plan().steps[-1].status == 'done'") == "True"
+        statuses = k.run("print([s.status for s in pb.current_plan().steps])").stdout.strip()
+        assert statuses == "['failed', 'done']"
+        outputs = cell_outputs(nb, "c2")
+        assert [o["output_type"] for o in outputs] == ["stream", "execute_result"]
+        assert outputs[1]["data"]["text/plain"] == "'found'"
+
+        # Roll back this step: the failed edit is undone, the cell is as it was.
+        checkpoint = k.run("print(pb.current_plan().steps[0].checkpoint)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "rollback", "checkpoint": checkpoint})
+        wait_until_settled(k, "len(pb.checkpoints()) == 3")
+        sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
+        assert sources == ["x = 1", "x"]
+
 
 def execute_from_cell(k: Kernel, code: str, cell_id: str | None) -> None:
     """An execute request as JupyterLab sends it: the running cell's id in the metadata."""

@@ -61,6 +61,10 @@ def step_json(text: StepView) -> dict[str, Any]:
         "error": text.error,
         "language": text.language,
         "depends_on": text.depends_on,
+        "checkpoint": text.checkpoint,
+        "run_at_approval": text.run_at_approval,
+        # The cell a front end can scroll to (go to cell); None for files and shell commands.
+        "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
