@@ -21,6 +21,7 @@ from planbook.engine.approval import (
     StepSelection,
     approval_hash,
     check_selection_argument,
+    check_step_number,
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
@@ -418,12 +419,16 @@ class Session:
         return result
 
     def skip(self, number: int) -> Step:
+        check_step_number(number)
         return self._edit_plan(lambda p: planning.set_skipped(p, number, True), f"skip {number}")  # type: ignore[no-any-return]
 
     def unskip(self, number: int) -> Step:
+        check_step_number(number)
         return self._edit_plan(lambda p: planning.set_skipped(p, number, False), f"unskip {number}")  # type: ignore[no-any-return]
 
     def move(self, number: int, *, before: int) -> None:
+        check_step_number(number)
+        check_step_number(before, "a step number for `before`")
         self._edit_plan(
             lambda p: planning.move(p, number, before), f"move {number} before {before}"
         )

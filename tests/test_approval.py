@@ -85,6 +85,26 @@ def test_what_is_not_a_selection_is_refused_in_one_line(
     assert [c.source for c in session.cells()] == ["x = 1"]
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.skip(1.5),
+        lambda s: s.skip("2"),
+        lambda s: s.unskip(None),
+        lambda s: s.move(True, before=2),
+        lambda s: s.move(1, before=2.5),
+    ],
+)
+def test_skip_and_move_take_step_numbers_only(tmp_path: Path, call: Any) -> None:
+    session = staged(tmp_path)
+    order = [s.id for s in session.plan.steps]
+    with pytest.raises(UsageMistake, match=r"is not a step number") as caught:
+        call(session)
+    assert "\n" not in str(caught.value)
+    assert [s.id for s in session.plan.steps] == order
+    assert statuses(session) == ["pending"] * 4
+
+
 def test_a_bad_argument_is_refused_even_when_nothing_is_pending(tmp_path: Path) -> None:
     session = staged(tmp_path, count=1)
     session.approve()

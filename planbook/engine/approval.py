@@ -50,6 +50,14 @@ def _step_number(value: object) -> int:
     return value
 
 
+def check_step_number(value: object, what: str = "a step number") -> int:
+    """A single step number given to the API (``skip``, ``move``): an int, not a bool, a float
+    or a string; anything else is a one-line `UsageMistake`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageMistake(f"`{value!r}` is not {what}: give the number `%plan` shows, e.g. 2")
+    return value
+
+
 def check_selection_argument(spec: object, first: object = None) -> None:
     """Refuse what is not a selection (``False``, ``2.5``, ``{...}``) before anything happens:
     each is a one-line `UsageMistake` that says what a selection looks like."""
