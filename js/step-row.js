@@ -118,6 +118,13 @@ export function renderStep(doc, step, st, act) {
   kind.setAttribute("role", "img");
   const target = h(doc, "span", "pb-target", step.target);
   target.title = step.target;
+  const cellId = step.cell_id;
+  if (cellId) {
+    // Clicking the cell a step changes asks the notebook (the extension) to scroll to it.
+    target.classList.add("pb-target-link");
+    target.title = `${step.target} (click: go to the cell)`;
+    target.addEventListener("click", () => act.goToCell(cellId));
+  }
   const risk = h(doc, "span", `pb-badge pb-risk-${step.risk}`, `${step.risk} risk`);
   const status = h(doc, "span", `pb-badge pb-status-badge`, step.status.replace("_", " "));
 

@@ -501,7 +501,7 @@ class Session:
         if plan is None:
             return (
                 f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
-                "Stage a step with `%%propose --after <cell id>`."
+                "Stage a step with `%%propose` (anchors: `%plan cells`)."
             )
         return plan_markdown(
             plan, self.step_views(plan), mode=self.mode, backend=self.document.description

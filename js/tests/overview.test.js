@@ -87,6 +87,16 @@ test("a failed step offers go to cell, retry and roll back this step", (t) => {
   assert.deepEqual(p.model.sent.at(-1), { action: "rollback", checkpoint: "cp-4" });
 });
 
+test("clicking the cell a step changes asks the notebook to go to that cell", (t) => {
+  const p = mount(thirty());
+  t.after(p.close);
+  /** @type {any[]} */
+  const asked = [];
+  p.window.addEventListener("planbook:focus-cell", (e) => asked.push(e.detail));
+  p.$('[data-step-id="s7"] .pb-target').click();
+  assert.deepEqual(asked, [{ cellId: "c7" }]);
+});
+
 test("planbook:focus-step from a cell badge shows, opens and highlights that step", (t) => {
   const p = mount(thirty());
   t.after(p.close);
