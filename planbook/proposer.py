@@ -7,6 +7,7 @@ A cell is named as a person sees it: an id, a unique id prefix, a position (``"#
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -15,7 +16,7 @@ from planbook.documents.base import new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
-from planbook.errors import UsageMistake, first_problem
+from planbook.errors import PlanbookError, UsageMistake, first_problem
 from planbook.model.operations import (
     AnyOperation,
     CellType,
@@ -34,6 +35,9 @@ from planbook.model.plan import Step
 
 if TYPE_CHECKING:
     from planbook.session import Session
+
+#: The operations that change which cells exist and where: what naming a cell needs.
+_CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
 
 
 def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
@@ -56,8 +60,17 @@ class Proposer:
         return self._session.stage(op, reason=reason, run=run)
 
     def _projection(self) -> Projection:
+        """The cells as they will be once the open steps ran: enough to name a cell that a
+        staged step inserts. File and shell steps are left out (no file is read for this), and
+        a step that no longer applies is passed over: staging itself reports such problems."""
         session = self._session
-        return planning.projection(session.current_plan(), session.document.cells(), None)
+        proj = Projection(session.document.cells(), None)
+        plan = session.current_plan()
+        for step in plan.steps if plan is not None else []:
+            if step.status in planning.PROJECTED and isinstance(step.operation, _CELL_OPS):
+                with suppress(PlanbookError):
+                    proj.apply(step.operation, step.id)
+        return proj
 
     def cell_id(self, token: str) -> str:
         """The id of the cell ``token`` names (id, unique id prefix, ``#N`` or tag)."""

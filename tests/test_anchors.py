@@ -10,7 +10,7 @@ import pytest
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.anchors import resolve, short_ids
-from planbook.errors import UsageMistake
+from planbook.errors import PlanbookError
 from planbook.magics import cells_listing
 from planbook.session import Session
 from planbook.workspace import Workspace
@@ -58,7 +58,7 @@ def test_a_cell_is_found_by_id_position_tag_or_prefix(token: str, cell_id: str) 
     ],
 )
 def test_ambiguous_or_unknown_names_are_one_line_refusals(token: str, message: str) -> None:
-    with pytest.raises(UsageMistake, match=message) as caught:
+    with pytest.raises(PlanbookError, match=message) as caught:
         resolve(token, CELLS)
     assert "\n" not in str(caught.value)
 
@@ -117,3 +117,11 @@ def test_inserts_after_the_last_cell_keep_plan_order_too(session: Session) -> No
     session.reject(2)
     session.approve()
     assert [c.source for c in session.cells()][-2:] == ["tail_0", "tail_2"]
+
+
+def test_naming_a_cell_after_staged_file_steps(session: Session) -> None:
+    """File steps are not replayed to name a cell (no file is read for that)."""
+    session.propose.write_file("notes.txt", "a\n", reason="notes")
+    session.propose.edit_file("notes.txt", [{"search": "a", "replace": "b"}], reason="edit")
+    step = session.propose.delete_cell("#4", reason="no title")
+    assert step.operation.cell_id == "b0b0b0b0"  # type: ignore[union-attr]

@@ -12,13 +12,25 @@ import re
 from collections.abc import Sequence
 
 from planbook.documents.base import Cell
-from planbook.errors import UsageMistake
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake
 
 #: ``%plan cells`` shows ids this long at least (longer where that is not yet unique).
 SHORT_ID = 8
 #: A prefix shorter than this is too easily a typo that happens to match.
 MIN_PREFIX = 4
 _POSITION = re.compile(r"^#(\d+)$")
+
+
+class UnknownCellName(UnknownCell):
+    """No cell goes by that name: an UnknownCell whose message lists every way to name one."""
+
+    def __init__(self, token: str) -> None:
+        PlanbookError.__init__(
+            self,
+            f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at "
+            "that position: list the cells with `%plan cells` (position #N, id, first line)",
+        )
+        self.cell_id = token
 
 
 def first_line(source: str, width: int = 60) -> str:
@@ -94,10 +106,7 @@ def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) 
             f"`{token}` starts {len(prefixed)} cell ids ({_names(cells, prefixed)}); "
             "give more of the id, or a position (#N)"
         )
-    raise UsageMistake(
-        f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at that "
-        "position: list the cells with `%plan cells` (position #N, id, first line)"
-    )
+    raise UnknownCellName(token)
 
 
 def _names(cells: Sequence[Cell], ids: Sequence[str], limit: int = 4) -> str:
