@@ -67,9 +67,10 @@ def test_short_ids_grow_until_they_are_unique() -> None:
     short = short_ids([c.id for c in CELLS])
     assert short["load"] == "load" and short["b0b0b0b0"] == "b0b0b0b0"
     assert short[CELLS[0].id] == CELLS[0].id  # the two 7f3a9c21-... differ only at the end
-    assert short_ids(["0123456789ab", "fedcba987654"]) == {
-        "0123456789ab": "01234567",
-        "fedcba987654": "fedcba98",
+    uuid = "0123456789ab-4000-8000-aaaaaaaaaaaa"
+    assert short_ids([uuid, "load-penguins"]) == {
+        uuid: "01234567",
+        "load-penguins": "load-penguins",  # a name a person gave is shown whole
     }
 
 

@@ -331,7 +331,7 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
     out = result.stdout
-    assert "1. [pending] insert code cell demo-mass after load-penguins" in out
+    assert "1. [pending] insert code cell demo-mass after #2 load-penguins" in out
     assert "step 1 (insert_cell): done" in out and "step 2 (insert_cell): done" in out
     assert "Gentoo       5076.0" in out  # computed by a real kernel on the real data set
     assert "rolled back 1 step(s)" in out

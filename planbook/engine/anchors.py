@@ -14,8 +14,11 @@ from collections.abc import Sequence
 from planbook.documents.base import Cell
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake
 
-#: ``%plan cells`` shows ids this long at least (longer where that is not yet unique).
+#: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
 SHORT_ID = 8
+#: ...and ids up to this long whole: those are names people gave (``load-penguins``), not the
+#: front end's random UUIDs.
+WHOLE_ID = 16
 #: A prefix shorter than this is too easily a typo that happens to match.
 MIN_PREFIX = 4
 _POSITION = re.compile(r"^#(\d+)$")
@@ -43,7 +46,10 @@ def short_ids(ids: Sequence[str]) -> dict[str, str]:
     shares: what a person can copy from ``%plan cells`` and paste as an anchor."""
     out: dict[str, str] = {}
     for cell_id in ids:
-        size = min(SHORT_ID, len(cell_id))
+        if len(cell_id) <= WHOLE_ID:
+            out[cell_id] = cell_id
+            continue
+        size = SHORT_ID
         while size < len(cell_id) and any(
             o != cell_id and o.startswith(cell_id[:size]) for o in ids
         ):
