@@ -44,7 +44,7 @@ export function createPanel({ model, el }) {
   const ui = {
     /** Steps the person unticked; every other pending step is selected. Kept in the
      * model's `deselected` too, so a re-render or another display of the panel agrees. */
-    deselected: new Set(/** @type {string[]} */ (model.get("deselected") || [])),
+    deselected: new Set(idList(model.get("deselected"))),
     /** Show only steps with this status ("all": every step). */
     filter: "all",
     /** The step a `planbook:focus-step` event pointed at, highlighted for a moment. */
@@ -274,7 +274,7 @@ export function createPanel({ model, el }) {
   }
 
   function render() {
-    if (model.get("superseded")) {
+    if (model.get("superseded") === true) {
       const note = h(doc, "p", "pb-muted pb-superseded",
         "This review panel was replaced by a newer one further down (`%plan` shows it again).");
       root.replaceChildren(note);
@@ -423,7 +423,7 @@ export function createPanel({ model, el }) {
   const onFocusStep = (event) => {
     const number = /** @type {CustomEvent} */ (event).detail?.stepNumber;
     const target = view().steps.find((s) => s.number === number);
-    if (!target || model.get("superseded")) return;
+    if (!target || model.get("superseded") === true) return;
     if (!shown(target)) ui.filter = "all";
     ui.openChoice.set(target.id, true);
     ui.focus = target.id;
@@ -439,7 +439,7 @@ export function createPanel({ model, el }) {
     }, 2500);
   };
   const onDeselected = () => {
-    ui.deselected = new Set(model.get("deselected") || []);
+    ui.deselected = new Set(idList(model.get("deselected")));
     render();
   };
 
@@ -471,6 +471,15 @@ export function createPanel({ model, el }) {
     root.removeEventListener("keydown", onKey);
     root.remove();
   };
+}
+
+/**
+ * A list of step ids from a trait (anything else, as from an older kernel: none).
+ * @param {unknown} value
+ * @returns {string[]}
+ */
+function idList(value) {
+  return Array.isArray(value) ? value.filter((x) => typeof x === "string") : [];
 }
 
 /**

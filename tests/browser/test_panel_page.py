@@ -25,7 +25,8 @@ async ({ esm, view }) => {
   window.sent = [];
   const cbs = new Set();
   window.model = {
-    v: view, get() { return this.v; }, on(_n, cb) { cbs.add(cb); }, off(_n, cb) { cbs.delete(cb); },
+    v: view, get(name) { return name === "view" ? this.v : undefined; },
+    on(_n, cb) { cbs.add(cb); }, off(_n, cb) { cbs.delete(cb); },
     send(msg) { window.sent.push(msg); },
     set(v) { this.v = v; for (const cb of cbs) cb(); },
   };
