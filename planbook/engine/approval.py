@@ -25,11 +25,13 @@ def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
         for part in spec.split(","):
             match = _RANGE.match(part)
             if match is None:
-                raise UsageMistake(f"`{part.strip()}` is not a step number or range: {_HOW}")
+                shown = repr(part.strip())[1:-1]  # one line even if the text has newlines
+                raise UsageMistake(f"`{shown}` is not a step number or range: {_HOW}")
             low = int(match.group(1))
             high = int(match.group(2) or low)
             if high < low:
-                raise UsageMistake(f"`{part.strip()}` is an empty range: write it low-high")
+                shown = repr(part.strip())[1:-1]
+                raise UsageMistake(f"`{shown}` is an empty range: write it low-high")
             numbers.extend(range(low, high + 1))
     else:
         numbers = [_step_number(n) for n in spec]
