@@ -7,7 +7,12 @@ import { h } from "./diff-view.js";
 import { commandFor } from "./keyboard.js";
 import { renderAgent, renderHeader, renderProgress, renderRevisions, renderTimeline }
   from "./sections.js";
-import { button, OPEN_LIMIT, renderStep } from "./step-row.js";
+import { button, iconButton, OPEN_LIMIT, renderStep } from "./step-row.js";
+
+/** Statuses the filter offers, in this order ("all" first). */
+export const FILTERS = ["all", "pending", "skipped", "failed", "done", "rejected"];
+/** From this many steps the list scrolls inside the panel, under a toolbar that stays. */
+export const SCROLL_FROM = 8;
 
 /**
  * @typedef {{ header: import("./sections.js").Header,
@@ -19,7 +24,8 @@ import { button, OPEN_LIMIT, renderStep } from "./step-row.js";
  *   offer?: { kind: string, checkpoint: string } | null,
  *   agent: import("./sections.js").AgentJSON | null }} View
  * @typedef {{ get(name: string): any, on(name: string, cb: Function): void,
- *   off(name: string, cb: Function): void, send(msg: object): void }} Model
+ *   off(name: string, cb: Function): void, send(msg: object): void,
+ *   set?(name: string, value: any): void, save_changes?(): void }} Model
  */
 
 /**
@@ -36,8 +42,13 @@ export function createPanel({ model, el }) {
   el.append(root);
 
   const ui = {
-    /** Steps the person unticked; every other pending step is selected. */
-    deselected: new Set(/** @type {string[]} */ ([])),
+    /** Steps the person unticked; every other pending step is selected. Kept in the
+     * model's `deselected` too, so a re-render or another display of the panel agrees. */
+    deselected: new Set(idList(model.get("deselected"))),
+    /** Show only steps with this status ("all": every step). */
+    filter: "all",
+    /** The step a `planbook:focus-step` event pointed at, highlighted for a moment. */
+    highlight: /** @type {string | null} */ (null),
     /** Steps whose diff is shown (or hidden) by choice; others follow OPEN_LIMIT. */
     openChoice: new Map(/** @type {Array<[string, boolean]>} */ ([])),
     expanded: new Set(/** @type {string[]} */ ([])),
@@ -91,12 +102,37 @@ export function createPanel({ model, el }) {
 
   /** @param {string[]} order */
   const reorder = (order) => send({ action: "reorder", order, revision: revision() });
+  const saveDeselected = () => {
+    if (typeof model.set !== "function") return;
+    model.set("deselected", [...ui.deselected]);
+    if (typeof model.save_changes === "function") model.save_changes();
+  };
+  const win = doc.defaultView;
+  /** @param {import("./step-row.js").StepJSON} s */
+  const shown = (s) => ui.filter === "all" || s.status === ui.filter;
   const actions = {
     /** @param {string} id */
     toggleSelect(id) {
       if (ui.deselected.has(id)) ui.deselected.delete(id); else ui.deselected.add(id);
       ui.focus = id;
+      saveDeselected();
       render();
+    },
+    /** Ask the notebook (the JupyterLab extension listens) to scroll to this cell.
+     * @param {string} cellId */
+    goToCell(cellId) {
+      win?.dispatchEvent(new win.CustomEvent("planbook:focus-cell", { detail: { cellId } }));
+    },
+    /** @param {string} id */
+    retry(id) {
+      if (busy()) return;
+      ui.focus = id;
+      send({ action: "retry", step_id: id, revision: revision() });
+    },
+    /** @param {string} checkpoint */
+    rollBackStep(checkpoint) {
+      if (busy()) return;
+      send({ action: "rollback", checkpoint });
     },
     /** @param {string} id */
     toggleSkip(id) {
@@ -187,9 +223,32 @@ export function createPanel({ model, el }) {
       "pb-btn pb-link");
     layout.setAttribute("aria-label", ui.mode === "unified"
       ? "Show diffs side by side" : "Show unified diffs");
+    const steps = view().steps;
+    const collapse = iconButton(doc, "collapse", "Collapse all", "action:collapse_all", () => {
+      for (const s of steps) ui.openChoice.set(s.id, false);
+      render();
+    }, "pb-btn pb-link");
+    const expand = iconButton(doc, "expand", "Expand all", "action:expand_all", () => {
+      for (const s of steps) ui.openChoice.set(s.id, true);
+      render();
+    }, "pb-btn pb-link");
+    const filter = /** @type {HTMLSelectElement} */ (h(doc, "select", "pb-filter"));
+    filter.dataset.key = "action:filter";
+    filter.setAttribute("aria-label", "Show steps with this status");
+    for (const status of FILTERS) {
+      const count = status === "all" ? steps.length
+        : steps.filter((s) => s.status === status).length;
+      if (status !== "all" && !count && ui.filter !== status) continue;
+      const option = /** @type {HTMLOptionElement} */ (h(doc, "option", "",
+        `${status === "all" ? "All steps" : status} (${count})`));
+      option.value = status;
+      option.selected = ui.filter === status;
+      filter.append(option);
+    }
+    filter.addEventListener("change", () => { ui.filter = filter.value; render(); });
     const keys = h(doc, "span", "pb-muted pb-keys",
       "j/k move · a approve · s skip · Alt+↑/↓ reorder · Ctrl+Enter approve selected");
-    bar.append(approve, all, reject, layout, keys);
+    bar.append(approve, all, reject, filter, collapse, expand, layout, keys);
     return bar;
   }
 
@@ -215,6 +274,14 @@ export function createPanel({ model, el }) {
   }
 
   function render() {
+    if (model.get("superseded") === true) {
+      const note = h(doc, "p", "pb-muted pb-superseded",
+        "This review panel was replaced by a newer one further down (`%plan` shows it again).");
+      root.replaceChildren(note);
+      return;
+    }
+    const keep = root.querySelector(".pb-scroll");
+    const scrolled = keep ? keep.scrollTop : 0;
     const active = /** @type {HTMLElement | null} */ (doc.activeElement);
     const key = active && root.contains(active) ? active.dataset.key : undefined;
     const v = view();
@@ -248,7 +315,11 @@ export function createPanel({ model, el }) {
         () => { ui.stopping = true; send({ action: "stop" }); render(); }));
     }
     if (v.steps.length) {
-      parts.push(renderToolbar());
+      // The toolbar sticks to the top of the panel's own scroll box: in a long plan it stays
+      // in view wherever the host (JupyterLab, Notebook 7, VS Code) clips its outputs.
+      const body = h(doc, "div", v.steps.length >= SCROLL_FROM ? "pb-body pb-scroll" : "pb-body");
+      body.dataset.key = "steps-box";
+      body.append(renderToolbar());
       const list = h(doc, "ol", "pb-steps");
       list.setAttribute("aria-label", "Steps (j/k to move, a approve, s skip, Alt+↑/↓ reorder)");
       const ids = v.steps.map((s) => s.id);
@@ -256,6 +327,7 @@ export function createPanel({ model, el }) {
       /** @type {Map<string, { key: string, li: HTMLLIElement }>} */
       const rows = new Map();
       v.steps.forEach((step, i) => {
+        if (!shown(step)) return;
         const st = {
           selected: !ui.deselected.has(step.id), open: isOpen(step),
           expanded: ui.expanded.has(step.id), focused: false, mode: ui.mode,
@@ -274,12 +346,17 @@ export function createPanel({ model, el }) {
         const focused = step.id === ui.focus;
         li.tabIndex = focused ? 0 : -1;
         li.classList.toggle("pb-focused", focused);
+        li.classList.toggle("pb-highlight", step.id === ui.highlight);
         rows.set(step.id, { key, li });
         list.append(li);
       });
       rowCache = rows;
-      parts.push(list);
-      parts.push(renderRevise());
+      body.append(list);
+      if (!rows.size) {
+        body.append(h(doc, "p", "pb-muted pb-empty-filter", `No ${ui.filter} steps.`));
+      }
+      body.append(renderRevise());
+      parts.push(body);
     } else {
       parts.push(h(doc, "p", "pb-muted pb-empty-plan",
         "No steps yet: changes the agent proposes in plan mode appear here."));
@@ -308,6 +385,8 @@ export function createPanel({ model, el }) {
       }));
     }
     root.replaceChildren(...parts);
+    const box = root.querySelector(".pb-scroll");
+    if (box && scrolled) box.scrollTop = scrolled;
     if (key) {
       const again = byKey(key);
       if (again && !(/** @type {HTMLButtonElement} */ (again).disabled)) again.focus();
@@ -319,7 +398,7 @@ export function createPanel({ model, el }) {
   function onKey(event) {
     const cmd = commandFor(event);
     if (!cmd) return;
-    const steps = view().steps;
+    const steps = view().steps.filter(shown);
     const i = steps.findIndex((s) => s.id === ui.focus);
     const here = i >= 0 ? steps[i] : undefined;
     event.preventDefault();
@@ -339,10 +418,37 @@ export function createPanel({ model, el }) {
     else if (cmd === "move-down") actions.move(here.id, 1);
   }
 
+  /** The extension's cell badge asks for a step: show it, scroll to it, highlight it.
+   * @param {Event} event */
+  const onFocusStep = (event) => {
+    const number = /** @type {CustomEvent} */ (event).detail?.stepNumber;
+    const target = view().steps.find((s) => s.number === number);
+    if (!target || model.get("superseded") === true) return;
+    if (!shown(target)) ui.filter = "all";
+    ui.openChoice.set(target.id, true);
+    ui.focus = target.id;
+    ui.highlight = target.id;
+    render();
+    const row = byKey(`step:${target.id}`);
+    row?.scrollIntoView?.({ block: "center" });
+    row?.focus({ preventScroll: true });
+    win?.setTimeout(() => {
+      if (ui.highlight !== target.id) return;
+      ui.highlight = null;
+      byKey(`step:${target.id}`)?.classList.remove("pb-highlight");
+    }, 2500);
+  };
+  const onDeselected = () => {
+    ui.deselected = new Set(idList(model.get("deselected")));
+    render();
+  };
+
   const onChange = () => {
     if (!busy()) ui.stopping = false;
     const steps = view().steps || [];
     const ids = new Set(steps.map((s) => s.id));
+    // Steps that left the plan are forgotten here only: the kernel's list keeps what another
+    // display of the panel may still show.
     for (const id of ui.deselected) if (!ids.has(id)) ui.deselected.delete(id);
     if (ui.confirming && !(view().checkpoints || []).some((c) => c.id === ui.confirming)) {
       ui.confirming = null;
@@ -352,13 +458,28 @@ export function createPanel({ model, el }) {
   root.addEventListener("keydown", onKey);
   model.on("change:view", onChange);
   model.on("change:live", onChange);
+  model.on("change:deselected", onDeselected);
+  model.on("change:superseded", onChange);
+  win?.addEventListener("planbook:focus-step", onFocusStep);
   render();
   return () => {
+    win?.removeEventListener("planbook:focus-step", onFocusStep);
+    model.off("change:deselected", onDeselected);
+    model.off("change:superseded", onChange);
     model.off("change:view", onChange);
     model.off("change:live", onChange);
     root.removeEventListener("keydown", onKey);
     root.remove();
   };
+}
+
+/**
+ * A list of step ids from a trait (anything else, as from an older kernel: none).
+ * @param {unknown} value
+ * @returns {string[]}
+ */
+function idList(value) {
+  return Array.isArray(value) ? value.filter((x) => typeof x === "string") : [];
 }
 
 /**

@@ -1,30 +1,52 @@
 // planbook: one row of the review panel: a step with its toggles and its diff.
 
 import { h, renderCell, renderDiff } from "./diff-view.js";
+import { icon } from "./icons.js";
 
 /**
  * @typedef {{ id: string, number: number, kind: string, target: string, reason: string,
  *   risk: string, status: string, error: string | null, language: string,
- *   cell: string | null, diff: import("./diff-view.js").Diff | null }} StepJSON
+ *   cell: string | null, diff: import("./diff-view.js").Diff | null,
+ *   cell_id?: string | null, checkpoint?: string | null,
+ *   run_at_approval?: boolean }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
  * @typedef {{ toggleSelect: (id: string) => void, toggleSkip: (id: string) => void,
  *   toggleOpen: (id: string) => void, showMore: (id: string) => void,
  *   move: (id: string, delta: number) => void, focus: (id: string) => void,
- *   drop: (dragged: string, target: string, after: boolean) => void }} RowActions
+ *   drop: (dragged: string, target: string, after: boolean) => void,
+ *   goToCell: (cellId: string) => void, retry: (id: string) => void,
+ *   rollBackStep: (checkpoint: string) => void }} RowActions
  */
 
+/** What each kind of step is called (the icon has the same name in icons.js). */
 export const KIND = {
-  insert_cell: ["+", "insert cell"],
-  edit_cell: ["✎", "edit cell"],
-  delete_cell: ["✕", "delete cell"],
-  move_cell: ["⇅", "move cell"],
-  run_cell: ["▶", "run cell"],
-  write_file: ["▤", "write file"],
-  edit_file: ["✎", "edit file"],
-  delete_file: ["✕", "delete file"],
-  shell: ["$", "shell command"],
+  insert_cell: "insert cell",
+  edit_cell: "edit cell",
+  delete_cell: "delete cell",
+  move_cell: "move cell",
+  run_cell: "run cell",
+  write_file: "write file",
+  edit_file: "edit file",
+  delete_file: "delete file",
+  shell: "shell command",
 };
+
+/**
+ * A button with an inline SVG icon before its text.
+ * @param {Document} doc
+ * @param {string} name
+ * @param {string} text
+ * @param {string} key
+ * @param {() => void} onClick
+ * @param {string} [cls]
+ */
+export function iconButton(doc, name, text, key, onClick, cls = "pb-btn pb-small") {
+  const b = button(doc, "", key, onClick, cls);
+  b.append(icon(doc, name));
+  if (text) b.append(h(doc, "span", "", text));
+  return b;
+}
 
 /** Diffs past this many steps start folded, so a big plan renders fast. */
 export const OPEN_LIMIT = 20;
@@ -57,7 +79,7 @@ export function renderStep(doc, step, st, act) {
   li.dataset.key = `step:${step.id}`;
   li.tabIndex = st.focused ? 0 : -1;
   li.setAttribute("aria-label", `Step ${step.number}: ${KIND[/** @type {keyof KIND} */
-    (step.kind)]?.[1] ?? step.kind} ${step.target}, ${step.status}`);
+    (step.kind)] ?? step.kind} ${step.target}, ${step.status}`);
   if (st.focused) li.classList.add("pb-focused");
   li.addEventListener("focus", () => act.focus(step.id));
 
@@ -65,7 +87,8 @@ export function renderStep(doc, step, st, act) {
   const skipped = step.status === "skipped";
   const head = h(doc, "div", "pb-step-head");
 
-  const grip = h(doc, "span", "pb-grip", "⋮⋮");
+  const grip = h(doc, "span", "pb-grip");
+  grip.append(icon(doc, "grip"));
   grip.setAttribute("aria-hidden", "true");
   grip.title = "Drag to reorder (or Alt+↑/↓)";
   li.draggable = pending && !st.busy;
@@ -87,13 +110,21 @@ export function renderStep(doc, step, st, act) {
   skip.disabled = st.busy || !(pending || skipped);
 
   const num = h(doc, "span", "pb-number", String(step.number));
-  const [glyph, kindName] = KIND[/** @type {keyof KIND} */ (step.kind)] ?? ["•", step.kind];
-  const kind = h(doc, "span", "pb-kind", glyph);
+  const kindName = KIND[/** @type {keyof KIND} */ (step.kind)] ?? step.kind;
+  const kind = h(doc, "span", "pb-kind");
+  kind.append(icon(doc, step.kind));
   kind.title = kindName;
   kind.setAttribute("aria-label", kindName);
   kind.setAttribute("role", "img");
   const target = h(doc, "span", "pb-target", step.target);
   target.title = step.target;
+  const cellId = step.cell_id;
+  if (cellId) {
+    // Clicking the cell a step changes asks the notebook (the extension) to scroll to it.
+    target.classList.add("pb-target-link");
+    target.title = `${step.target} (click: go to the cell)`;
+    target.addEventListener("click", () => act.goToCell(cellId));
+  }
   const risk = h(doc, "span", `pb-badge pb-risk-${step.risk}`, `${step.risk} risk`);
   const status = h(doc, "span", `pb-badge pb-status-badge`, step.status.replace("_", " "));
 
@@ -102,10 +133,11 @@ export function renderStep(doc, step, st, act) {
   toggle.setAttribute("aria-expanded", String(st.open));
   toggle.setAttribute("aria-label", `${st.open ? "Hide" : "Show"} the change of step ${step.number}`);
 
-  const up = button(doc, "↑", `step:${step.id}:up`, () => act.move(step.id, -1), "pb-btn pb-icon");
+  const up = iconButton(doc, "up", "", `step:${step.id}:up`, () => act.move(step.id, -1),
+    "pb-btn pb-icon");
   up.setAttribute("aria-label", `Move step ${step.number} up`);
   up.disabled = st.first || !pending || st.busy;
-  const down = button(doc, "↓", `step:${step.id}:down`, () => act.move(step.id, 1),
+  const down = iconButton(doc, "down", "", `step:${step.id}:down`, () => act.move(step.id, 1),
     "pb-btn pb-icon");
   down.setAttribute("aria-label", `Move step ${step.number} down`);
   down.disabled = st.last || !pending || st.busy;
@@ -122,10 +154,12 @@ export function renderStep(doc, step, st, act) {
   li.append(head);
   if (step.reason) li.append(h(doc, "p", "pb-reason", step.reason));
   if (step.error) {
-    const err = h(doc, "p", "pb-step-error", step.error);
+    const err = h(doc, "p", "pb-step-error");
+    err.append(icon(doc, "warning"), h(doc, "span", "", step.error));
     err.setAttribute("role", "alert");
     li.append(err);
   }
+  if (step.status === "failed") li.append(renderNextActions(doc, step, st, act));
   if (st.open) {
     const body = h(doc, "div", "pb-step-body");
     if (step.cell !== null) {
@@ -166,4 +200,38 @@ export function renderStep(doc, step, st, act) {
     act.drop(dragged, step.id, after);
   });
   return li;
+}
+
+/**
+ * What a failed step offers next: go to its cell, retry it, roll it back.
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @param {RowState} st
+ * @param {RowActions} act
+ */
+function renderNextActions(doc, step, st, act) {
+  const bar = h(doc, "div", "pb-next-actions");
+  bar.setAttribute("role", "group");
+  bar.setAttribute("aria-label", `What to do about step ${step.number}`);
+  const cellId = step.cell_id;
+  if (cellId) {
+    const go = iconButton(doc, "goto", "Go to cell", `step:${step.id}:goto`,
+      () => act.goToCell(cellId));
+    go.setAttribute("aria-label", `Go to the cell of step ${step.number}`);
+    bar.append(go);
+  }
+  const retry = iconButton(doc, "retry", "Retry", `step:${step.id}:retry`,
+    () => act.retry(step.id));
+  retry.setAttribute("aria-label", `Retry step ${step.number}`);
+  retry.disabled = st.busy;
+  bar.append(retry);
+  const checkpoint = step.checkpoint;
+  if (checkpoint) {
+    const back = iconButton(doc, "undo", "Roll back this step", `step:${step.id}:rollback`,
+      () => act.rollBackStep(checkpoint), "pb-btn pb-small pb-danger");
+    back.setAttribute("aria-label", `Roll back step ${step.number}`);
+    back.disabled = st.busy;
+    bar.append(back);
+  }
+  return bar;
 }

@@ -141,7 +141,7 @@ def file_session(loaded: Loaded) -> Any:
 
 
 def step_spec(steps: str | None, first: int | None) -> str | int | None:
-    """``--steps 3`` is step 3 (unlike ``%approve 3``, the first three); ``--first 3`` is that."""
+    """``--steps 3`` is step 3 (as ``%approve 3``); ``--first 3`` the first three (an int)."""
     if first is not None:
         if first < 1:
             raise CliError(EXIT_USAGE, f"--first {first}: give a count of 1 or more")
@@ -221,7 +221,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     session = file_session(loaded)
     record = _planbook_errors(lambda: session.rollback(args.checkpoint, force=args.force))
     print(
-        f"rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+        f"rolled back {len(record.undid)} step(s) ({_checkpoint_name(session, record)}); "
+        "undo this with "
         f"`planbook rollback {args.notebook} {record.id}`"
     )
     return EXIT_OK
@@ -306,7 +307,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     preview = read_session(loaded)
     _pending(loaded, preview)
     # Validate the selection and check drift before paying for a kernel.
-    dry = _planbook_errors(lambda: preview.approve(spec, dry_run=True))
+    dry = _planbook_errors(lambda: preview.approve(**_selection(spec), dry_run=True))
     if args.dry_run:
         for o in dry.outcomes:
             print(
@@ -345,6 +346,17 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
     return EXIT_OK if report["ok"] else EXIT_FAILED
 
 
+def _checkpoint_name(session: Any, record: Any) -> str:
+    from planbook.checkpoint_names import checkpoint_name
+
+    return checkpoint_name(record, session.store.state.plans, session.checkpoints())
+
+
+def _selection(spec: str | int | None) -> dict[str, Any]:
+    """``Session.approve`` keywords: an int from ``--first`` is a count, not a step number."""
+    return {"first": spec} if isinstance(spec, int) else {"steps": spec}
+
+
 # --- the kernel -----------------------------------------------------------------------------
 def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
     return "\n".join(
@@ -353,7 +365,7 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
             "from planbook.errors import PlanbookError as _PbError",
             "try:",
             f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
-            f"    _pb_r = _pb_s.approve({spec!r}, by={by!r})",
+            f"    _pb_r = _pb_s.approve(**{_selection(spec)!r}, by={by!r})",
             "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
             "               'left_pending': _pb_r.left_pending,",
             "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",

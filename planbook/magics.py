@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
@@ -15,6 +15,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 import planbook
+from planbook.checkpoint_names import checkpoint_name
+from planbook.documents.base import Cell
+from planbook.engine.anchors import first_line, short_ids, tags_of
 from planbook.errors import PlanbookError
 from planbook.session import Session
 
@@ -80,6 +83,44 @@ def _unquote(text: str) -> str:
     return text
 
 
+def cells_listing(cells: list[Cell]) -> str:
+    """``%plan cells``: what a person needs to name a cell (#N, short id or tag)."""
+    if not cells:
+        return "the notebook has no cells"
+    short = short_ids([c.id for c in cells])
+    width = max(len(s) for s in short.values())
+    lines = []
+    for n, cell in enumerate(cells, start=1):
+        tags = "".join(f" [{t}]" for t in tags_of(cell))
+        kind = "" if cell.cell_type == "code" else f" ({cell.cell_type})"
+        lines.append(
+            f"#{n:<3} {short[cell.id]:<{width}}{kind}{tags}  {first_line(cell.source, 70)}"
+        )
+    lines.append("name a cell by position (#3), id (or its first characters) or tag")
+    return "\n".join(lines)
+
+
+def _running_cell(session: Session, shell: Any) -> str:
+    """The id of the cell that runs this magic, which JupyterLab and Notebook 7 send with the
+    execute request; other front ends send none, so the person is asked for an anchor."""
+    parent: dict[str, Any] = {}
+    kernel = getattr(shell, "kernel", None)
+    with suppress(Exception):  # no kernel (plain IPython) or an old one: no parent to read
+        parent = kernel.get_parent() if kernel is not None else {}
+    cell_id = (parent or {}).get("metadata", {}).get("cellId")
+    if not isinstance(cell_id, str) or not cell_id:
+        raise UsageError(
+            "this front end does not say which cell runs %%propose: give an anchor, e.g. "
+            "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
+        )
+    if cell_id not in {c.id for c in session.cells()}:
+        raise UsageError(
+            f"this cell ({cell_id[:8]}) is not in {session.document.description} yet (save the "
+            "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
+        )
+    return cell_id
+
+
 def _int(token: str, what: str) -> int:
     try:
         return int(token)
@@ -100,7 +141,7 @@ class PlanbookMagics(Magics):
         %plan skip N | unskip N   leave step N out of "approve all" / put it back
         %plan move N before M     reorder steps
         %plan history             the revisions; %plan diff A B: what changed between two
-        %plan cells               the notebook's cells with their ids
+        %plan cells               the cells: position (#N), short id, tags and first line
         %plan restore N           make revision N current again (as a new revision)
         %plan "task"              ask the configured agent to plan a task
         %plan stop                end the agent's run (the plan staged so far is kept)
@@ -161,9 +202,7 @@ class PlanbookMagics(Magics):
                 raise UsageError("usage: `%plan diff A B` with two revision numbers")
             print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
         elif cmd == "cells":
-            for n, cell in enumerate(session.cells(), start=1):
-                first = next((x for x in cell.source.splitlines() if x.strip()), "")
-                print(f"{n:>3}. {cell.id}  [{cell.cell_type}]  {first[:70]}")
+            print(cells_listing(session.cells()))
         elif cmd == "stop":
             from planbook.agent.magics_agent import stop_plan
 
@@ -195,30 +234,39 @@ class PlanbookMagics(Magics):
 
     @cell_magic
     @magic_arguments()
-    @argument("--after", metavar="ID", help="insert the cell after the cell with this id")
-    @argument("--before", metavar="ID", help="insert the cell before the cell with this id")
-    @argument("--replace", metavar="ID", help="propose this as the new source of that cell")
+    @argument("--after", metavar="CELL", help="insert the new cell after this cell")
+    @argument("--before", metavar="CELL", help="insert the new cell before this cell")
+    @argument("--replace", metavar="CELL", help="propose this as the new source of that cell")
     @argument("--run", action="store_true", help="also run the cell once approved")
     @argument("--markdown", action="store_true", help="the new cell is a markdown cell")
     @argument("--reason", default="", help="why this change is wanted")
     def propose(self, line: str, cell: str) -> None:
-        """Stage this cell's body as a proposed change instead of running it."""
+        """Stage this cell's body as a proposed change instead of running it.
+
+        With no anchor the new cell goes right after the cell that runs %%propose (JupyterLab
+        and Notebook 7 say which cell that is; elsewhere give an anchor). CELL is an id, a
+        unique id prefix, a position (#5, as `%plan cells` shows it) or a cell tag.
+        """
         args = parse_argstring(self.propose, line)
         anchors = [a for a in (args.after, args.before, args.replace) if a]
         if len(anchors) > 1:
             raise UsageError("give one of --after, --before or --replace")
         session = _session()
         body = cell.rstrip("\n")
+        after = _unquote(args.after) if args.after else None
+        before = _unquote(args.before) if args.before else None
         with _as_usage_errors():
             if args.replace:
                 step = session.propose.edit_cell(
-                    args.replace, body, reason=_unquote(args.reason), run=args.run
+                    _unquote(args.replace), body, reason=_unquote(args.reason), run=args.run
                 )
             else:
+                if after is None and before is None:
+                    after = _running_cell(session, self.shell)
                 step = session.propose.insert_cell(
                     body,
-                    after=args.after,
-                    before=args.before,
+                    after=after,
+                    before=before,
                     reason=_unquote(args.reason),
                     run=args.run,
                     cell_type="markdown" if args.markdown else "code",
@@ -237,26 +285,36 @@ class PlanbookMagics(Magics):
         "steps",
         nargs="?",
         default=None,
-        help="N approves the first N pending steps; 1,3-5 those steps; nothing: all",
+        help="4: step 4 (its number in %%plan); 1,3-5: those steps; nothing: all pending",
     )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
     @argument("--dry-run", action="store_true", help="check what would run, change nothing")
     def approve(self, line: str) -> None:
-        """Approve pending steps and run exactly those, in order, each behind a checkpoint."""
+        """Approve pending steps and run exactly those, in order, each behind a checkpoint.
+
+        %approve            every pending step
+        %approve 4          step 4 (the number %plan shows), the same in the API, CLI and panel
+        %approve 1,3-5      steps 1, 3, 4 and 5
+        %approve --first 2  the first two pending steps
+        """
         args = parse_argstring(self.approve, line)
         session = _session()
         with _as_usage_errors():
-            report = session.approve(args.steps, dry_run=args.dry_run)
+            report = session.approve(args.steps, first=args.first, dry_run=args.dry_run)
         show_report(session, report)
 
     @line_magic
     @magic_arguments()
-    @argument("steps", nargs="?", default=None, help="step numbers (1,3-5); nothing: all pending")
+    @argument(
+        "steps", nargs="?", default=None, help="4: step 4; 1,3-5: those steps; nothing: all pending"
+    )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
     def reject(self, line: str) -> None:
-        """Reject pending steps (all by default)."""
+        """Reject pending steps (all by default; 4 is step 4; --first N the first N)."""
         args = parse_argstring(self.reject, line)
         session = _session()
         with _as_usage_errors():
-            rejected = session.reject(args.steps)
+            rejected = session.reject(args.steps, first=args.first)
         print(f"planbook: rejected {len(rejected)} step(s)")
 
     @line_magic
@@ -279,8 +337,9 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             record = session.rollback(args.checkpoint, force=args.force)
+        name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
         print(
-            f"planbook: rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+            f"planbook: rolled back {len(record.undid)} step(s) ({name}); undo this with "
             f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
         )
 

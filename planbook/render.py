@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
+from planbook.checkpoint_names import checkpoint_names
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.views import StepView, step_title
 
 __all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
 
-ICONS = {
-    "insert_cell": "➕",
-    "edit_cell": "✏️",
-    "delete_cell": "🗑️",
-    "move_cell": "↕️",
-    "run_cell": "▶️",
-    "write_file": "📄",
-    "edit_file": "📝",
-    "delete_file": "❌",
-    "shell": "💲",
-}
+# No emoji: they show as empty boxes where no font has them; the title names the change.
 _MAX_DIFF_LINES = 200
 
 
@@ -68,13 +60,11 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out += [plan.current.summary, ""]
     for v in views:
         status = v.status.replace("_", " ")
-        out.append(
-            f"**{v.number}. {ICONS.get(v.kind, '')} {v.title}** · {v.risk} risk · *{status}*"
-        )
+        out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
         if v.reason:
             out.append(f"> {v.reason}")
         if v.error:
-            out.append(f"> ⚠️ {v.error}")
+            out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
         body = _body(v)
@@ -121,15 +111,22 @@ def _color(line: str) -> str:
     return line
 
 
-def checkpoints_text(checkpoints: list[Checkpoint]) -> str:
+def checkpoints_text(checkpoints: list[Checkpoint], plans: Sequence[Plan] = ()) -> str:
+    """One line per checkpoint, named for people (``planbook.checkpoint_names``), with the id
+    and number that ``%rollback`` takes."""
     if not checkpoints:
         return "no checkpoints yet: they are written when approved steps run"
+    names = checkpoint_names(plans, checkpoints)
+    numbers = {cp.id: n for n, cp in enumerate(checkpoints, start=1)}
     out = []
     for n, cp in enumerate(checkpoints, start=1):
-        state = "active" if cp.active else f"rolled back by {cp.undone_by}"
-        targets = [f"cell {c.cell_id}" for c in cp.cells] + [f"file {f.path}" for f in cp.files]
-        out.append(
-            f"{n}. {cp.id}  {cp.at:%Y-%m-%d %H:%M:%S}  {cp.label}  [{state}]"
-            + (f"  ({', '.join(targets)})" if targets else "")
+        undone_by = numbers.get(cp.undone_by or "")
+        state = (
+            ""
+            if cp.active
+            else f"  [rolled back by {undone_by}]"
+            if undone_by
+            else f"  [rolled back by {cp.undone_by}]"
         )
+        out.append(f"{n}. {names[cp.id]}{state}  ({cp.id}, {cp.at:%Y-%m-%d %H:%M:%S})")
     return "\n".join(out)

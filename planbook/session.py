@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 from planbook.documents.base import Cell, NotebookDocument, close_document
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
-from planbook.engine.approval import StepSelection, approval_hash, select
+from planbook.engine.approval import (
+    StepSelection,
+    approval_hash,
+    check_selection_argument,
+    check_step_number,
+    select,
+)
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
 from planbook.engine.policy import RuleVerdict, check_mode, decide
@@ -254,12 +260,19 @@ class Session:
 
     # --- deciding ----------------------------------------------------------------------------
     def approve(
-        self, steps: StepSelection = None, *, dry_run: bool = False, by: str | None = None
+        self,
+        steps: StepSelection = None,
+        *,
+        first: int | None = None,
+        dry_run: bool = False,
+        by: str | None = None,
     ) -> RunReport:
-        """Approve pending steps (all, the first n, or "1,3-5") and run exactly those.
+        """Approve pending steps and run exactly those: all, step n (``4`` or ``"4"``),
+        ``"1,3-5"``, ``[1, 3]``, or the first n pending (``first=n``).
 
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
+        check_selection_argument(steps, first)
         with self._lock:
             with self._editing():
                 plan = self._require_plan()
@@ -274,7 +287,7 @@ class Session:
                         + (f" ({busy} is running the approved ones)" if busy else "")
                         + "; see `%plan`"
                     )
-                chosen = select(plan, steps, statuses=("pending",))
+                chosen = select(plan, steps, statuses=("pending",), first=first)
                 self._check_selection(plan, chosen)
                 if dry_run:
                     return self._dry_run(plan, chosen)
@@ -308,6 +321,22 @@ class Session:
                 plan.fire("reopen")
                 self.store.save()
         return plan
+
+    def retry(self, number: int) -> tuple[Step, bool]:
+        """Retry failed step ``number`` of the current plan (``planbook.engine.retry``): the new
+        step, and whether it should run at once (its change is in place, only code runs)."""
+        from planbook.engine.retry import retry_of
+
+        plan = self._require_plan()
+        if not 1 <= number <= len(plan.steps):
+            raise UsageMistake(f"there is no step {number}; see `%plan`")
+        again = retry_of(plan.steps[number - 1], number, self.document.cells())
+        with self._editing():
+            plan = self.store.plan_by_id(plan.id)
+            if plan.state in ("completed", "cancelled"):
+                plan.fire("reopen")  # the retry joins the plan its failed step belongs to
+                self.store.save()
+        return self.stage(again.operation, reason=again.reason), again.run_now
 
     def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
         numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
@@ -355,17 +384,15 @@ class Session:
             report.outcomes.append(outcome)
         return report
 
-    def reject(self, steps: StepSelection = None) -> list[Step]:
-        """Reject pending steps (all by default). A plan left with nothing open is closed."""
+    def reject(self, steps: StepSelection = None, *, first: int | None = None) -> list[Step]:
+        """Reject pending steps: all by default, or a selection as for ``approve``. A plan left
+        with nothing open is closed."""
+        check_selection_argument(steps, first)
         with self._editing():
             plan = self._require_plan()
             if self.executor.active:
                 raise UsageMistake("a run is in progress: stop it before rejecting steps")
-            if isinstance(steps, str) and steps.strip().isdigit():
-                steps = [int(steps)]
-            elif isinstance(steps, int) and not isinstance(steps, bool):
-                steps = [steps]
-            chosen = select(plan, steps, statuses=("pending", "skipped"))
+            chosen = select(plan, steps, statuses=("pending", "skipped"), first=first)
             if not chosen:
                 raise UsageMistake("nothing to reject: no step is pending")
             for step in chosen:
@@ -397,12 +424,16 @@ class Session:
         return result
 
     def skip(self, number: int) -> Step:
+        check_step_number(number)
         return self._edit_plan(lambda p: planning.set_skipped(p, number, True), f"skip {number}")  # type: ignore[no-any-return]
 
     def unskip(self, number: int) -> Step:
+        check_step_number(number)
         return self._edit_plan(lambda p: planning.set_skipped(p, number, False), f"unskip {number}")  # type: ignore[no-any-return]
 
     def move(self, number: int, *, before: int) -> None:
+        check_step_number(number)
+        check_step_number(before, "a step number for `before`")
         self._edit_plan(
             lambda p: planning.move(p, number, before), f"move {number} before {before}"
         )
@@ -481,7 +512,7 @@ class Session:
         if plan is None:
             return (
                 f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
-                "Stage a step with `%%propose --after <cell id>`."
+                "Stage a step with `%%propose` (anchors: `%plan cells`)."
             )
         return plan_markdown(
             plan, self.step_views(plan), mode=self.mode, backend=self.document.description
@@ -500,7 +531,7 @@ class Session:
         )
 
     def checkpoints_text(self) -> str:
-        return checkpoints_text(self.checkpoints())
+        return checkpoints_text(self.checkpoints(), self.store.state.plans)
 
     def history(self) -> str:
         plan = self._require_plan()

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from planbook.documents.base import Cell
+from planbook.engine.anchors import short_ids
 from planbook.engine.blobs import BlobStore
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
@@ -100,14 +101,22 @@ def _from_checkpoint(op: AnyOperation, cp: Checkpoint, blobs: BlobStore) -> tupl
             return before, before
 
 
-def step_title(step: Step, proj: Projection | None = None) -> str:
+def step_title(
+    step: Step, proj: Projection | None = None, names: dict[str, str] | None = None
+) -> str:
+    """``names``: how to show a cell id, such as "#5 `7f3a9c21`" (its position in the notebook
+    and short id, as `%plan cells` lists them); without it, the id."""
     op = step.operation
+
+    def cell(cell_id: str) -> str:
+        return (names or {}).get(cell_id) or f"`{cell_id}`"
+
     match op:
         case InsertCell():
             where = (
-                f" after `{op.after}`"
+                f" after {cell(op.after)}"
                 if op.after
-                else f" before `{op.before}`"
+                else f" before {cell(op.before)}"
                 if op.before
                 else " at the end"
             )
@@ -115,15 +124,15 @@ def step_title(step: Step, proj: Projection | None = None) -> str:
                 " and run it" if step.run_at_approval else ""
             )
         case EditCell():
-            return f"edit cell `{op.cell_id}`" + (" and run it" if step.run_at_approval else "")
+            return f"edit cell {cell(op.cell_id)}" + (" and run it" if step.run_at_approval else "")
         case DeleteCell():
-            return f"delete cell `{op.cell_id}`"
+            return f"delete cell {cell(op.cell_id)}"
         case MoveCell():
-            return f"move cell `{op.cell_id}` " + (
-                f"after `{op.after}`" if op.after else "to the top"
+            return f"move cell {cell(op.cell_id)} " + (
+                f"after {cell(op.after)}" if op.after else "to the top"
             )
         case RunCell():
-            return f"run cell `{op.cell_id}`"
+            return f"run cell {cell(op.cell_id)}"
         case WriteFile():
             return f"write file `{op.path}`"
         case EditFile():
@@ -152,6 +161,8 @@ def step_views(
     blobs: BlobStore,
 ) -> list[StepView]:
     proj = Projection(cells, workspace)
+    short = short_ids([c.id for c in cells])
+    names = {c.id: f"#{n} `{short[c.id]}`" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
     views = []
@@ -177,7 +188,7 @@ def step_views(
                 id=step.id,
                 kind=op.kind,
                 target=_target(op, before),
-                title=step_title(step),
+                title=step_title(step, names=names),
                 reason=step.reason,
                 risk=step.risk,
                 status=step.status,

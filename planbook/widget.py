@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from planbook.checkpoint_names import checkpoint_names
 from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.events import Event
 from planbook.model.plan import Plan
@@ -38,6 +39,7 @@ from planbook.panel.messages import (
     Dismiss,
     Reject,
     Reorder,
+    Retry,
     Revise,
     Rollback,
     ShowRevisionDiff,
@@ -65,6 +67,12 @@ class ReviewPanel(anywidget.AnyWidget):
     #: Small overrides sent while steps run or the agent works (step statuses, progress, error,
     #: agent), so a big plan is not sent again for every step; cleared by the next rebuild.
     live = traitlets.Dict().tag(sync=True)
+    #: Ids of the pending steps the person unticked: kept here, not in one view, so every
+    #: display of the panel and every re-render (a new view, a page reload) agrees.
+    deselected = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    #: True once a newer display of the plan replaced this one: it stops following the plan
+    #: and shows one line, so a notebook with many ``%plan`` cells does not keep growing.
+    superseded = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -89,13 +97,23 @@ class ReviewPanel(anywidget.AnyWidget):
     def for_session(cls, session: Session) -> ReviewPanel:
         """The session's panel: one per session, shown again by each ``%plan``, so repeated
         displays share one live state instead of each listening to the session."""
-        panel = session.extras.get("review_panel")
-        if isinstance(panel, cls) and panel.comm is not None:
-            panel.refresh()
-            return panel
+        old = session.extras.get("review_panel")
+        if isinstance(old, cls) and old.comm is not None and old.running:
+            old.refresh()  # a run it started reports there; a new panel would not see it
+            return old
         panel = cls(session)
+        if isinstance(old, cls) and old.comm is not None:
+            panel.deselected = list(old.deselected)
+            old.supersede()
         session.extras["review_panel"] = panel
         return panel
+
+    def supersede(self) -> None:
+        """A newer panel took over: stop following the session; the page shows one line."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.superseded = True
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The panel, plus the plan as markdown and text: what a frontend without widgets
@@ -140,10 +158,12 @@ class ReviewPanel(anywidget.AnyWidget):
             compare = None
             if plan is not None and self._compare is not None:
                 compare = revision_diff(plan, *self._compare)
+            checkpoints = session.checkpoints()
             view = build_view(
                 plan=plan,
                 steps=steps,
-                checkpoints=session.checkpoints(),
+                checkpoints=checkpoints,
+                checkpoint_names=checkpoint_names(session.store.state.plans, checkpoints),
                 mode=session.mode,
                 backend=session.document.backend,
                 backend_description=session.document.description,
@@ -298,6 +318,9 @@ class ReviewPanel(anywidget.AnyWidget):
         doing = "approve" if isinstance(action, Approve | ApproveAll) else "change the plan"
         self._not_running(doing)
         plan = self._plan_at(action.revision)
+        if isinstance(action, Retry):
+            self._retry(plan, action.step_id)
+            return
         if isinstance(action, Approve | ApproveAll):
             ids = (
                 list(action.step_ids)
@@ -321,6 +344,17 @@ class ReviewPanel(anywidget.AnyWidget):
             self._revise(action.feedback)
             return
         self.refresh()
+
+    def _retry(self, plan: Plan, step_id: str) -> None:
+        """A failed step's code runs again at once (through the same path as Approve); a
+        change that never applied is staged again for review."""
+        step, run_now = self._session.retry(self._number(plan, step_id))
+        self._error = None
+        plan = self._session.current_plan() or plan
+        if run_now and step.status == "pending":
+            self._approve(plan, [step.id])
+        else:
+            self.refresh()
 
     def _revise(self, feedback: str) -> None:
         """A new revision: drafted by the agent when one is configured, else left to the person

@@ -224,7 +224,8 @@ def test_rollback_restores_cells_and_files_and_is_itself_undoable(
     assert report.ok
     assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
     code, out, _ = run(["show", str(planned)], capsys)
-    assert "checkpoints:\n1. cp-" in out and "before step 3 (write_file)" in out
+    assert "checkpoints:\n1. before step 2: edit cell #1, a better title  (cp-" in out
+    assert "2. before step 3: write notes.txt, keep a note  (cp-" in out
     code, out, _ = run(["rollback", str(planned)], capsys)
     assert code == cli.EXIT_OK and "rolled back 1 step(s)" in out
     assert not (planned.parent / "notes.txt").exists()
@@ -330,7 +331,7 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
     out = result.stdout
-    assert "1. [pending] insert code cell demo-mass after load-penguins" in out
+    assert "1. [pending] insert code cell demo-mass after #2 load-penguins" in out
     assert "step 1 (insert_cell): done" in out and "step 2 (insert_cell): done" in out
     assert "Gentoo       5076.0" in out  # computed by a real kernel on the real data set
     assert "rolled back 1 step(s)" in out

@@ -71,9 +71,10 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
         assert cell(nb, "c3").source == "x * 2"
 
         listed = k.run("%checkpoints")
-        assert "before step 1 (insert_cell)" in listed.stdout
+        assert "1. before step 1: insert a cell, show doubled  (cp-" in listed.stdout
         rolled = k.run("%rollback")
         assert "rolled back 1 step" in rolled.stdout and "Variables in the kernel" in rolled.stdout
+        assert "(rollback to before step 1: insert a cell, show doubled)" in rolled.stdout
         assert [s for _, s in sources(nb)] == ["import math", "x = 21", "x * 2"]
 
 
@@ -103,8 +104,9 @@ def test_run_cell_outputs_and_a_failure_that_stops_the_run(nb: Path) -> None:
 
 
 BAD_INPUT = [
-    ("%approve 0", "selects nothing"),
-    ("%approve 99", "only 1 pending"),
+    ("%approve 0", "start at 1"),
+    ("%approve 99", "there is no step 99"),
+    ("%approve --first 5", "only 1 pending"),
     ("%approve x", "`x` is not a step number"),
     ("%plan skip 7", "there is no step 7"),
     ("%plan move 1 sideways 2", "usage: `%plan move N before M`"),

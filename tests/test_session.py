@@ -38,20 +38,22 @@ def test_approve_some_runs_exactly_those_in_order(session: Session, nb_path: Pat
     assert session.plan.state == "awaiting_approval"
 
 
-def test_approve_n_means_the_first_n_pending(session: Session, nb_path: Path) -> None:
+def test_a_number_is_a_step_and_first_n_is_a_count(session: Session, nb_path: Path) -> None:
     for n in range(4):
         session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}")
     session.approve(2)
-    assert [s.status for s in session.plan.steps] == ["done", "done", "pending", "pending"]
-    session.approve("1")
-    assert [s.status for s in session.plan.steps] == ["done", "done", "done", "pending"]
+    assert [s.status for s in session.plan.steps] == ["pending", "done", "pending", "pending"]
+    session.approve("4")
+    assert [s.status for s in session.plan.steps] == ["pending", "done", "pending", "done"]
+    session.approve(first=1)
+    assert [s.status for s in session.plan.steps] == ["done", "done", "pending", "done"]
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("0", "selects nothing|start at 1"),
-        ("99", "only 1 pending"),
+        ("0", "start at 1"),
+        ("99", "there is no step 99"),
         ("x", "`x` is not a step number"),
         ("1,99", "there is no step 99"),
         ("3-1", "empty range"),

@@ -414,9 +414,26 @@ def test_approving_a_step_without_the_step_it_builds_on_applies_nothing(
     assert statuses(panel) == ["pending"] * 4
 
 
-def test_one_panel_per_session_until_it_is_closed(staged: Session):
+def test_a_newer_panel_supersedes_the_older_one_which_stops_growing(staged: Session, nb_path: Path):
     first = ReviewPanel.for_session(staged)
-    assert ReviewPanel.for_session(staged) is first
-    first.close()
+    first.deselected = [first.state["steps"][1]["id"]]
     second = ReviewPanel.for_session(staged)
-    assert second is not first and second.state["steps"]
+    assert second is not first and first.superseded and not second.superseded
+    assert second.deselected == first.deselected, "the unticked steps carry over"
+    shown = len(first.state["steps"])
+    staged.propose.write_file("later.txt", "x\n", reason="a later step")
+    assert len(first.state["steps"]) == shown, "the old panel no longer follows the plan"
+    assert len(second.state["steps"]) == shown + 1
+    first.close()
+    second.close()
+    third = ReviewPanel.for_session(staged)
+    assert third is not second and third.state["steps"]
+
+
+def test_while_a_panel_runs_steps_showing_the_plan_again_reuses_it(staged: Session):
+    first = ReviewPanel.for_session(staged)
+    first._progress.running = True  # as during its own run, before the run's events arrive
+    try:
+        assert ReviewPanel.for_session(staged) is first and not first.superseded
+    finally:
+        first._progress.running = False

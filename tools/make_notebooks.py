@@ -56,6 +56,33 @@ print(pb.document.description)
     )
 
 
+def live_or_copy_cell(name: str) -> Cell:
+    """The quickstart edits the open notebook live when it can: that is what it teaches."""
+    return code(
+        "setup",
+        f'''
+import shutil
+import tempfile
+from pathlib import Path
+
+import planbook
+
+# Open in JupyterLab or Notebook 7 with jupyter-collaboration, planbook edits this very
+# notebook through its live room: you see each approved cell appear here, and go again when
+# rolled back. Anywhere else (a test run with nbclient or nbval, VS Code, a plain file) it works
+# on a copy in a temp folder, so running the tutorial never rewrites the file you opened.
+pb = planbook.session()
+if pb.document.backend != "live":
+    copy = Path(tempfile.mkdtemp(prefix="planbook-{name.removesuffix(".ipynb")}-")) / "{name}"
+    shutil.copy("{name}", copy)
+    pb = planbook.session(notebook=copy)
+work = pb.workspace.root  # files the plan writes go next to the notebook it edits
+ids_before = [cell.id for cell in pb.cells()]
+print(pb.document.description)
+''',
+    )
+
+
 def quickstart() -> list[Cell]:
     return [
         md(
@@ -86,20 +113,22 @@ penguins.shape
             """
 ## 1. Point planbook at a notebook
 
-With `%load_ext planbook` in JupyterLab, planbook finds the notebook its kernel belongs to.
-Here we hand it a copy of this notebook explicitly.
+In JupyterLab, planbook finds the notebook its kernel belongs to. With jupyter-collaboration it
+edits it live: keep this notebook open and watch the cells below this one change as you
+approve and roll back. Elsewhere the next cell hands planbook a copy of this notebook.
 """,
         ),
-        copy_cell("quickstart.ipynb"),
+        live_or_copy_cell("quickstart.ipynb"),
         code("load-ext", "%load_ext planbook"),
         md(
             "stage",
             """
 ## 2. Stage changes
 
-`%%propose` stages the body of its cell instead of running it: `--after ID` inserts it as a new
-cell, `--replace ID` proposes it as the new source of that cell, `--run` runs it once approved.
-`%plan cells` lists the cell ids.
+`%%propose` stages the body of its cell instead of running it: `--after CELL` inserts it as a
+new cell, `--replace CELL` proposes it as the new source of that cell, `--run` runs it once
+approved. A cell is named by its id, a position (`#2`, as `%plan cells` lists them) or a tag;
+in JupyterLab, `%%propose` with no anchor puts the new cell right after its own cell.
 """,
         ),
         code(
@@ -161,8 +190,8 @@ Approve / Reject / Revise buttons and the checkpoint timeline:
             """
 ## 4. Approve some
 
-`%approve` alone approves everything; `%approve 2` the first two pending steps;
-`%approve 1,4` exactly steps 1 and 4. We keep the raw data (step 2) and reject it.
+`%approve` alone approves everything; `%approve 2` step 2 (the number `%plan` shows);
+`%approve 1,4` exactly steps 1 and 4; `%approve --first 2` the first two pending steps. We keep the raw data (step 2) and reject it.
 """,
         ),
         code("approve-some", "%approve 1,4"),

@@ -75,6 +75,11 @@ export class FakeModel {
   }
   off(name, cb) { this.handlers.get(name)?.delete(cb); }
   send(msg) { this.sent.push(msg); }
+  set(name, value) {
+    this.state[name] = value;
+    for (const cb of this.handlers.get(`change:${name}`) ?? []) cb();
+  }
+  save_changes() { this.saved = (this.saved ?? 0) + 1; }
   setView(view) {
     this.state.view = view;
     for (const cb of this.handlers.get("change:view") ?? []) cb();
@@ -86,12 +91,11 @@ export class FakeModel {
 }
 
 /** Mount a panel on a fresh document; returns what a test needs. */
-export function mount(view = makeView()) {
+export function mount(view = makeView(), model = new FakeModel(view)) {
   const window = new Window();
   const document = window.document;
   const el = document.createElement("div");
   document.body.append(el);
-  const model = new FakeModel(view);
   const cleanup = createPanel({ model, el });
   const $ = (sel) => el.querySelector(sel);
   const $$ = (sel) => [...el.querySelectorAll(sel)];

@@ -11,29 +11,32 @@ from planbook.model.plan import Plan, Step
 
 StepSelection = None | int | str | Sequence[int]
 
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_RANGE = re.compile(r"^\s*#?(\d+)\s*(?:-\s*#?(\d+)\s*)?$")
+_HOW = "use 4 (step 4), 1,3-5, first=N for the first N pending, or nothing for all"
 
 
 def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
-    """``"1,3-5"`` or ``[1, 3]`` -> sorted 1-based step numbers, each checked against ``count``."""
+    """``"4"``, ``"1,3-5"`` or ``[1, 3]`` -> sorted 1-based step numbers, each checked against
+    ``count``. A number is always a step number, never a count."""
     numbers: list[int] = []
     if isinstance(spec, str):
         if not spec.strip():
-            raise UsageMistake("no steps given: use 3, 1,3-5, or nothing for all")
+            raise UsageMistake(f"no steps given: {_HOW}")
         for part in spec.split(","):
             match = _RANGE.match(part)
             if match is None:
-                raise UsageMistake(
-                    f"`{part.strip()}` is not a step number or range: "
-                    "use 3, 1,3-5, or nothing for all"
-                )
+                shown = repr(part.strip())[1:-1]  # one line even if the text has newlines
+                raise UsageMistake(f"`{shown}` is not a step number or range: {_HOW}")
             low = int(match.group(1))
             high = int(match.group(2) or low)
             if high < low:
-                raise UsageMistake(f"`{part.strip()}` is an empty range: write it low-high")
+                shown = repr(part.strip())[1:-1]
+                raise UsageMistake(f"`{shown}` is an empty range: write it low-high")
             numbers.extend(range(low, high + 1))
     else:
-        numbers = [int(n) for n in spec]
+        numbers = [_step_number(n) for n in spec]
+        if not numbers:
+            raise UsageMistake(f"no steps given: {_HOW}")
     for n in numbers:
         if n < 1:
             raise UsageMistake(f"step numbers start at 1, so `{n}` is not one; see `%plan`")
@@ -42,30 +45,69 @@ def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
     return sorted(set(numbers))
 
 
+def _step_number(value: object) -> int:
+    # bool is an int to Python, but approve(False) meaning "step 0" or "all" would be a trap.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageMistake(f"`{value!r}` is not a step number: {_HOW}")
+    return value
+
+
+def check_step_number(value: object, what: str = "a step number") -> int:
+    """A single step number given to the API (``skip``, ``move``): an int, not a bool, a float
+    or a string; anything else is a one-line `UsageMistake`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageMistake(f"`{value!r}` is not {what}: give the number `%plan` shows, e.g. 2")
+    return value
+
+
+def check_selection_argument(spec: object, first: object = None) -> None:
+    """Refuse what is not a selection (``False``, ``2.5``, ``{...}``) before anything happens:
+    each is a one-line `UsageMistake` that says what a selection looks like."""
+    if first is not None:
+        if isinstance(first, bool) or not isinstance(first, int):
+            raise UsageMistake(f"first={first!r} is not a count: give a whole number, e.g. first=3")
+        if first < 1:
+            raise UsageMistake(f"first={first}: give a count of 1 or more")
+        if spec is not None:
+            raise UsageMistake(f"give either steps or first, not both (steps={spec!r})")
+        return
+    if spec is None or isinstance(spec, str):
+        return
+    if isinstance(spec, bool) or not isinstance(spec, (int, Sequence)):
+        raise UsageMistake(f"`{spec!r}` is not a step selection: {_HOW}")
+    if isinstance(spec, Sequence):
+        for n in spec:
+            _step_number(n)
+
+
 def select(
-    plan: Plan, spec: StepSelection, *, statuses: Iterable[str] = ("pending",)
+    plan: Plan,
+    spec: StepSelection,
+    *,
+    statuses: Iterable[str] = ("pending",),
+    first: int | None = None,
 ) -> list[Step]:
     """The steps a selection names.
 
-    ``None``: all with ``statuses``; an int n: the first n of them; "1,3-5": those steps.
+    ``None``: all with ``statuses``; an int n or "n": step n; "1,3-5" or [1, 3]: those steps;
+    ``first=n``: the first n steps with ``statuses``. A number means the same on every surface
+    (magics, API, CLI, panel): the step's position in ``%plan``.
     """
+    check_selection_argument(spec, first)
     steps = plan.steps
     wanted = set(statuses)
-    if spec is None or isinstance(spec, bool):
+    if first is not None:
+        open_steps = [s for s in steps if s.status in wanted]
+        if first > len(open_steps):
+            raise UsageMistake(
+                f"there are only {len(open_steps)} {'/'.join(sorted(wanted))} step(s), "
+                f"not {first}; see `%plan`"
+            )
+        return open_steps[:first]
+    if spec is None:
         return [s for s in steps if s.status in wanted]
     if isinstance(spec, int):
-        if spec < 1:
-            raise UsageMistake(f"step counts start at 1, so `{spec}` selects nothing; see `%plan`")
-        open_steps = [s for s in steps if s.status in wanted]
-        if spec > len(open_steps):
-            raise UsageMistake(
-                f"there are only {len(open_steps)} {'/'.join(sorted(wanted))} steps, not {spec}; "
-                "see `%plan`"
-            )
-        return open_steps[:spec]
-    if isinstance(spec, str) and _RANGE.match(spec) and "-" not in spec and "," not in spec:
-        # "%approve 3" means the first three, as in Attocode; "%approve 3-3" means step 3.
-        return select(plan, int(spec), statuses=statuses)
+        spec = [spec]
     return [steps[n - 1] for n in parse_numbers(spec, len(steps))]
 
 

@@ -86,10 +86,16 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
             sink.rich("execute_result", data, metadata, execution_count=shell.execution_count)
 
     original = shell.display_pub
-    saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook
+    trap = shell.display_trap
+    saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook, trap.hook
     sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
     shell.display_pub = Publisher(shell=shell)
-    sys.displayhook = ResultHook(shell=shell)
+    result_hook = ResultHook(shell=shell)
+    sys.displayhook = result_hook
+    # run_cell installs ``display_trap.hook`` as sys.displayhook when no cell is running (a step
+    # approved from the panel runs outside any cell): without this the last expression's result
+    # would go to the kernel's own hook and never reach the target cell.
+    trap.hook = result_hook
     # The traceback goes into the target cell (the runner builds that output itself), not
     # into the cell that approved the step, which reports the failure in one line.
     own_hook = vars(shell).get("_showtraceback")
@@ -97,7 +103,7 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stdout, sys.stderr, shell.display_pub, sys.displayhook = saved
+        sys.stdout, sys.stderr, shell.display_pub, sys.displayhook, trap.hook = saved
         if own_hook is None:
             del shell._showtraceback
         else:

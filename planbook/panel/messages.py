@@ -41,6 +41,13 @@ class Skip(_OnRevision):
     step_id: str
 
 
+class Retry(_OnRevision):
+    """Retry a failed step: run its code again, or stage its change again for review."""
+
+    action: Literal["retry"]
+    step_id: str = Field(min_length=1)
+
+
 class Reorder(_OnRevision):
     """The new order of all the steps of the current revision."""
 
@@ -100,6 +107,7 @@ Action = Annotated[
     | Reject
     | Skip
     | Reorder
+    | Retry
     | Revise
     | Stop
     | StopAgent

@@ -61,6 +61,10 @@ def step_json(text: StepView) -> dict[str, Any]:
         "error": text.error,
         "language": text.language,
         "depends_on": text.depends_on,
+        "checkpoint": text.checkpoint,
+        "run_at_approval": text.run_at_approval,
+        # The cell a front end can scroll to (go to cell); None for files and shell commands.
+        "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
@@ -82,13 +86,17 @@ def counts(steps: Sequence[StepView]) -> dict[str, int]:
     return out
 
 
-def checkpoint_json(cp: Checkpoint, numbers: dict[str, int]) -> dict[str, Any]:
+def checkpoint_json(
+    cp: Checkpoint, numbers: dict[str, int], names: dict[str, str] | None = None
+) -> dict[str, Any]:
     step = numbers.get(cp.step or "")
     return {
         "id": cp.id,
         "seq": cp.seq,
         "kind": cp.kind,
-        "label": cp.label or (f"before step {step}" if step else cp.kind),
+        "label": (names or {}).get(cp.id)
+        or cp.label
+        or (f"before step {step}" if step else cp.kind),
         "step": step,
         "at": cp.at.isoformat(timespec="seconds"),
         "active": cp.active,
@@ -118,8 +126,10 @@ def build_view(
     agent: dict[str, Any] | None = None,
     offer: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    checkpoint_names: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``offer``: a follow-up the error box proposes, such as forcing a refused rollback."""
+    """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
+    ``checkpoint_names``: each checkpoint's name for people (``planbook.checkpoint_names``)."""
     numbers = {s.id: s.number for s in steps}
     return {
         "header": {
@@ -134,7 +144,7 @@ def build_view(
             "warnings": list(warnings),
         },
         "steps": [step_json(s) for s in steps],
-        "checkpoints": [checkpoint_json(cp, numbers) for cp in checkpoints],
+        "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),

@@ -20,11 +20,17 @@ from tests.support.jupyter_server import RunningServer, start_jupyter
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
-STAGE = """\
+#: The inserted cell ends in an expression: its result must reach the cell and the file when
+#: the step is approved from the panel, as with `%approve`.
+DESCRIBE = (
+    "import pandas as pd\ny = x + 1\nprint('y is', y)\npd.DataFrame({'y': [y, 2 * y]}).describe()"
+)
+STAGE = f"""\
 import planbook
+DESCRIBE = {DESCRIBE!r}
 s = planbook.session()
 s.propose.edit_cell("c1", "x = 41", reason="the answer is near", run=True)
-s.propose.insert_cell("y = x + 1\\nprint('y is', y)", after="c2", reason="derive y", run=True)
+s.propose.insert_cell(DESCRIBE, after="c2", reason="derive y", run=True)
 s.propose.write_file("result.txt", "42\\n", reason="keep the result")
 s.propose.write_file("skipped.txt", "no\\n", reason="this one gets skipped")
 s.review()"""
@@ -47,6 +53,14 @@ def write_notebook(path: Path) -> None:
 def cells(path: Path) -> list[tuple[str, str]]:
     nb = nbformat.read(path, as_version=4)
     return [(c["id"], c["source"]) for c in nb.cells]
+
+
+def result_html(path: Path, cell_index: int) -> str:
+    nb = nbformat.read(path, as_version=4)
+    outputs = nb.cells[cell_index].get("outputs", [])
+    return "".join(
+        o["data"].get("text/html", "") for o in outputs if o["output_type"] == "execute_result"
+    )
 
 
 def outputs_text(path: Path, cell_index: int) -> str:
@@ -164,17 +178,21 @@ def run_review(
     assert [src for _, src in ids_sources] == [
         "x = 41",
         "print('x is', x)",
-        "y = x + 1\nprint('y is', y)",
+        DESCRIBE,
         STAGE,
     ]
     wait_for(lambda: "y is 42" in outputs_text(nb_path, 2), "the inserted cell's output")
+    wait_for(lambda: "mean" in result_html(nb_path, 2), "the describe() table in the file")
+    table = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output table")
+    expect(table).to_contain_text("mean")
     assert (root / "result.txt").read_text() == "42\n"
     assert not (root / "skipped.txt").exists()
     expect(page.locator(".jp-Cell").nth(2).locator(".cm-content")).to_contain_text("y = x + 1")
 
     # Roll back to the first checkpoint, with a confirmation.
     first = panel.locator(".pb-checkpoint").first
-    first.get_by_role("button", name="Rollback to before step 1 (edit_cell)").click()
+    name = "Rollback to before step 1: edit cell #1, the answer is near"
+    first.get_by_role("button", name=name).click()
     dialog = panel.get_by_role("alertdialog", name="Confirm rollback")
     expect(dialog).to_contain_text("Roll back to")
     dialog.get_by_role("button", name="Roll back").click()

@@ -25,9 +25,10 @@ async ({ esm, view }) => {
   window.sent = [];
   const cbs = new Set();
   window.model = {
-    v: view, get() { return this.v; }, on(_n, cb) { cbs.add(cb); }, off(_n, cb) { cbs.delete(cb); },
+    v: view, traits: {}, get(name) { return name === "view" ? this.v : this.traits[name]; },
+    on(_n, cb) { cbs.add(cb); }, off(_n, cb) { cbs.delete(cb); },
     send(msg) { window.sent.push(msg); },
-    set(v) { this.v = v; for (const cb of cbs) cb(); },
+    set(name, value) { this.traits[name] = value; }, save_changes() {},
   };
   mod.default.render({ model: window.model, el: document.getElementById("host") });
 }

@@ -1,0 +1,121 @@
+"""Cells addressed the way people see them: an id, a unique id prefix, a position (``#5``, as
+``%plan cells`` shows it) or a cell tag, resolved to one cell id, or refused in one line that
+names the candidates.
+
+Positions and tags are read from the notebook as it is (what ``%plan cells`` lists); ids and
+prefixes also reach cells that pending steps insert, so a later step can build on them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from planbook.documents.base import Cell
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake
+
+#: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
+SHORT_ID = 8
+#: ...and ids up to this long whole: those are names people gave (``load-penguins``), not the
+#: front end's random UUIDs.
+WHOLE_ID = 16
+#: A prefix shorter than this is too easily a typo that happens to match.
+MIN_PREFIX = 4
+_POSITION = re.compile(r"^#(\d+)$")
+
+
+class UnknownCellName(UnknownCell):
+    """No cell goes by that name: an UnknownCell whose message lists every way to name one."""
+
+    def __init__(self, token: str) -> None:
+        PlanbookError.__init__(
+            self,
+            f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at "
+            "that position: list the cells with `%plan cells` (position #N, id, first line)",
+        )
+        self.cell_id = token
+
+
+def first_line(source: str, width: int = 60) -> str:
+    line = next((x.strip() for x in source.splitlines() if x.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """Each id cut to the shortest prefix of at least ``SHORT_ID`` characters that no other id
+    shares: what a person can copy from ``%plan cells`` and paste as an anchor."""
+    out: dict[str, str] = {}
+    for cell_id in ids:
+        if len(cell_id) <= WHOLE_ID:
+            out[cell_id] = cell_id
+            continue
+        size = SHORT_ID
+        while size < len(cell_id) and any(
+            o != cell_id and o.startswith(cell_id[:size]) for o in ids
+        ):
+            size += 1
+        out[cell_id] = cell_id[:size]
+    return out
+
+
+def describe(cells: Sequence[Cell], cell_id: str) -> str:
+    """``#3 a1b2c3d4 (df.describe())``: how a person recognises a cell."""
+    for number, cell in enumerate(cells, start=1):
+        if cell.id == cell_id:
+            short = short_ids([c.id for c in cells])[cell_id]
+            text = first_line(cell.source, 30)
+            return f"#{number} {short}" + (f" ({text})" if text else "")
+    return cell_id
+
+
+def tags_of(cell: Cell) -> list[str]:
+    tags = cell.metadata.get("tags") if isinstance(cell.metadata, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) -> str:
+    """The id of the one cell ``token`` names in ``cells`` (the notebook as it is) or among
+    ``pending_ids`` (cells that staged steps will insert).
+
+    Tried in this order, first hit wins: the exact id; ``#N``; a tag; a unique id prefix."""
+    if not isinstance(token, str) or not token.strip():
+        raise UsageMistake(
+            f"`{token!r}` does not name a cell: give an id, a position like #3, or a tag "
+            "(see `%plan cells`)"
+        )
+    token = token.strip()
+    ids = [c.id for c in cells] + [i for i in pending_ids if i not in {c.id for c in cells}]
+    if token in ids:
+        return token
+    position = _POSITION.match(token)
+    if position is not None:
+        number = int(position.group(1))
+        if not 1 <= number <= len(cells):
+            raise UsageMistake(
+                f"there is no cell {token}: the notebook has {len(cells)} cell(s), "
+                "numbered as `%plan cells` shows them"
+            )
+        return cells[number - 1].id
+    tagged = [c.id for c in cells if token in tags_of(c)]
+    if len(tagged) == 1:
+        return tagged[0]
+    if len(tagged) > 1:
+        raise UsageMistake(
+            f"the tag `{token}` is on {len(tagged)} cells ({_names(cells, tagged)}); "
+            "name one by position (#N) or id"
+        )
+    prefixed = [i for i in ids if i.startswith(token)] if len(token) >= MIN_PREFIX else []
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if len(prefixed) > 1:
+        raise UsageMistake(
+            f"`{token}` starts {len(prefixed)} cell ids ({_names(cells, prefixed)}); "
+            "give more of the id, or a position (#N)"
+        )
+    raise UnknownCellName(token)
+
+
+def _names(cells: Sequence[Cell], ids: Sequence[str], limit: int = 4) -> str:
+    named = [describe(cells, i) for i in ids[:limit]]
+    more = len(ids) - limit
+    return ", ".join(named) + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,149 @@
+"""The review surfaces in a real kernel: the panel driven through its real message path (a
+``comm_msg`` on the shell channel, as the page's widget sends it; approving there equals
+``%approve``), and ``%%propose`` sent as JupyterLab sends it (the running cell's id in the
+execute request's metadata)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.conftest import make_notebook
+from tests.kernel_helper import Kernel, kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def send_to_panel(k: Kernel, panel: str, content: dict[str, Any]) -> None:
+    """What the page's widget does on a click: a custom message over the panel's comm."""
+    comm_id = k.run(f"print({panel}.comm.comm_id)").stdout.strip()
+    msg = k.kc.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}}
+    )
+    k.kc.shell_channel.send(msg)
+
+
+def wait_until_settled(k: Kernel, expression: str, timeout: float = 60.0) -> str:
+    """Poll an expression in the kernel until it prints something truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = k.run(f"print({expression})").stdout.strip()
+        if shown and shown not in ("False", "None", ""):
+            return shown
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {expression}")
+
+
+def cell_outputs(nb: Path, cell_id: str) -> list[dict[str, Any]]:
+    for c in nbformat.read(nb, as_version=4).cells:
+        if c.id == cell_id:
+            return list(c.outputs)
+    raise AssertionError(f"no cell {cell_id}")
+
+
+def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
+    tmp_path: Path,
+) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["import pandas as pd", "df = None"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run("import pandas as pd")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c2', 'from IPython.display import display, Markdown\\n"
+            'df = pd.DataFrame({"revenue": [1, 2, 3]})\\n'
+            'display(Markdown("**table**"))\\n'
+            'print("rows", len(df))\\n'
+            "df.describe()', reason='describe the sales', run=True)\n"
+            "panel = pb.review()"
+        )
+        step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'done'") == "True"
+
+        outputs = cell_outputs(nb, "c2")
+        kinds = [o["output_type"] for o in outputs]
+        assert kinds == ["display_data", "stream", "execute_result"], outputs
+        assert outputs[0]["data"]["text/markdown"] == "**table**"
+        assert outputs[1]["text"] == "rows 3\n"
+        result = outputs[2]["data"]
+        assert "mean" in result["text/plain"] and "<table" in result["text/html"]
+        # the kernel's own machinery still works afterwards: a plain cell shows its result
+        assert k.run("1 + 1").outputs[0]["data"]["text/plain"] == "2"
+
+
+def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: Path) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "x"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c2', 'print(\"before\")\\nmissing_name', run=True)\n"
+            "panel = pb.review()"
+        )
+        step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'failed'") == "True"
+        outputs = cell_outputs(nb, "c2")
+        assert [o["output_type"] for o in outputs] == ["stream", "error"]
+        assert outputs[1]["ename"] == "NameError"
+
+        # Retry from the panel once the name exists: the cell's code runs again, in its cell.
+        k.run("missing_name = 'found'")
+        send_to_panel(k, "panel", {"action": "retry", "revision": 1, "step_id": step_id})
+        assert wait_until_settled(k, "pb.current_plan().steps[-1].status == 'done'") == "True"
+        statuses = k.run("print([s.status for s in pb.current_plan().steps])").stdout.strip()
+        assert statuses == "['failed', 'done']"
+        outputs = cell_outputs(nb, "c2")
+        assert [o["output_type"] for o in outputs] == ["stream", "execute_result"]
+        assert outputs[1]["data"]["text/plain"] == "'found'"
+
+        # Roll back this step: the failed edit is undone, the cell is as it was.
+        checkpoint = k.run("print(pb.current_plan().steps[0].checkpoint)").stdout.strip()
+        send_to_panel(k, "panel", {"action": "rollback", "checkpoint": checkpoint})
+        wait_until_settled(k, "len(pb.checkpoints()) == 3")
+        sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
+        assert sources == ["x = 1", "x"]
+
+
+def execute_from_cell(k: Kernel, code: str, cell_id: str | None) -> None:
+    """An execute request as JupyterLab sends it: the running cell's id in the metadata."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    msg = k.kc.session.msg(
+        "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}
+    )
+    k.kc.shell_channel.send(msg)
+    reply = k.kc.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        reply = k.kc.get_shell_msg(timeout=60)
+
+
+def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: Path) -> None:
+    nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "%%propose\nx + 1", "x"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        execute_from_cell(k, "%%propose --reason first\ny = x + 1", "c2")
+        execute_from_cell(k, "%%propose --reason second\nz = y + 1", "c2")
+        # no cellId (nbclient, VS Code, a console): one clear line, nothing staged
+        refused = k.run("%%propose\nw = 0")
+        assert "UsageError" in refused.stderr and "--after #3" in refused.stderr
+        assert "Traceback" not in refused.text
+        # a cellId the notebook does not have (an unsaved cell)
+        execute_from_cell(k, "%%propose\nw = 0", "not-saved-yet")
+        count = k.run("import planbook; print(len(planbook.session().current_plan().steps))")
+        assert count.stdout.strip() == "2"
+        report = k.run("%approve")
+        assert "step 2 (insert_cell): done" in report.stdout, report.text
+        sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
+        assert sources == ["x = 1", "%%propose\nx + 1", "y = x + 1", "z = y + 1", "x"]
