@@ -15,8 +15,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 import planbook
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, speak_as
 from planbook.session import Session
+from planbook.words import count
 
 T = TypeVar("T")
 PLAN_SUBCOMMANDS = (
@@ -257,7 +258,7 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             rejected = session.reject(args.steps)
-        print(f"planbook: rejected {len(rejected)} step(s)")
+        print(f"planbook: rejected {count(rejected, 'step')}")
 
     @line_magic
     def checkpoints(self, line: str) -> None:
@@ -280,7 +281,7 @@ class PlanbookMagics(Magics):
         with _as_usage_errors():
             record = session.rollback(args.checkpoint, force=args.force)
         print(
-            f"planbook: rolled back {len(record.undid)} step(s) ({record.label}); undo this with "
+            f"planbook: rolled back {count(record.undid, 'step')} ({record.label}); undo this with "
             f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
         )
 
@@ -299,6 +300,7 @@ def register(ipython: Any) -> None:
     from planbook.agent.magics_agent import register as register_agent
 
     ipython.register_magics(PlanbookMagics)
+    speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
     try:
         session = planbook.session()
@@ -311,5 +313,5 @@ def register(ipython: Any) -> None:
     restored = ""
     if plan is not None and plan.is_open:
         pending = sum(1 for s in plan.steps if s.status == "pending")
-        restored = f" · plan {plan.id} restored with {pending} pending step(s)"
+        restored = f" · plan {plan.id} restored with {count(pending, 'pending step')}"
     print(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")
