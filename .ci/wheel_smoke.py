@@ -32,7 +32,7 @@ with tempfile.TemporaryDirectory(prefix="planbook-smoke-") as tmp:
     assert isinstance(panel, ReviewPanel), type(panel)
     assert "site-packages" in planbook.__file__, planbook.__file__  # the wheel, not a checkout
     assert "export default" in panel._esm and len(panel._esm) > 1000, "panel JS missing"
-    assert Path(str(panel._css)).is_file() or "{" in str(panel._css), "panel CSS missing"
+    assert ".planbook-panel" in str(panel._css), "panel CSS missing"  # anywidget read the file
     steps = panel.view.get("steps") or []
     assert len(steps) == 1, panel.view
     print(f"panel rendered from {Path(planbook.__file__).parent}: 1 step, {len(panel._esm)} chars of JS")
