@@ -54,7 +54,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_METADATA, "the planbook metadata is corrupted or from a newer planbook (left untouched)"),
     (EXIT_KERNEL, "the kernel could not start, died, or a re-run cell timed out"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C): the run ended between steps"),
-    (EXIT_PIPE, "the output was cut short: the reader closed the pipe (`| head`)"),
+    (EXIT_PIPE, "the output was cut short: its reader stopped early (as `head` does)"),
 )
 
 
