@@ -103,6 +103,7 @@ class PlanbookMagics(Magics):
         %plan history             the revisions; %plan diff A B: what changed between two
         %plan cells               the notebook's cells with their ids
         %plan restore N           make revision N current again (as a new revision)
+        %plan panel               the review panel (what %plan shows where widgets render)
         %plan "task"              ask the configured agent to plan a task
         %plan stop                end the agent's run (the plan staged so far is kept)
         %plan continue            resume the agent's last run where it stopped
