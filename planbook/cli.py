@@ -660,8 +660,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Approve pending steps and run exactly those, in order, each behind a checkpoint, in a "
         "real Jupyter kernel started in the notebook's folder. Outputs, results and checkpoints "
         "are written into the notebook. Before approving, the notebook's code cells are re-run "
-        "in that kernel (in order, errors reported and ignored) so that run_cell steps find the "
-        "variables they use; cells that use planbook itself (magics or `planbook`) are skipped.",
+        "in that kernel (in order; a cell that raises is reported and the approval goes on) so "
+        "that run_cell steps find the variables they use. Cells that use planbook itself "
+        "(magics or `planbook`) are left out, so nothing is staged again, and so are cells that "
+        "use a name only such a cell defines.",
     )
     approve.add_argument("notebook", help="the .ipynb file")
     approve.add_argument(

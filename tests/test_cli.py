@@ -168,7 +168,7 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         cli.main(["approve", "--help"])
     out = capsys.readouterr().out
-    assert "re-run" in out and "skipped" in out  # what happens before approving
+    assert "re-run" in out and "left out" in out  # what happens before approving
     for code in (cli.EXIT_MISSING, cli.EXIT_NOT_NOTEBOOK, cli.EXIT_NOTHING, cli.EXIT_METADATA):
         assert f"\n  {code} " in out
 
