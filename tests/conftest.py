@@ -100,7 +100,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shown = ", ".join(new[:5]) + (" ..." if len(new) > 5 else "")
         session.config.get_terminal_writer().line(
             f"the tests left {len(new)} planbook-* entries in {_SYSTEM_TMP}: {shown}; "
-            "make them under tmp_path (or TMPDIR) and remove them",
+            "make them under tmp_path (or TMPDIR) and remove them (another test run on this "
+            "machine at the same time can leave them too)",
             red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
