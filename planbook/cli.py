@@ -129,7 +129,7 @@ def load(path_text: str, *, need_plan: bool = True) -> Loaded:
     try:
         state = parse_state(nb.metadata.get("planbook"), path.name)
     except MetadataError as exc:
-        raise CliError(EXIT_METADATA, str(exc)) from None
+        raise CliError(EXIT_METADATA, exc.said_to("cli", notebook=shlex.quote(path_text))) from None
     if need_plan and not state.plans:
         raise CliError(
             EXIT_NOTHING,

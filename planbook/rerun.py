@@ -46,7 +46,7 @@ def choose(cells: Iterable[Any]) -> RerunChoice:
         if USES_PLANBOOK.search(source):
             choice.uses_planbook.append(cell)
             unavailable |= bound
-        elif used & unavailable:
+        elif (used - bound) & unavailable:  # (a name the cell sets itself is its own)
             choice.builds_on_planbook.append(cell)
             unavailable |= bound
         else:
