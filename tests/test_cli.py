@@ -344,7 +344,7 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     assert "demo-mass" in cells(copy)
     assert not (tmp_path / "demo" / "NOTES.md").exists()  # step 3 was left pending
     # Every command the demo suggests names a path that exists from where it was run.
-    suggested = re.findall(r"planbook (?:rollback|show|approve) (\S+?)[`\s]", out)
+    suggested = re.findall(r"planbook (?:rollback|show|approve) (\S+\.ipynb)", out)
     assert suggested and set(suggested) == {"demo/quickstart.ipynb"}
 
     # Approving the rest of the demo's plan, as the demo suggests: the quickstart's cells that
