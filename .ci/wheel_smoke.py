@@ -1,4 +1,4 @@
-"""The wheel holds no test files and a LICENSE; after `pip install planbook-*.whl` in a fresh venv: the panel renders from the installed files.
+"""The wheel holds a LICENSE and no test files; installed in a fresh venv, it renders a panel.
 
 Run by .ci/run with that venv's python, from a folder outside the checkout, so nothing can come
 from the repository by accident.
