@@ -35,5 +35,6 @@ with tempfile.TemporaryDirectory(prefix="planbook-smoke-") as tmp:
     assert ".planbook-panel" in str(panel._css), "panel CSS missing"  # anywidget read the file
     steps = panel.view.get("steps") or []
     assert len(steps) == 1, panel.view
-    print(f"panel rendered from {Path(planbook.__file__).parent}: 1 step, {len(panel._esm)} chars of JS")
+    where = Path(planbook.__file__).parent
+    print(f"panel rendered from {where}: 1 step, {len(panel._esm)} chars of JS")
 sys.exit(0)
