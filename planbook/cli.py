@@ -3,8 +3,11 @@
 A thin surface like the magics: it reads the notebook, calls a Session and prints what happened.
 ``approve`` is the one command that needs a kernel: it starts a real one (jupyter_client) in the
 notebook's folder, re-runs the notebook's code cells there so ``run_cell`` steps find their
-variables, and approves inside it, so outputs and checkpoints land in the file exactly as they
-would from ``%approve``.
+variables (``planbook.rerun`` says which), and approves inside it, so outputs and checkpoints
+land in the file exactly as they would from ``%approve``.
+
+Each subcommand is one ``cmd_*`` function and one block in ``build_parser``; every exit code is
+in ``EXIT_CODES``, the one table the help, docs/cli.md and the README show.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -25,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from planbook.words import count, plural
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -34,18 +40,27 @@ EXIT_NOTHING = 5
 EXIT_METADATA = 6
 EXIT_KERNEL = 7
 EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
 
-EXIT_CODES = f"""exit codes:
-  {EXIT_OK}    done: every step asked for ran
-  {EXIT_FAILED}    a step failed or conflicted, or a rollback would overwrite a later change
-  {EXIT_USAGE}    bad arguments: unknown option, bad step range, unknown checkpoint
-  {EXIT_MISSING}    the notebook file does not exist
-  {EXIT_NOT_NOTEBOOK}    the file is not a Jupyter notebook
-  {EXIT_NOTHING}    nothing to act on: no plan, no pending step, or no checkpoint
-  {EXIT_METADATA}    the planbook metadata is corrupted or from a newer planbook (left untouched)
-  {EXIT_KERNEL}    the kernel could not start, died, or a cell timed out
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C): the run ended between steps
-"""
+#: Every exit code and what it means: the help's epilog, and the table in docs/cli.md and the
+#: README (tests/test_cli.py checks that they say the same).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "done: every step asked for ran"),
+    (EXIT_FAILED, "a step failed or conflicted, or a rollback would overwrite a later change"),
+    (EXIT_USAGE, "bad arguments: unknown option, bad step range, unknown checkpoint"),
+    (EXIT_MISSING, "the notebook file does not exist"),
+    (EXIT_NOT_NOTEBOOK, "the file is not a Jupyter notebook"),
+    (EXIT_NOTHING, "nothing to do: no plan, no pending step, or nothing left to roll back"),
+    (EXIT_METADATA, "the planbook metadata is corrupted or from a newer planbook (left untouched)"),
+    (EXIT_KERNEL, "the kernel could not start, died, or a re-run cell timed out"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): the run ended between steps"),
+    (EXIT_PIPE, "the output was cut short: its reader stopped early (as `head` does)"),
+)
+
+
+def exit_codes_text() -> str:
+    return "exit codes:\n" + "".join(f"  {code:<4} {text}\n" for code, text in EXIT_CODES)
+
 
 #: A line the kernel prints with its JSON report; nothing a notebook prints looks like it.
 _SENTINEL = "__planbook_report__:"
@@ -53,10 +68,16 @@ _SENTINEL = "__planbook_report__:"
 #: What the executor reports when a KeyboardInterrupt ended a run between steps.
 _CLEAN_STOP = "interrupted: the run ended cleanly between steps"
 
-#: Cells that use planbook itself are not re-run before ``approve``: they would stage steps again.
-_USES_PLANBOOK = re.compile(
-    r"\bplanbook\b|^\s*%%?(propose|approve|reject|rollback|plan|mode|checkpoints)\b", re.M
-)
+
+def shown(path: Path) -> str:
+    """``path`` as the person can paste it here: relative to the current folder when inside it,
+    else absolute; quoted for the shell when it needs to be."""
+    full = path.resolve()
+    try:
+        text = str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        text = str(full)
+    return shlex.quote(text)
 
 
 class CliError(Exception):
@@ -108,7 +129,7 @@ def load(path_text: str, *, need_plan: bool = True) -> Loaded:
     try:
         state = parse_state(nb.metadata.get("planbook"), path.name)
     except MetadataError as exc:
-        raise CliError(EXIT_METADATA, str(exc)) from None
+        raise CliError(EXIT_METADATA, exc.said_to("cli", notebook=shlex.quote(path_text))) from None
     if need_plan and not state.plans:
         raise CliError(
             EXIT_NOTHING,
@@ -154,30 +175,31 @@ def step_spec(steps: str | None, first: int | None) -> str | int | None:
     return spec
 
 
-def _planbook_errors(action: Callable[[], Any]) -> Any:
-    """Run a Session call; its errors become one-line CliErrors with the right exit code."""
-    from planbook.errors import MetadataError, PlanbookError, RollbackConflict, UsageMistake
+def code_for(exc: Exception) -> int:
+    """The exit code for a planbook error (also called in the kernel ``approve`` starts)."""
+    from planbook.errors import MetadataError, NothingToDo, RollbackConflict, UsageMistake
+
+    if isinstance(exc, MetadataError):
+        return EXIT_METADATA
+    if isinstance(exc, NothingToDo):
+        return EXIT_NOTHING
+    if isinstance(exc, RollbackConflict):
+        return EXIT_FAILED
+    if isinstance(exc, UsageMistake):
+        return EXIT_USAGE
+    return EXIT_FAILED
+
+
+def _planbook_errors(loaded: Loaded, action: Callable[[], Any]) -> Any:
+    """Run a Session call; its errors become one-line CliErrors with the right exit code, their
+    fixes named as `planbook` commands on this notebook."""
+    from planbook.errors import PlanbookError
 
     try:
         return action()
-    except MetadataError as exc:
-        raise CliError(EXIT_METADATA, _for_cli(exc)) from None
-    except RollbackConflict as exc:
-        raise CliError(EXIT_FAILED, _for_cli(exc)) from None
-    except UsageMistake as exc:
-        raise CliError(EXIT_USAGE, _for_cli(exc)) from None
     except PlanbookError as exc:
-        raise CliError(EXIT_FAILED, _for_cli(exc)) from None
-
-
-def _for_cli(exc: Exception) -> str:
-    """Core messages name the magics; in a terminal the matching command is the fix."""
-    return (
-        str(exc)
-        .replace("`%checkpoints`", "`planbook log`")
-        .replace("`%plan`", "`planbook show`")
-        .replace("`%rollback --force`", "`planbook rollback --force`")
-    )
+        message = exc.said_to("cli", notebook=shown(loaded.path))
+        raise CliError(code_for(exc), message) from None
 
 
 def _pending(loaded: Loaded, session: Any) -> None:
@@ -185,8 +207,8 @@ def _pending(loaded: Loaded, session: Any) -> None:
     if plan is None or not any(s.status == "pending" for s in plan.steps):
         raise CliError(
             EXIT_NOTHING,
-            f"{loaded.path.name}: no step is pending; "
-            f"see the plan with `planbook show {loaded.path.name}`",
+            f"{shown(loaded.path)}: no step is pending; "
+            f"see the plan with `planbook show {shown(loaded.path)}`",
         )
 
 
@@ -208,9 +230,9 @@ def cmd_reject(args: argparse.Namespace) -> int:
         raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to reject: no step is pending")
     session = file_session(loaded)
     spec = args.steps.strip() if args.steps else None
-    rejected = _planbook_errors(lambda: session.reject(spec))
+    rejected = _planbook_errors(loaded, lambda: session.reject(spec))
     numbers = {s.id: n for n, s in enumerate(session.current_plan().steps, start=1)}
-    print(f"rejected {len(rejected)} step(s): {', '.join(str(numbers[s.id]) for s in rejected)}")
+    print(f"rejected {count(rejected, 'step')}: {', '.join(str(numbers[s.id]) for s in rejected)}")
     return EXIT_OK
 
 
@@ -219,11 +241,11 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if not loaded.state.checkpoints:
         raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
     session = file_session(loaded)
-    record = _planbook_errors(lambda: session.rollback(args.checkpoint, force=args.force))
+    record = _planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
     print(
-        f"rolled back {len(record.undid)} step(s) ({_checkpoint_name(session, record)}); "
+        f"rolled back {count(record.undid, 'step')} ({_checkpoint_name(session, record)}); "
         "undo this with "
-        f"`planbook rollback {args.notebook} {record.id}`"
+        f"`planbook rollback {shown(loaded.path)} {record.id}`"
     )
     return EXIT_OK
 
@@ -307,7 +329,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     preview = read_session(loaded)
     _pending(loaded, preview)
     # Validate the selection and check drift before paying for a kernel.
-    dry = _planbook_errors(lambda: preview.approve(**_selection(spec), dry_run=True))
+    dry = _planbook_errors(loaded, lambda: preview.approve(**_selection(spec), dry_run=True))
     if args.dry_run:
         for o in dry.outcomes:
             print(
@@ -323,8 +345,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
     if "error" in report:
-        code = EXIT_USAGE if report.get("type") in ("UsageMistake", "UnknownStep") else EXIT_FAILED
-        raise CliError(code, report["error"])
+        raise CliError(int(report["code"]), report["error"])
     for o in report["outcomes"]:
         print(
             f"step {o['number']} ({o['kind']}): {o['status']}"
@@ -333,12 +354,16 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
     if report["stopped"]:
         print(report["stopped"])
     if report["left_pending"]:
-        print(f"{report['left_pending']} approved step(s) were not run and are pending again")
+        left = report["left_pending"]
+        print(
+            f"{count(left, 'approved step')} {plural('was', left)} not run "
+            f"and {plural('is', left)} pending again"
+        )
     done = [o for o in report["outcomes"] if o["status"] == "done"]
     if done:
         print(
-            f"saved to {loaded.path.name}; undo the last step with "
-            f"`planbook rollback {loaded.path.name}`"
+            f"saved to {shown(loaded.path)}; undo the last step with "
+            f"`planbook rollback {shown(loaded.path)}`"
         )
     if report.get("interrupted") or report["stopped"] == _CLEAN_STOP:
         print("interrupted: steps not yet run stay pending", file=sys.stderr)
@@ -362,6 +387,7 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
     return "\n".join(
         [
             "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
+            "from planbook.cli import code_for as _pb_code",
             "from planbook.errors import PlanbookError as _PbError",
             "try:",
             f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
@@ -370,7 +396,8 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
             "               'left_pending': _pb_r.left_pending,",
             "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
             "except _PbError as _pb_e:",
-            "    _pb_out = {'error': str(_pb_e), 'type': type(_pb_e).__name__}",
+            f"    _pb_out = {{'error': _pb_e.said_to('cli', notebook={shown(path)!r}),",
+            "                'code': _pb_code(_pb_e)}",
             f"print({_SENTINEL!r} + _pb_json.dumps(_pb_out))",
         ]
     )
@@ -434,20 +461,34 @@ def run_in_kernel(
 def _rerun_cells(
     kc: Any, km: Any, loaded: Loaded, timeout: float, say: Callable[[str], None]
 ) -> None:
-    code = [c for c in loaded.nb.cells if c.cell_type == "code" and c.source.strip()]
-    skipped = [c for c in code if _USES_PLANBOOK.search(c.source)]
-    errors: list[str] = []
-    for cell in code:
-        if cell in skipped:
-            continue
+    """Re-run the cells ``planbook.rerun`` chooses; say what, why, and what was left out."""
+    from planbook.rerun import choose
+
+    choice = choose(loaded.nb.cells)
+    where = shown(loaded.path)
+    if not choice.run:
+        say(f"planbook: no code cell of {where} to re-run first (`--no-rerun` skips this step)")
+        return
+    left_out = ""
+    if choice.skipped:
+        left_out = (
+            f"; left out {count(choice.skipped, 'cell')} that use planbook or what only such a "
+            "cell defines (re-running them would stage steps again)"
+        )
+    say(
+        f"planbook: re-running {count(choice.run, 'code cell')} of {where} in a fresh kernel, "
+        f"so the steps find the variables they use{left_out}; `--no-rerun` skips this"
+    )
+    for cell in choice.run:
         reply = _execute(kc, km, cell.source, timeout=timeout, sink=lambda _t: None)
         if reply["_interrupted"]:
             raise KeyboardInterrupt
         if reply.get("status") == "error":
-            errors.append(f"cell {cell.get('id')}: {reply.get('ename')}: {reply.get('evalue')}")
-    msg = f"re-ran {len(code) - len(skipped)} code cell(s) of {loaded.path.name}"
-    msg += f", skipped {len(skipped)} that use planbook" if skipped else ""
-    say(msg + (f"; {len(errors)} raised, first: {errors[0]}" if errors else ""))
+            say(
+                f"planbook: cell {cell.get('id')} raised {reply.get('ename')}: "
+                f"{reply.get('evalue')} (approving anyway: a step that uses what it defines "
+                "will fail and stop the run)"
+            )
 
 
 def _plan_changed(loaded: Loaded, before: bytes) -> bool:
@@ -554,7 +595,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cmd_rollback(argparse.Namespace(notebook=str(target), checkpoint=None, force=False))
     title("5. planbook log")
     cmd_log(argparse.Namespace(notebook=str(target), json=False))
-    print(f"\ntry: planbook show {target}\n     planbook approve {target}")
+    print(f"\ntry: planbook show {shown(target)}\n     planbook approve {shown(target)}")
     return code
 
 
@@ -591,9 +632,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="planbook",
         description="Review, approve and roll back the plan stored in a notebook, outside Jupyter.",
-        epilog=EXIT_CODES,
+        epilog=exit_codes_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"planbook {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
@@ -603,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
             name,
             help=help_text,
             description=textwrap.fill(description or help_text, 79),
-            epilog=EXIT_CODES,
+            epilog=exit_codes_text(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(run=run)
@@ -630,8 +672,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Approve pending steps and run exactly those, in order, each behind a checkpoint, in a "
         "real Jupyter kernel started in the notebook's folder. Outputs, results and checkpoints "
         "are written into the notebook. Before approving, the notebook's code cells are re-run "
-        "in that kernel (in order, errors reported and ignored) so that run_cell steps find the "
-        "variables they use; cells that use planbook itself (magics or `planbook`) are skipped.",
+        "in that kernel (in order; a cell that raises is reported and the approval goes on) so "
+        "that run_cell steps find the variables they use. Cells that use planbook itself "
+        "(magics or `planbook`) are left out, so nothing is staged again, and so are cells that "
+        "use a name only such a cell defines.",
     )
     approve.add_argument("notebook", help="the .ipynb file")
     approve.add_argument(
@@ -694,16 +738,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.run(args))
+        args = build_parser().parse_args(argv)
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
+        return code
     except CliError as exc:
         print(f"planbook: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("planbook: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `planbook show NB | head -2`: the reader has what it wanted. Point stdout at devnull
+        # so the interpreter's last flush does not print a traceback either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+
+
+def _version() -> str:
+    from planbook import __version__
+
+    return __version__
 
 
 def _exit(argv: Sequence[str] | None = None) -> NoReturn:  # pragma: no cover

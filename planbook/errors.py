@@ -6,10 +6,66 @@ without a traceback and the panel can show it as it is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+#: Where the person is talking to planbook: the magics in a notebook, Python (a script, or
+#: ``pb.*`` calls), or the ``planbook`` command.
+Surface = Literal["magics", "api", "cli"]
+
+#: The surface whose words ``str(error)`` uses: Python until the magics are loaded in this
+#: process (then the person is in a notebook, where the magics are the shortest fix to type).
+_spoken: list[Surface] = ["api"]
+
+#: Messages name their fix as a magic; the same fix on the other surfaces. ``{nb}`` is the
+#: notebook as the person can paste it (the CLI knows it). A magic not listed stays as it is.
+_FIXES: dict[str, dict[str, str]] = {
+    "%plan": {"api": "print(pb.render_text())", "cli": "planbook show {nb}"},
+    "%plan cells": {"api": "pb.cells()", "cli": "%plan cells"},
+    "%%propose": {"api": "pb.propose", "cli": "%%propose"},
+    "%checkpoints": {"api": "print(pb.checkpoints_text())", "cli": "planbook show {nb}"},
+    "%approve": {"api": "pb.approve()", "cli": "planbook approve {nb}"},
+    "%reject": {"api": "pb.reject()", "cli": "planbook reject {nb}"},
+    "%rollback": {"api": "pb.rollback()", "cli": "planbook rollback {nb}"},
+    "%rollback --force": {
+        "api": "pb.rollback(force=True)",
+        "cli": "planbook rollback {nb} --force",
+    },
+    "%plan revise": {"api": "pb.revise(...)", "cli": "%plan revise"},
+}
+#: Fixes with an argument: the magic's pattern and the API call it becomes.
+_FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r'%plan revise (".*")'), r"pb.revise(\1)"),
+    (re.compile(r"%%propose --after (.+)"), r"pb.propose.insert_cell(source, after=\1)"),
+    (re.compile(r"%rollback (\S+)"), r'pb.rollback("\1")'),
+]
+_BACKTICKED = re.compile(r"`(%%?[^`]+)`")
+
+
+def speak_as(surface: Surface) -> None:
+    """From now on ``str(error)`` in this process names fixes for ``surface``."""
+    _spoken[0] = surface
+
+
+def speak(message: str, surface: Surface, *, notebook: str | None = None) -> str:
+    """``message`` (fixes named as magics) with each fix as ``surface`` says it."""
+    if surface == "magics":
+        return message
+
+    def fix(match: re.Match[str]) -> str:
+        magic = match.group(1)
+        if magic in _FIXES:
+            return "`" + _FIXES[magic][surface].replace("{nb}", notebook or "NB") + "`"
+        if surface == "api":
+            for pattern, call in _FIX_PATTERNS:
+                if pattern.fullmatch(magic):
+                    return "`" + pattern.sub(call, magic) + "`"
+        return match.group(0)
+
+    return _BACKTICKED.sub(fix, message)
 
 
 def first_problem(exc: ValidationError, *, whole: str) -> tuple[str, str]:
@@ -20,18 +76,31 @@ def first_problem(exc: ValidationError, *, whole: str) -> tuple[str, str]:
 
 
 class PlanbookError(Exception):
-    """Base class: something the person can fix; the notebook, files and plan are unchanged."""
+    """Base class: something the person can fix; the notebook, files and plan are unchanged.
+
+    The message is written with magics as fixes (``see `%plan```); ``str()`` says them the way
+    the surface in use does (``speak_as``), ``said_to`` for a given one.
+    """
+
+    def __str__(self) -> str:
+        return self.said_to(_spoken[0])
+
+    def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
+        return speak(super().__str__(), surface, notebook=notebook)
 
 
 class UsageMistake(PlanbookError):
     """The request itself is wrong (bad step number, unknown option, empty plan)."""
 
 
+class NothingToDo(UsageMistake):
+    """Nothing to act on: no plan, no pending step, no step left to roll back."""
+
+
 class UnknownCell(PlanbookError):
     def __init__(self, cell_id: str) -> None:
         super().__init__(
-            f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells` "
-            "or `planbook.session().cells()`"
+            f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells`"
         )
         self.cell_id = cell_id
 

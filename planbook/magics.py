@@ -18,8 +18,9 @@ import planbook
 from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, speak_as
 from planbook.session import Session
+from planbook.words import count
 
 T = TypeVar("T")
 PLAN_SUBCOMMANDS = (
@@ -143,6 +144,7 @@ class PlanbookMagics(Magics):
         %plan history             the revisions; %plan diff A B: what changed between two
         %plan cells               the cells: position (#N), short id, tags and first line
         %plan restore N           make revision N current again (as a new revision)
+        %plan panel               the review panel (what %plan shows where widgets render)
         %plan "task"              ask the configured agent to plan a task
         %plan stop                end the agent's run (the plan staged so far is kept)
         %plan continue            resume the agent's last run where it stopped
@@ -315,7 +317,7 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             rejected = session.reject(args.steps, first=args.first)
-        print(f"planbook: rejected {len(rejected)} step(s)")
+        print(f"planbook: rejected {count(rejected, 'step')}")
 
     @line_magic
     def checkpoints(self, line: str) -> None:
@@ -339,7 +341,7 @@ class PlanbookMagics(Magics):
             record = session.rollback(args.checkpoint, force=args.force)
         name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
         print(
-            f"planbook: rolled back {len(record.undid)} step(s) ({name}); undo this with "
+            f"planbook: rolled back {count(record.undid, 'step')} ({name}); undo this with "
             f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
         )
 
@@ -358,6 +360,7 @@ def register(ipython: Any) -> None:
     from planbook.agent.magics_agent import register as register_agent
 
     ipython.register_magics(PlanbookMagics)
+    speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
     try:
         session = planbook.session()
@@ -370,5 +373,5 @@ def register(ipython: Any) -> None:
     restored = ""
     if plan is not None and plan.is_open:
         pending = sum(1 for s in plan.steps if s.status == "pending")
-        restored = f" · plan {plan.id} restored with {pending} pending step(s)"
+        restored = f" · plan {plan.id} restored with {count(pending, 'pending step')}"
     print(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")

@@ -30,7 +30,7 @@ from planbook.engine.policy import RuleVerdict, check_mode, decide
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
-from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
+from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
 from planbook.events import Event, EventBus, EventKind, Listener
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import AnyOperation
@@ -39,6 +39,7 @@ from planbook.model.store import Mode
 from planbook.proposer import Proposer
 from planbook.render import checkpoints_text, plan_markdown, plan_text
 from planbook.views import StepView, step_views
+from planbook.words import count
 from planbook.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ class Session:
                     raise UsageMistake("nothing to approve: the plan has no steps yet")
                 if not any(s.status == "pending" for s in plan.steps):
                     busy = self._busy(plan)
-                    raise UsageMistake(
+                    raise NothingToDo(
                         "nothing to approve: no step is pending"
                         + (f" ({busy} is running the approved ones)" if busy else "")
                         + "; see `%plan`"
@@ -541,7 +542,7 @@ class Session:
             lines.append(
                 f"revision {rev.number}"
                 + (f" (from {rev.parent})" if rev.parent else "")
-                + f": {len(rev.steps)} steps"
+                + f": {count(rev.steps, 'step')}"
                 + (f"; feedback: {rev.feedback}" if rev.feedback else "")
                 + (f"; approved {len(approved)}x" if approved else "")
             )

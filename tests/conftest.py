@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,3 +70,38 @@ def _isolate_jupyter_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+# --- nothing left behind -----------------------------------------------------------------------
+#: The system temp folder as it was before the run redirected it, and its planbook-* entries then.
+_SYSTEM_TMP = Path(tempfile.gettempdir())
+_BEFORE: set[str] = set()
+
+
+def _planbook_entries() -> set[str]:
+    return {p.name for p in _SYSTEM_TMP.glob("planbook-*")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Everything this run and its children (kernels, servers, `planbook demo`, the notebooks
+    nbval runs, which make their work folders with tempfile) put in "the temp folder" goes
+    under pytest's own base temp, which pytest keeps tidy (the last three runs)."""
+    _BEFORE.update(_planbook_entries())
+    factory: pytest.TempPathFactory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+    redirected = factory.mktemp("system-tmp", numbered=False)
+    os.environ["TMPDIR"] = str(redirected)
+    tempfile.tempdir = None  # gettempdir() caches its answer: ask again
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if it left planbook-* entries in the system temp folder."""
+    new = sorted(_planbook_entries() - _BEFORE)
+    if new:
+        shown = ", ".join(new[:5]) + (" ..." if len(new) > 5 else "")
+        session.config.get_terminal_writer().line(
+            f"the tests left {len(new)} planbook-* entries in {_SYSTEM_TMP}: {shown}; "
+            "make them under tmp_path (or TMPDIR) and remove them (another test run on this "
+            "machine at the same time can leave them too)",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,7 +168,7 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         cli.main(["approve", "--help"])
     out = capsys.readouterr().out
-    assert "re-run" in out and "skipped" in out  # what happens before approving
+    assert "re-run" in out and "left out" in out  # what happens before approving
     for code in (cli.EXIT_MISSING, cli.EXIT_NOT_NOTEBOOK, cli.EXIT_NOTHING, cli.EXIT_METADATA):
         assert f"\n  {code} " in out
 
@@ -208,11 +211,11 @@ def test_nothing_pending(planned: Path, capsys: pytest.CaptureFixture[str]) -> N
 # --- reject and rollback (no kernel needed) ----------------------------------------------------
 def test_reject_some_then_all(planned: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["reject", str(planned), "--steps", "2"], capsys)
-    assert (code, out) == (cli.EXIT_OK, "rejected 1 step(s): 2\n")
+    assert (code, out) == (cli.EXIT_OK, "rejected 1 step: 2\n")
     statuses = [s["status"] for s in state(planned)["plans"][0]["revisions"][-1]["steps"]]
     assert statuses == ["pending", "rejected", "pending"]
     code, out, _ = run(["reject", str(planned)], capsys)
-    assert (code, out) == (cli.EXIT_OK, "rejected 2 step(s): 1, 3\n")
+    assert (code, out) == (cli.EXIT_OK, "rejected 2 steps: 1, 3\n")
     assert cells(planned)["title"]["source"] == "# Analysis"
 
 
@@ -227,7 +230,7 @@ def test_rollback_restores_cells_and_files_and_is_itself_undoable(
     assert "checkpoints:\n1. before step 2: edit cell #1, a better title  (cp-" in out
     assert "2. before step 3: write notes.txt, keep a note  (cp-" in out
     code, out, _ = run(["rollback", str(planned)], capsys)
-    assert code == cli.EXIT_OK and "rolled back 1 step(s)" in out
+    assert code == cli.EXIT_OK and "rolled back 1 step (" in out
     assert not (planned.parent / "notes.txt").exists()
     assert cells(planned)["title"]["source"] == "# Analysis of the answer"
     undo = out.split("`planbook rollback ")[1].split("`")[0].split()[-1]
@@ -248,7 +251,7 @@ def test_rollback_refuses_to_overwrite_a_later_change(
     nbformat.write(nb, planned)
     code, _, err = run(["rollback", str(planned)], capsys)
     assert code == cli.EXIT_FAILED
-    assert "planbook rollback --force" in err
+    assert f"`planbook rollback {planned} --force`" in err
     assert cells(planned)["title"]["source"] == "# Edited by hand"
     code, _, _ = run(["rollback", str(planned), "--force"], capsys)
     assert code == cli.EXIT_OK
@@ -259,7 +262,7 @@ def test_rollback_unknown_checkpoint(planned: Path, capsys: pytest.CaptureFixtur
     assert open_session(planned).approve("3-3").ok
     code, _, err = run(["rollback", str(planned), "cp-nope"], capsys)
     assert code == cli.EXIT_USAGE
-    assert "no checkpoint 'cp-nope'" in err and "planbook log" in err
+    assert "no checkpoint 'cp-nope'" in err and f"`planbook show {planned}`" in err
 
 
 # --- approve in a real kernel ------------------------------------------------------------------
@@ -279,7 +282,8 @@ def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(planne
         "step 3 (write_file): done",
     ]
     # The notebook's own cell ran first in the notebook's folder, so x (from answer.txt) existed.
-    assert "re-ran 1 code cell(s)" in result.stderr
+    assert f"re-running 1 code cell of {planned} in a fresh kernel" in result.stderr
+    assert "raised" not in result.stderr
     new = [c for c in cells(planned).values() if c["id"] not in ("load", "title")]
     assert new[0]["outputs"][0]["text"] == "42\n"
     assert (planned.parent / "notes.txt").read_text() == "x is 41\n"
@@ -315,7 +319,7 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
     assert result.returncode == cli.EXIT_FAILED
     assert "step 1 (insert_cell): failed" in result.stdout
     assert "ZeroDivisionError" in result.stdout
-    assert "1 approved step(s) were not run and are pending again" in result.stdout
+    assert "1 approved step was not run and is pending again" in result.stdout
     assert cells(path)["title"]["source"] == "# Analysis"
     failed = [c for c in cells(path).values() if c["id"] not in ("load", "title")]
     assert failed[0]["outputs"][0]["ename"] == "ZeroDivisionError"
@@ -324,7 +328,8 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
 @pytest.mark.kernel
 def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "demo", "--dir", str(tmp_path)],
+        [sys.executable, "-m", "planbook.cli", "demo", "--dir", "demo"],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=300,
@@ -334,11 +339,34 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     assert "1. [pending] insert code cell demo-mass after #2 load-penguins" in out
     assert "step 1 (insert_cell): done" in out and "step 2 (insert_cell): done" in out
     assert "Gentoo       5076.0" in out  # computed by a real kernel on the real data set
-    assert "rolled back 1 step(s)" in out
+    assert "rolled back 1 step (" in out
     assert "approved" in out and "sha256=" in out
-    copy = tmp_path / "quickstart.ipynb"
+    copy = tmp_path / "demo" / "quickstart.ipynb"
     assert "demo-mass" in cells(copy)
-    assert not (tmp_path / "NOTES.md").exists()  # step 3 was left pending
+    assert not (tmp_path / "demo" / "NOTES.md").exists()  # step 3 was left pending
+    # Every command the demo suggests names a path that exists from where it was run.
+    suggested = re.findall(r"planbook (?:rollback|show|approve) (\S+\.ipynb)", out)
+    assert suggested and set(suggested) == {"demo/quickstart.ipynb"}
+
+    # Approving the rest of the demo's plan, as the demo suggests: the quickstart's cells that
+    # build on its planbook cells are left out, so nothing reads like a failure.
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "approve", "demo/quickstart.ipynb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == cli.EXIT_OK, result.stderr
+    assert result.stdout.startswith("step 3 (write_file): done\n")
+    (line,) = result.stderr.splitlines()  # one calm line, no "raised"
+    assert re.fullmatch(
+        r"planbook: re-running \d+ code cells? of demo/quickstart\.ipynb in a fresh kernel, so "
+        r"the steps find the variables they use; left out \d+ cells that use planbook or what "
+        r"only such a cell defines \(re-running them would stage steps again\); "
+        r"`--no-rerun` skips this",
+        line,
+    ), line
 
 
 @pytest.mark.kernel
@@ -442,3 +470,210 @@ def test_a_cell_that_rewrites_the_plan_while_re_running_stops_the_approval(
     assert result.returncode == cli.EXIT_FAILED
     assert "changed its plan, so nothing was approved (the file is restored)" in result.stderr
     assert path.read_bytes() == before
+
+
+# --- conventions: version, closed pipes, one table of exit codes, paths to paste ---------------
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import planbook
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"planbook {planbook.__version__}\n"
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert sub.choices, "no subcommands?"
+    for name in sub.choices:
+        assert re.search(rf"^    {name} ", out, re.M), name
+    assert "--version" in out
+
+
+@pytest.mark.parametrize("argv", [["show"], ["log", "--json"]], ids=["show", "log-json"])
+def test_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
+    """`planbook show NB | head -2`: more output than a pipe holds, the reader leaves early."""
+    path = make_notebook(tmp_path)
+    pb = open_session(path)
+    pb.new_plan("a long task " * 20_000)  # the log's first row alone is over 200 kB
+    for n in range(3):
+        pb.propose.insert_cell("x = 1\n" * 20_000, after="load", reason=f"long {n} " * 10_000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planbook.cli", argv[0], str(path), *argv[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = os.read(proc.stdout.fileno(), 200)
+    proc.stdout.close()  # what `head` does once it has its lines
+    err = proc.stderr.read().decode()
+    # `log` exits 141 (128 + SIGPIPE), as Unix tools do. `show` writes its text in one call,
+    # and CPython may drop the part that did not fit without an error: then it exits 0.
+    expected = {cli.EXIT_PIPE} if argv[0] == "log" else {cli.EXIT_OK, cli.EXIT_PIPE}
+    assert proc.wait(timeout=120) in expected
+    assert first.strip()
+    assert err == ""  # no BrokenPipeError traceback, no "Exception ignored"
+
+
+def _table(page: Path) -> dict[int, str]:
+    """The exit-code table of a markdown page: | code | meaning |."""
+    text = page.read_text(encoding="utf-8")
+    block = text[text.index("| code | meaning |") :].split("\n\n")[0]
+    rows = [line.split("|")[1:3] for line in block.splitlines()[2:]]
+    return {int(code): meaning.strip() for code, meaning in rows}
+
+
+@pytest.mark.parametrize("page", ["docs/cli.md", "README.md"])
+def test_the_exit_code_table_is_the_one_the_command_uses(page: str) -> None:
+    assert _table(ROOT / page) == dict(cli.EXIT_CODES)
+
+
+def test_help_shows_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["show", "--help"])
+    out = capsys.readouterr().out
+    for code, meaning in cli.EXIT_CODES:
+        assert f"\n  {code:<4} {meaning}" in out
+
+
+def _two_steps_run(path: Path) -> None:
+    assert open_session(path).approve("2-3").ok
+
+
+#: (what is set up, the command, the exit code the table gives). Kernel trouble (7), Ctrl-C
+#: (130) and closed pipes (141) have their own tests in this file.
+EXIT_CASES = [
+    ("planned", ["show"], cli.EXIT_OK),
+    ("planned", ["approve", "--dry-run"], cli.EXIT_OK),
+    ("planned", ["approve", "--steps", "9"], cli.EXIT_USAGE),
+    ("planned", ["approve", "--first", "0"], cli.EXIT_USAGE),
+    ("planned", ["rollback"], cli.EXIT_NOTHING),
+    ("planned", ["log"], cli.EXIT_OK),
+    ("planned", ["reject", "--steps", "2"], cli.EXIT_OK),
+    ("ran", ["rollback", "cp-nope"], cli.EXIT_USAGE),
+    ("ran", ["rollback"], cli.EXIT_OK),
+    ("ran twice back", ["rollback"], cli.EXIT_NOTHING),
+    ("drifted", ["approve", "--steps", "2", "--dry-run"], cli.EXIT_FAILED),
+    ("edited after run", ["rollback"], cli.EXIT_FAILED),
+    ("all rejected", ["approve"], cli.EXIT_NOTHING),
+    ("all rejected", ["reject"], cli.EXIT_NOTHING),
+    ("no plan", ["show"], cli.EXIT_NOTHING),
+    ("no plan", ["rollback"], cli.EXIT_NOTHING),
+    ("missing", ["show"], cli.EXIT_MISSING),
+    ("not json", ["log"], cli.EXIT_NOT_NOTEBOOK),
+    ("future metadata", ["show"], cli.EXIT_METADATA),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv", "expected"), EXIT_CASES, ids=[f"{c[0]}-{' '.join(c[1])}" for c in EXIT_CASES]
+)
+def test_exit_codes_command_by_command(
+    planned: Path,
+    capsys: pytest.CaptureFixture[str],
+    setup: str,
+    argv: list[str],
+    expected: int,
+) -> None:
+    path = planned
+    if setup in ("ran", "ran twice back", "edited after run"):
+        _two_steps_run(path)
+    if setup == "ran twice back":
+        assert run(["rollback", str(path)], capsys)[0] == cli.EXIT_OK
+        assert run(["rollback", str(path)], capsys)[0] == cli.EXIT_OK
+    elif setup == "edited after run":
+        (path.parent / "notes.txt").write_text("edited by hand\n")
+    elif setup == "drifted":
+        nb = nbformat.read(path, as_version=4)
+        next(c for c in nb.cells if c["id"] == "title")["source"] = "# By hand"
+        nbformat.write(nb, path)
+    elif setup == "all rejected":
+        assert run(["reject", str(path)], capsys)[0] == cli.EXIT_OK
+    elif setup == "no plan":
+        path = make_notebook(path.parent, name="plain.ipynb")
+    elif setup == "missing":
+        path = path.parent / "missing.ipynb"
+    elif setup == "not json":
+        path.write_text("{")
+    elif setup == "future metadata":
+        nb = nbformat.read(path, as_version=4)
+        nb.metadata["planbook"] = {"schema_version": 99}
+        nbformat.write(nb, path)
+    code, _, err = run([argv[0], str(path), *argv[1:]], capsys)
+    assert code == expected, err
+    if err:  # (a dry run reports a conflict on stdout, with the other steps)
+        assert err.startswith("planbook: ") and err.count("\n") == 1, err
+
+
+def test_every_documented_code_is_exercised() -> None:
+    tested = {c[2] for c in EXIT_CASES} | {cli.EXIT_KERNEL, cli.EXIT_INTERRUPTED, cli.EXIT_PIPE}
+    assert tested == {code for code, _ in cli.EXIT_CODES}
+
+
+def test_messages_name_paths_that_work_from_the_current_folder(
+    planned: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _two_steps_run(planned)
+    monkeypatch.chdir(planned.parent.parent)
+    relative = f"{planned.parent.name}/{planned.name}"
+    code, out, _ = run(["rollback", relative], capsys)
+    assert code == cli.EXIT_OK
+    suggested = out.split("`planbook rollback ")[1].split()[0]
+    assert suggested == relative and Path(suggested).exists()
+    # From a folder beside it, the absolute path; a name with a space comes quoted for the shell.
+    spaced = planned.parent / "my notebook.ipynb"
+    planned.rename(spaced)
+    (planned.parent / "elsewhere").mkdir()
+    monkeypatch.chdir(planned.parent / "elsewhere")
+    code, _, err = run(["rollback", str(spaced), "cp-nope"], capsys)
+    assert code == cli.EXIT_USAGE
+    assert f"`planbook show '{spaced}'`" in err
+
+
+def test_the_nothing_to_roll_back_message_and_code(
+    planned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _two_steps_run(planned)
+    assert run(["rollback", str(planned)], capsys)[0] == cli.EXIT_OK
+    assert run(["rollback", str(planned)], capsys)[0] == cli.EXIT_OK
+    before = planned.read_bytes()
+    code, _, err = run(["rollback", str(planned)], capsys)
+    assert code == cli.EXIT_NOTHING
+    assert err == "planbook: nothing to roll back: no step has run since the last rollback\n"
+    assert planned.read_bytes() == before
+
+
+@pytest.mark.kernel
+def test_approve_leaves_out_cells_that_build_on_planbook_cells(tmp_path: Path) -> None:
+    path = make_notebook(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    setup = nbformat.v4.new_code_cell("import planbook\npb = planbook.session()\nfolder = '.'")
+    uses = nbformat.v4.new_code_cell("print(pb.cells(), folder)")
+    broken = nbformat.v4.new_code_cell("1 / 0")
+    for cell, cell_id in ((setup, "setup"), (uses, "uses"), (broken, "broken")):
+        cell["id"] = cell_id
+    nb.cells += [setup, uses, broken]
+    nbformat.write(nb, path)
+    open_session(path).propose.edit_cell("title", "# Later", reason="r")
+    result = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "approve", path.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == cli.EXIT_OK, result.stderr
+    assert result.stderr.splitlines() == [
+        "planbook: re-running 2 code cells of analysis.ipynb in a fresh kernel, so the steps find "
+        "the variables they use; left out 2 cells that use planbook or what only such a cell "
+        "defines (re-running them would stage steps again); `--no-rerun` skips this",
+        "planbook: cell broken raised ZeroDivisionError: division by zero (approving anyway: a "
+        "step that uses what it defines will fail and stop the run)",
+    ]

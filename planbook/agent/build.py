@@ -24,6 +24,7 @@ from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
 from planbook.engine.rules_file import Scope, scopes_for
 from planbook.errors import PlanbookError
+from planbook.words import count
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.
@@ -83,7 +84,7 @@ def plan_changes(deps: AgentDeps) -> str:
         return plan_listing(session)
     plan = session.current_plan()
     head = (
-        f"Plan {plan.id} ({plan.state.replace('_', ' ')}), {len(plan.steps)} step(s)"
+        f"Plan {plan.id} ({plan.state.replace('_', ' ')}), {count(plan.steps, 'step')}"
         if plan is not None and plan.is_open
         else "There is no open plan."
     )

@@ -13,6 +13,7 @@ from pydantic_ai import ModelRetry, RunContext
 from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
+from planbook.words import count
 
 
 async def present_plan(ctx: RunContext[AgentDeps], summary: str) -> str:
@@ -32,7 +33,7 @@ async def present_plan(ctx: RunContext[AgentDeps], summary: str) -> str:
         session.set_summary(summary)
     except PlanbookError as exc:
         raise ModelRetry(str(exc)) from None
-    ctx.deps.say("status", f"plan presented with {len(plan.steps)} step(s): awaiting approval")
+    ctx.deps.say("status", f"plan presented with {count(plan.steps, 'step')}: awaiting approval")
     return (
         "The plan is now waiting for the person's approval. Stop here: end your turn with "
         "one short sentence; do not stage more steps unless asked."

@@ -29,6 +29,7 @@ from planbook.errors import (
 )
 from planbook.model.operations import CellType
 from planbook.model.plan import Step
+from planbook.words import count
 
 #: Tools that execute code or commands (auto-edit mode asks before these).
 EXECUTING = {"run_cell", "shell"}
@@ -262,7 +263,7 @@ async def edit_file(ctx: RunContext[AgentDeps], path: str, edits: list[Edit], re
         ctx,
         "edit_file",
         path,
-        f"edit {path} ({len(plain)} edits)",
+        f"edit {path} ({count(plain, 'edit')})",
         lambda: ctx.deps.session.propose.edit_file(path, plain, reason=reason),
     )
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from planbook.engine.hashing import canonical_json, sha256
 from planbook.errors import UnknownStep, UsageMistake
 from planbook.model.plan import Plan, Step
+from planbook.words import count, plural
 
 StepSelection = None | int | str | Sequence[int]
 
@@ -100,8 +101,9 @@ def select(
         open_steps = [s for s in steps if s.status in wanted]
         if first > len(open_steps):
             raise UsageMistake(
-                f"there are only {len(open_steps)} {'/'.join(sorted(wanted))} step(s), "
-                f"not {first}; see `%plan`"
+                f"there {plural('is', len(open_steps))} only "
+                f"{count(open_steps, '/'.join(sorted(wanted)) + ' step')}, not {first}; "
+                "see `%plan`"
             )
         return open_steps[:first]
     if spec is None:

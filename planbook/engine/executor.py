@@ -44,6 +44,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
+from planbook.words import count, plural
 from planbook.workspace import ShellResult, Workspace
 
 
@@ -76,7 +77,10 @@ class RunReport:
         if self.stopped:
             out.append(self.stopped)
         if self.left_pending:
-            out.append(f"{self.left_pending} approved step(s) were not run and are pending again")
+            out.append(
+                f"{count(self.left_pending, 'approved step')} {plural('was', self.left_pending)} "
+                f"not run and {plural('is', self.left_pending)} pending again"
+            )
         return out
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.store import Store
-from planbook.errors import RollbackConflict, UnknownCheckpoint, UsageMistake
+from planbook.errors import NothingToDo, RollbackConflict, UnknownCheckpoint, UsageMistake
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 
 
@@ -15,7 +15,7 @@ def find_checkpoint(store: Store, ref: str | None) -> Checkpoint:
         for cp in reversed(checkpoints):
             if cp.active and cp.kind == "step":
                 return cp
-        raise UsageMistake("nothing to roll back: no step has run since the last rollback")
+        raise NothingToDo("nothing to roll back: no step has run since the last rollback")
     ref = ref.strip()
     if ref.isdigit() and 1 <= int(ref) <= len(checkpoints):
         return checkpoints[int(ref) - 1]
