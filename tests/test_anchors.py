@@ -50,9 +50,9 @@ def test_a_cell_is_found_by_id_position_tag_or_prefix(token: str, cell_id: str) 
     [
         ("7f3a", r"`7f3a` starts 2 cell ids \(#1 7f3a9c21-0000-4000-8000-000000000001 \(import"),
         ("fig", r"the tag `fig` is on 2 cells \(#4 b0b0b0b0 \(# Plot\), #5 c0c0c0c0"),
-        ("#0", r"there is no cell #0: the notebook has 5 cell\(s\)"),
+        ("#0", r"there is no cell #0: the notebook has 5 cells"),
         ("#6", r"there is no cell #6"),
-        ("nope", r"no cell with id 'nope'.*`%plan cells`"),
+        ("nope", r"no cell with id 'nope'.*`pb.cells\(\)`"),
         ("b0b", r"no cell with id 'b0b'"),  # too short to be a prefix
         ("", r"does not name a cell"),
     ],

@@ -65,7 +65,7 @@ BAD = [
     ({"first": -3}, r"first=-3"),
     ({"first": False}, r"first=False is not a count"),
     ({"first": 1.0}, r"first=1.0 is not a count"),
-    ({"first": 9}, r"only 4 pending step\(s\), not 9"),
+    ({"first": 9}, r"there are only 4 pending steps, not 9"),
     ({"steps": 1, "first": 1}, r"either steps or first"),
 ]
 
@@ -77,7 +77,7 @@ def test_what_is_not_a_selection_is_refused_in_one_line(
 ) -> None:
     session = staged(tmp_path)
     if verb == "reject" and kwargs.get("first") == 9:
-        message = r"only 4 pending/skipped step\(s\), not 9"
+        message = r"there are only 4 pending/skipped steps, not 9"
     with pytest.raises(UsageMistake, match=message) as caught:
         getattr(session, verb)(**kwargs)
     assert "\n" not in str(caught.value)

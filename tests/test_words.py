@@ -43,11 +43,11 @@ def test_asking_for_more_steps_than_are_pending_says_so_in_good_english(
 ) -> None:
     session.propose.edit_cell("c1", "import os", reason="r")
     with pytest.raises(UsageMistake) as exc:
-        session.approve(3)
+        session.approve(first=3)
     assert "there is only 1 pending step, not 3" in exc.value.said_to("magics")
     session.propose.edit_cell("c2", "x = 2", reason="r")
     with pytest.raises(UsageMistake) as exc:
-        session.approve(3)
+        session.approve(first=3)
     assert "there are only 2 pending steps, not 3" in exc.value.said_to("magics")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from planbook.documents.base import Cell
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake
+from planbook.words import count
 
 #: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
 SHORT_ID = 8
@@ -92,7 +93,7 @@ def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) 
         number = int(position.group(1))
         if not 1 <= number <= len(cells):
             raise UsageMistake(
-                f"there is no cell {token}: the notebook has {len(cells)} cell(s), "
+                f"there is no cell {token}: the notebook has {count(cells, 'cell')}, "
                 "numbered as `%plan cells` shows them"
             )
         return cells[number - 1].id
