@@ -63,7 +63,12 @@ class Workspace:
         if not candidate.is_absolute():
             candidate = self.root / candidate
         # os.path.realpath, unlike Path.resolve, stops at a symlink loop instead of raising.
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except OSError:  # a link swapped for a file while realpath read it (EINVAL)
+            raise UnreadableFile(
+                f"refused: {path!r} changed while it was being checked; try again"
+            ) from None
         if real != self.root and self.root not in real.parents:
             raise OutsideWorkspace(path, str(self.root))
         if real != self.root and os.path.islink(real):

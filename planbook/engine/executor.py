@@ -387,14 +387,22 @@ class Executor:
             return
         writer = self.checkpoints
         for snap in cp.files:
-            if writer.current_hash(snap) == snap.after_hash:
+            if self._hash_now(snap) == snap.after_hash:
                 writer.restore_file(snap)
-        if any(writer.current_hash(s) == s.after_hash for s in cp.cells):
+        if any(self._hash_now(s) == s.after_hash for s in cp.cells):
             with self.document.transaction():
                 for cell in reversed(cp.cells):
                     writer.restore_cell(cell)
         self.store.state.checkpoints.remove(cp)
         step.checkpoint = None
+
+    def _hash_now(self, snap: CellSnapshot | FileSnapshot) -> str | None:
+        """The target's hash now, or None when it cannot be read (a file swapped for a symlink
+        or a FIFO meanwhile): then the change is not taken as landed, and settling goes on."""
+        try:
+            return self.checkpoints.current_hash(snap)
+        except PlanbookError:
+            return None
 
     # --- recording ---------------------------------------------------------------------------
     def _release_unrun(self, plan: Plan, own: set[str] | None) -> int:
@@ -524,9 +532,7 @@ class Executor:
         and one whose code was running failed (its outputs may be incomplete)."""
         cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
         snaps: list[CellSnapshot | FileSnapshot] = [*cp.cells, *cp.files] if cp else []
-        landed = cp is not None and all(
-            self.checkpoints.current_hash(s) == s.after_hash for s in snaps
-        )
+        landed = cp is not None and all(self._hash_now(s) == s.after_hash for s in snaps)
         if landed and (step.runs_cell or isinstance(step.operation, Shell)):
             self._finish(
                 plan,

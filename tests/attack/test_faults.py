@@ -83,7 +83,11 @@ def layer_fault(
         setattr(cls, name, original)
 
 
-SHELL = InteractiveShell.instance()
+@pytest.fixture(autouse=True)
+def _no_ipython_left_behind() -> Iterator[None]:
+    """The runner needs a real IPython shell; other suites expect none to exist afterwards."""
+    yield
+    InteractiveShell.clear_instance()
 
 
 def _open(folder: Path) -> Session:
@@ -92,7 +96,7 @@ def _open(folder: Path) -> Session:
         FileNotebook(nb),
         Workspace(folder, protected=(nb,)),
         notebook_path=nb,
-        runner=lambda: IPythonRunner(SHELL),
+        runner=lambda: IPythonRunner(InteractiveShell.instance()),
     )
 
 
