@@ -33,6 +33,7 @@ PLAN_SUBCOMMANDS = (
     "cells",
     "panel",
     "stop",
+    "gc",
 )
 
 
@@ -95,6 +96,7 @@ class PlanbookMagics(Magics):
         %plan cells               the notebook's cells with their ids
         %plan "task"              ask the configured agent to plan a task
         %plan stop                end the agent's run (the plan staged so far is kept)
+        %plan gc [K]              keep the newest K checkpoints (default: keep_checkpoints)
         """
         try:
             args = shlex.split(line)
@@ -157,6 +159,9 @@ class PlanbookMagics(Magics):
             from planbook.agent.magics_agent import stop_plan
 
             print(stop_plan(session))
+        elif cmd == "gc":
+            keep = _int(rest[0], "number of checkpoints to keep") if rest else None
+            print(f"planbook: {session.gc(keep_checkpoints=keep)}")
         elif cmd == "panel":
             display(session.review())
         elif len(args) == 1 and not line.strip().startswith(("'", '"')):
