@@ -444,12 +444,6 @@ def test_moving_a_step_onto_itself_changes_nothing(session: Session) -> None:
     assert len(session.plan.revisions) == revisions
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the file backend (storage helper, issue 10) saves the cell-id upgrade of an "
-    "nbformat 4.4 file when it opens it, before the metadata is checked; remove this marker "
-    "when its rewrite lands",
-)
 def test_a_notebook_whose_metadata_is_refused_is_not_written(tmp_path: Path) -> None:
     from planbook.documents.file import FileNotebook
     from planbook.errors import MetadataError
