@@ -1,1 +1,2 @@
-collect_ignore_glob = ["*.ipynb"]  # the corpus is data for tests/test_corpus.py, not notebooks to run
+# The corpus is data for tests/test_corpus.py, not notebooks for nbval to run.
+collect_ignore_glob = ["*.ipynb"]
