@@ -1,44 +1,202 @@
-"""Core overhead, measured side by side in one run.
+"""Core storage and execution costs, planbook against the plain way, measured in one run.
 
-1. A 50-step plan of small cells run through planbook (``%approve`` in a real kernel, each step
-   with its approval-hash check, drift check, checkpoint and save) against the same 50 cells
-   executed directly with nbclient in a kernel of the same kind, then saved.
-2. Metadata bytes added per checkpoint on a 5 MB notebook against the size of the changed content.
+Every comparison runs both sides in the same process and machine state, rounds interleaved
+(A, B, A, B, ...), at least five rounds, and reports min / median / max and the ratio of the
+medians. Kernel start-up is excluded on both sides.
 
-Run: ``python benchmarks/bench_core.py``
+1. Approving one step of a 2,000-cell, ~19 MB notebook with image outputs, against one plain
+   ``nbformat.write`` of the same notebook.
+2. A scaling table: the cost of step 10, 100 and 500 of one approved 502-step plan (each the
+   median of five consecutive steps, timed by the executor's events) on notebooks of 10, 200
+   and 2,000 small cells.
+3. A 50-step plan of small cells approved in a real kernel, against nbclient executing the
+   same cells and saving after each one (with fsync: the same durability), and saving once.
+4. Checkpoint size on an outputs-heavy notebook, against the zlib size of what the step changed.
+5. ``%load_ext planbook`` in a fresh kernel, against ``%load_ext`` of a trivial extension.
+
+Run: ``python benchmarks/bench_core.py`` (or ``python benchmarks/run.py core``). ``main()``
+returns the goal rows that ``benchmarks/run.py`` prints at the end.
 """
 
 from __future__ import annotations
 
+import base64
+import itertools
 import json
+import os
+import random
+import statistics
 import sys
 import tempfile
 import time
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-STEPS = 50
+ROUNDS = 5
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+Row = dict[str, Any]
 
 
-def small_cells_notebook(path: Path, n: int = STEPS) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
+def spread(values: list[float], unit: float = 1000.0) -> str:
+    return (
+        f"min {min(values) * unit:8.1f}  median {statistics.median(values) * unit:8.1f}  "
+        f"max {max(values) * unit:8.1f} ms"
+    )
+
+
+def row(name: str, goal: str, measured: float, limit: float, unit: str = "x") -> Row:
+    return {
+        "name": name,
+        "goal": goal,
+        "measured": f"{measured:.2f}{unit}",
+        "met": measured <= limit,
     }
-    for i in range(n):
+
+
+def fake_png(size: int, rng: random.Random) -> str:
+    """Base64 of incompressible bytes: what a real PNG looks like to zlib."""
+    return base64.b64encode(rng.randbytes(size)).decode()
+
+
+def write_notebook(path: Path, cells: int, *, png_bytes: int = 0, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    for i in range(cells):
         cell = nbformat.v4.new_code_cell(f"v{i} = {i} * 2\nprint('cell', {i}, v{i})")
         cell["id"] = f"c{i}"
+        if png_bytes:
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text=f"cell {i} {i * 2}\n"),
+                nbformat.v4.new_output(
+                    "display_data",
+                    data={"image/png": fake_png(png_bytes, rng), "text/plain": "<Figure>"},
+                ),
+            ]
+            cell.execution_count = i + 1
         nb.cells.append(cell)
     nbformat.write(nb, path)
     return path
 
 
-def plain_nbclient(path: Path) -> float:
-    """Seconds to execute every cell with nbclient and save the result (kernel start excluded)."""
+def open_session(path: Path) -> Any:
+    from planbook.documents.file import FileNotebook
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    return Session(
+        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
+    )
+
+
+# --- 1. one step of a large notebook -------------------------------------------------------
+def big_notebook_step(folder: Path) -> Row:
+    path = write_notebook(folder / "big.ipynb", 2000, png_bytes=7000)
+    plain_path = folder / "plain-big.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    session = open_session(path)
+    ours, plain = [], []
+    for r in range(ROUNDS):
+        session.propose.edit_cell(f"c{r * 7}", f"changed = {r}", reason="bench")
+        start = time.perf_counter()
+        report = session.approve()
+        ours.append(time.perf_counter() - start)
+        assert report.ok, str(report)
+        start = time.perf_counter()
+        nbformat.write(nb, plain_path)
+        plain.append(time.perf_counter() - start)
+    ratio = statistics.median(ours) / statistics.median(plain)
+    print(f"1. one approved step, 2,000 cells, {path.stat().st_size / 1e6:.1f} MB")
+    print(f"   planbook approve (edit step) : {spread(ours)}")
+    print(f"   plain nbformat.write         : {spread(plain)}")
+    print(f"   ratio                        : {ratio:.2f}x")
+    return row("approve 1 step of a 19 MB notebook / nbformat.write", "<= 1.2x", ratio, 1.2)
+
+
+# --- 2. scaling --------------------------------------------------------------------------------
+def scaling(folder: Path) -> list[Row]:
+    """One approval of a 502-step plan; each step timed from the executor's events."""
+    marks = (10, 100, 500)
+    print("2. step N of one approved plan (median of steps N-2..N+2, ms)")
+    print(f"   {'cells':>6} " + " ".join(f"{'step ' + str(m):>10}" for m in marks) + "  500/10")
+    rows = []
+    for cells in (10, 200, 2000):
+        path = write_notebook(folder / f"scale-{cells}.ipynb", cells)
+        session = open_session(path)
+        ids = [c.id for c in session.cells()]
+        for k in range(max(marks) + 2):
+            session.propose.edit_cell(ids[k % len(ids)], f"v = {k}", reason="bench")
+        finished: list[float] = []
+
+        def on_event(event: Any, finished: list[float] = finished) -> None:
+            if event.kind == "step_finished":
+                finished.append(time.perf_counter())
+
+        session.subscribe(on_event)
+        start = time.perf_counter()
+        report = session.approve()
+        assert report.ok, str(report)
+        ends = [start, *finished]
+        per_step = [b - a for a, b in itertools.pairwise(ends)]
+        times = {m: statistics.median(per_step[m - 3 : m + 2]) for m in marks}
+        growth = times[500] / times[10]
+        print(
+            f"   {cells:>6} "
+            + " ".join(f"{times[m] * 1000:>10.1f}" for m in marks)
+            + f"  {growth:5.2f}x"
+        )
+        rows.append(row(f"step 500 / step 10 of a plan, {cells} cells", "<= 1.3x", growth, 1.3))
+    return rows
+
+
+# --- 3. a 50-step plan against nbclient --------------------------------------------------------
+def run_in_kernel(folder: Path, code: str, env: dict[str, str] | None = None) -> str:
+    """Run ``code`` in a fresh kernel started in ``folder``; its printed text."""
+    km = KernelManager(kernel_name="python3")
+    km.kernel_spec.argv[0] = sys.executable
+    km.start_kernel(cwd=str(folder), env={**os.environ, "JPY_SESSION_NAME": "", **(env or {})})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        kc.execute_interactive(code, output_hook=hook, timeout=600)
+        return "".join(out)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def planbook_50(path: Path) -> float:
+    code = f"""
+import time, planbook
+pb = planbook.session(notebook={str(path)!r}, live=False)
+for cell in pb.cells():
+    pb.propose.run_cell(cell.id, reason='bench')
+t = time.perf_counter()
+report = pb.approve()
+print('SECONDS', time.perf_counter() - t, report.ok)
+"""
+    text = run_in_kernel(path.parent, code)
+    seconds, ok = text.split("SECONDS")[1].split()[:2]
+    assert ok == "True", text
+    return float(seconds)
+
+
+def nbclient_50(path: Path, *, save_each: bool) -> float:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
@@ -47,94 +205,143 @@ def plain_nbclient(path: Path) -> float:
         start = time.perf_counter()
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
-        nbformat.write(nb, path)
+            if save_each:
+                durable_write(nb, path)
+        if not save_each:
+            durable_write(nb, path)
         return time.perf_counter() - start
 
 
-def through_planbook(path: Path) -> tuple[float, float]:
-    """Seconds to stage and to approve+run a plan of one run_cell step per cell, in a kernel."""
-    code = f"""
-import time, planbook
-pb = planbook.session(notebook={str(path)!r})
-t0 = time.perf_counter()
-for cell in pb.cells():
-    pb.propose.run_cell(cell.id, reason='benchmark')
-t1 = time.perf_counter()
-report = pb.approve()
-t2 = time.perf_counter()
-assert report.ok, str(report)
-print('TIMES', t1 - t0, t2 - t1)
-"""
-    runner = nbformat.v4.new_notebook()
-    runner.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
+def durable_write(nb: nbformat.NotebookNode, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        nbformat.write(nb, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def fifty_steps(folder: Path) -> list[Row]:
+    sides: dict[str, Callable[[Path], float]] = {
+        "planbook approve (50 run steps)": planbook_50,
+        "nbclient, save after each cell": lambda p: nbclient_50(p, save_each=True),
+        "nbclient, save once": lambda p: nbclient_50(p, save_each=False),
     }
-    runner.cells.append(nbformat.v4.new_code_cell(code))
-    client = NotebookClient(
-        runner,
-        kernel_name="python3",
-        timeout=600,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
-    text = "".join(o.get("text", "") for o in runner.cells[0].outputs)
-    stage, run = (float(x) for x in text.split("TIMES")[1].split())
-    return stage, run
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for r in range(ROUNDS):
+        for name, side in sides.items():
+            path = write_notebook(folder / f"fifty-{r}-{len(times[name])}-{hash(name)}.ipynb", 50)
+            times[name].append(side(path))
+    print("3. a 50-step plan of small cells (kernel start excluded)")
+    for name, values in times.items():
+        print(f"   {name:<33}: {spread(values)}")
+    ours = statistics.median(times["planbook approve (50 run steps)"])
+    each = ours / statistics.median(times["nbclient, save after each cell"])
+    once = ours / statistics.median(times["nbclient, save once"])
+    print(f"   ratio to nbclient saving each: {each:.2f}x; saving once: {once:.2f}x")
+    return [
+        row("50 small steps / nbclient saving after each", "<= 1.10x", each, 1.10),
+        row("50 small steps / nbclient saving once", "<= 1.5x", once, 1.5),
+    ]
 
 
-def metadata_growth(folder: Path) -> tuple[int, int, int, float]:
-    """(notebook bytes, metadata bytes per checkpoint, changed bytes per step, ratio)."""
-    from planbook.documents.file import FileNotebook
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+# --- 4. checkpoint size --------------------------------------------------------------------
+def entry_bytes(value: Any) -> int:
+    return len(json.dumps(value, indent=1, ensure_ascii=False))
 
-    path = folder / "big.ipynb"
-    nb = nbformat.v4.new_notebook()
-    for i in range(1000):  # ~5 MB: 1000 cells of ~5 kB code each
-        body = "\n".join(
-            f"result_{i}_{j} = compute(data[{j}], factor={j * 0.5})  # step {j}" for j in range(80)
-        )
-        cell = nbformat.v4.new_code_cell(body)
-        cell["id"] = f"big{i}"
-        nb.cells.append(cell)
+
+def checkpoint_bytes(path: Path, before: dict[str, Any]) -> int:
+    meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["planbook"]
+    old = {k for b in before["checkpoints"].values() for k in b}
+    new = [cp for b in meta["checkpoints"].values() for k, cp in b.items() if k not in old]
+    blobs = [(k, v) for k, v in meta["blobs"].items() if k not in before["blobs"]]
+    return sum(entry_bytes(cp) for cp in new) + sum(len(k) + len(v) + 6 for k, v in blobs)
+
+
+def zlib_size(value: Any) -> int:
+    return len(zlib.compress(json.dumps(value, ensure_ascii=False).encode(), 9))
+
+
+def checkpoint_sizes(folder: Path) -> list[Row]:
+    path = write_notebook(folder / "plots.ipynb", 20, png_bytes=300_000, seed=1)
+    nb = nbformat.read(path, as_version=4)
+    cases = {
+        "delete a cell with a 400 KB plot": (
+            lambda s: s.propose.delete_cell("c3", reason="bench"),
+            {k: nb.cells[3][k] for k in ("source", "outputs", "metadata", "execution_count")},
+        ),
+        "edit a 2 KB source beside a plot": (
+            lambda s: s.propose.edit_cell("c5", "x = 1", reason="bench"),
+            None,
+        ),
+        "move a cell with a plot": (
+            lambda s: s.propose.move_cell("c7", after="c9", reason="bench"),
+            None,
+        ),
+    }
+    # a long source for the edit case, so the change is not a few bytes
+    long_source = "\n".join(f"value_{j} = compute({j}) * {j} + offset" for j in range(60))
+    nb.cells[5].source = long_source
     nbformat.write(nb, path)
-    size = path.stat().st_size
-    session = Session(FileNotebook(path), Workspace(folder, protected=(path,)), notebook_path=path)
-    edits = 10
-    changed = 0
-    for i in range(edits):
-        old = nb.cells[i * 7].source
-        new = old.replace("factor=", "weight=")
-        changed += len(old.encode()) + len(new.encode())
-        session.propose.edit_cell(f"big{i * 7}", new, reason="rename factor to weight")
-    before = len(json.dumps(nbformat.read(path, as_version=4).metadata["planbook"]))
-    assert session.approve().ok
-    after = len(json.dumps(nbformat.read(path, as_version=4).metadata["planbook"]))
-    per_checkpoint = (after - before) // edits
-    per_change = changed // edits
-    return size, per_checkpoint, per_change, per_checkpoint / per_change
+    cases["edit a 2 KB source beside a plot"] = (
+        cases["edit a 2 KB source beside a plot"][0],
+        long_source,
+    )
+    session = open_session(path)
+    rows = []
+    print("4. checkpoint bytes (as written in the file) against the zlib size of the change")
+    for name, (stage, changed) in cases.items():
+        before = json.loads(path.read_text(encoding="utf-8"))["metadata"].get(
+            "planbook", {"checkpoints": {}, "blobs": {}}
+        )
+        before.setdefault("checkpoints", {})
+        before.setdefault("blobs", {})
+        stage(session)
+        assert session.approve().ok
+        size = checkpoint_bytes(path, before)
+        if changed is None:
+            print(f"   {name:<36}: {size:>8} bytes (nothing but a position changed)")
+            continue
+        base = zlib_size(changed)
+        ratio = size / base
+        print(f"   {name:<36}: {size:>8} bytes, change zlib {base:>8} bytes: {ratio:.2f}x")
+        rows.append(row(f"checkpoint / zlib of change: {name}", "<= 1.5x", ratio, 1.5))
+    return rows
 
 
-def main() -> None:
+# --- 5. %load_ext --------------------------------------------------------------------------
+def load_ext(folder: Path) -> Row:
+    (folder / "trivial_ext.py").write_text("def load_ipython_extension(ip):\n    pass\n")
+    nb = folder / "loaded.ipynb"
+    write_notebook(nb, 3)
+    code = (
+        "import time\nt = time.perf_counter()\n"
+        "get_ipython().run_line_magic('load_ext', {name!r})\n"
+        "print('SECONDS', time.perf_counter() - t)\n"
+    )
+    env = {"JPY_SESSION_NAME": str(nb), "PYTHONPATH": os.pathsep.join([str(folder), *sys.path])}
+    ours, plain = [], []
+    for _ in range(ROUNDS):
+        for name, into in (("planbook", ours), ("trivial_ext", plain)):
+            text = run_in_kernel(folder, code.format(name=name), env)
+            into.append(float(text.split("SECONDS")[1].split()[0]))
+    median = statistics.median(ours)
+    print("5. %load_ext in a fresh kernel (the notebook found through JPY_SESSION_NAME)")
+    print(f"   %load_ext planbook           : {spread(ours)}")
+    print(f"   %load_ext of a trivial module: {spread(plain)}")
+    return row("%load_ext planbook (absolute)", "<= 300 ms", median * 1000, 300, unit=" ms")
+
+
+def main() -> list[Row]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        plain = plain_nbclient(small_cells_notebook(folder / "plain.ipynb"))
-        stage, run = through_planbook(small_cells_notebook(folder / "planned.ipynb"))
-        size, per_cp, per_change, ratio = metadata_growth(folder)
-    print("50-step plan of small cells (one run in a real kernel each way)")
-    print(f"  nbclient, execute + save          : {plain * 1000 / STEPS:8.2f} ms per cell")
-    print(f"  planbook, approve + run           : {run * 1000 / STEPS:8.2f} ms per step")
-    print(f"  planbook, staging                 : {stage * 1000 / STEPS:8.2f} ms per step")
-    print(f"  overhead per step                 : {(run - plain) * 1000 / STEPS:8.2f} ms")
-    print(f"  ratio planbook / nbclient         : {run / plain:8.2f}x")
-    print(f"metadata growth on a {size / 1e6:.1f} MB notebook (10 edited cells)")
-    print(f"  metadata bytes per checkpoint     : {per_cp:8d}")
-    print(f"  changed content per step (old+new): {per_change:8d}")
-    print(f"  ratio                             : {ratio:8.2f}x")
-    sys.stdout.flush()
+        for part in (big_notebook_step, scaling, fifty_steps, checkpoint_sizes, load_ext):
+            result = part(folder)
+            rows += result if isinstance(result, list) else [result]
+            sys.stdout.flush()
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    for r in main():
+        print(f"{r['name']:<60} goal {r['goal']:<10} measured {r['measured']:<10} met {r['met']}")

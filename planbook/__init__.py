@@ -7,11 +7,14 @@ behind checkpoints stored in the notebook itself.
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from planbook.session import Session
+if TYPE_CHECKING:
+    from planbook.session import Session
 
 __all__ = [
     "Session",
@@ -24,6 +27,29 @@ __version__ = "0.1.0"
 
 _current: Session | None = None
 _lock = threading.Lock()
+
+
+class _Package(types.ModuleType):
+    """Importing the module ``planbook.session`` (lazily, below) must not replace the function
+    ``planbook.session``: the import system sets the submodule as an attribute of the package."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "session" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    # `import planbook` stays light (the engine and pydantic load on first use), which keeps
+    # `%load_ext planbook` and `import planbook` in a script fast.
+    if name == "Session":
+        from planbook.session import Session
+
+        return Session
+    raise AttributeError(f"module 'planbook' has no attribute {name!r}")
 
 
 def session(
@@ -48,6 +74,7 @@ def session(
     global _current
     from planbook.documents.base import close_document
     from planbook.documents.locate import open_document
+    from planbook.session import Session
     from planbook.workspace import Workspace
 
     with _lock:

@@ -627,6 +627,50 @@ def stage_demo_plan(session: Any) -> None:
     )
 
 
+# --- retention and sharing (storage) -----------------------------------------------------------
+def cmd_gc(args: argparse.Namespace) -> int:
+    from planbook.errors import PlanbookError
+
+    loaded = load(args.notebook, need_plan=False)
+    session = file_session(loaded)
+    try:
+        report = session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
+    except PlanbookError as exc:
+        raise CliError(EXIT_USAGE, str(exc)) from None
+    print(f"{args.notebook}: {report}")
+    return EXIT_OK
+
+
+def cmd_strip(args: argparse.Namespace) -> int:
+    from planbook.engine.retention import strip_text
+    from planbook.errors import MetadataError
+
+    if args.notebook in (None, "-"):  # a git clean filter: stdin to stdout
+        data = sys.stdin.buffer.read()
+        try:
+            out = strip_text(data.decode("utf-8"), "stdin")
+        except (MetadataError, UnicodeDecodeError) as exc:
+            raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+        sys.stdout.buffer.write(out.encode("utf-8"))
+        return EXIT_OK
+    path = Path(args.notebook)
+    if not path.is_file():
+        raise CliError(EXIT_MISSING, f"{args.notebook}: no such file; pass an .ipynb file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        out = strip_text(text, args.notebook)
+    except MetadataError as exc:
+        raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+    if out != text:
+        from planbook.documents.file import _atomic_write
+
+        _atomic_write(path.resolve(), out.encode("utf-8"))
+        print(f"{args.notebook}: planbook metadata removed (plans, checkpoints, log)")
+    else:
+        print(f"{args.notebook}: no planbook metadata; left as it was")
+    return EXIT_OK
+
+
 # --- entry point ----------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -728,6 +772,28 @@ def build_parser() -> argparse.ArgumentParser:
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")
     log.add_argument("--json", action="store_true", help="machine-readable rows")
+
+    gc = command(
+        "gc",
+        "drop old checkpoints and the blobs only they used",
+        cmd_gc,
+        "Keep the newest checkpoints (keep_checkpoints in [tool.planbook], default 50) and, with "
+        "keep_plans, the newest closed plans; drop every blob no kept checkpoint names. Rolling "
+        "back to a dropped checkpoint is refused with a message.",
+    )
+    gc.add_argument("notebook", help="the .ipynb file")
+    gc.add_argument("--keep", type=int, metavar="K", help="checkpoints to keep (overrides config)")
+    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep")
+
+    strip = command(
+        "strip",
+        "remove planbook's metadata for sharing (a git clean filter without NOTEBOOK)",
+        cmd_strip,
+        "Remove planbook's metadata (plans, checkpoints, log) from NOTEBOOK in place, keeping "
+        "the file's style. Without NOTEBOOK (or with -) read a notebook on stdin and write it "
+        "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
+    )
+    strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
 
     demo = command(
         "demo", "stage, review, approve and roll back a plan on a copy of the quickstart", cmd_demo

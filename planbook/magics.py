@@ -40,6 +40,7 @@ PLAN_SUBCOMMANDS = (
     "continue",
     "rules",
     "restore",
+    "gc",
 )
 
 
@@ -149,6 +150,7 @@ class PlanbookMagics(Magics):
         %plan stop                end the agent's run (the plan staged so far is kept)
         %plan continue            resume the agent's last run where it stopped
         %plan rules               the permission rules; %plan rules revoke N removes one
+        %plan gc [K]              keep the newest K checkpoints (default: keep_checkpoints)
         """
         try:
             args = shlex.split(line)
@@ -213,6 +215,9 @@ class PlanbookMagics(Magics):
             from planbook.agent.magics_agent import plan_subcommand
 
             plan_subcommand(session, cmd, rest)
+        elif cmd == "gc":
+            keep = _int(rest[0], "number of checkpoints to keep") if rest else None
+            print(f"planbook: {session.gc(keep_checkpoints=keep)}")
         elif cmd == "panel":
             display(session.review())
         elif len(args) == 1 and not line.strip().startswith(("'", '"')):

@@ -43,6 +43,7 @@ from planbook.words import count
 from planbook.workspace import Workspace
 
 if TYPE_CHECKING:
+    from planbook.engine.retention import GcReport
     from planbook.plan_handle import PlanHandle
 
 RuleHook = Callable[[AnyOperation], RuleVerdict]
@@ -489,6 +490,23 @@ class Session:
         )
         self._changed()
         return record
+
+    def gc(self, keep_checkpoints: int | None = None, keep_plans: int | None = None) -> GcReport:
+        """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
+        the arguments) and drop the blobs nobody names any more."""
+        from planbook.engine.retention import Retention, gc
+
+        configured = Retention.load(self.workspace.root)
+        retention = Retention(
+            keep_checkpoints=keep_checkpoints or configured.keep_checkpoints,
+            keep_plans=keep_plans or configured.keep_plans,
+        )
+        with self._editing():
+            report = gc(self.store.state, retention)
+            self.store.log("gc", str(report))
+            self.store.save()
+        self._changed()
+        return report
 
     # --- reading -----------------------------------------------------------------------------
     def cells(self) -> list[Cell]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from planbook.documents.base import Cell
 from planbook.engine.anchors import short_ids
 from planbook.engine.blobs import BlobStore
+from planbook.engine.checkpoints import source_before
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
@@ -83,8 +83,8 @@ def _language(op: AnyOperation, cell_type: str | None) -> Language:
 def _from_checkpoint(op: AnyOperation, cp: Checkpoint, blobs: BlobStore) -> tuple[str, str]:
     before = ""
     for snap in cp.cells:
-        if snap.exists and snap.blob:
-            before = Cell.model_validate(json.loads(blobs.get(snap.blob))).source
+        if snap.exists:
+            before = source_before(blobs, snap) or before
     for fsnap in cp.files:
         if fsnap.exists and fsnap.blob:
             before = blobs.get(fsnap.blob).decode("utf-8", errors="replace")

@@ -151,7 +151,7 @@ def test_a_commit_that_fails_leaves_no_checkpoint_and_no_change(
     calls = {"n": 0}
 
     def commit_refused_once(self: FileNotebook) -> None:
-        if self._nb.metadata["planbook"]["checkpoints"] and calls["n"] == 0:  # the step's commit
+        if self._nb["metadata"]["planbook"]["checkpoints"] and calls["n"] == 0:  # the step's commit
             calls["n"] += 1
             raise ConflictError("cell 'c2' changed at commit; nothing was applied")
         real_commit(self)
@@ -162,8 +162,9 @@ def test_a_commit_that_fails_leaves_no_checkpoint_and_no_change(
     assert session.checkpoints() == []
     assert sources(nb_path)[1][1] == "x = 1"
     saved = nbformat.read(nb_path, as_version=4).metadata["planbook"]
-    assert saved["checkpoints"] == []
-    assert [s["status"] for s in saved["plans"][0]["revisions"][-1]["steps"]] == [
+    assert saved["checkpoints"] == {}
+    (plan,) = saved["plans"].values()
+    assert [s["status"] for s in plan["revisions"][-1]["steps"]] == [
         "conflict",
         "pending",
     ]

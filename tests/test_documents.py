@@ -67,17 +67,29 @@ def test_file_backend_saves_atomically_and_sees_outside_edits(tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.ipynb"]
 
 
-def test_old_notebooks_get_cell_ids_saved(tmp_path: Path) -> None:
+def test_old_notebooks_get_cell_ids_with_the_first_change_only(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook(nbformat_minor=4)
-    nb.cells = [nbformat.v4.new_code_cell("a")]
-    nb.cells[0].pop("id", None)
+    nb.cells = [nbformat.v4.new_code_cell("a"), nbformat.v4.new_markdown_cell("b")]
+    for cell in nb.cells:
+        cell.pop("id", None)
     path = tmp_path / "old.ipynb"
     path.write_text(
         nbformat.writes(nb, version=4).replace('"nbformat_minor": 5', '"nbformat_minor": 4')
     )
+    before = path.read_bytes()
     doc = FileNotebook(path)
-    cell_id = doc.cells()[0].id
-    assert cell_id and sources(path) == [(cell_id, "a")]
+    ids_in_memory = [c.id for c in doc.cells()]
+    doc.get_metadata("planbook")
+    with doc.transaction():
+        pass
+    assert path.read_bytes() == before  # reading (and an empty transaction) never writes
+    # A second reader (another kernel, the CLI) sees the same ids before the first save.
+    assert [c.id for c in FileNotebook(path).cells()] == ids_in_memory
+    doc.set_metadata("planbook", {"mode": "plan"})
+    saved = nbformat.read(path, as_version=4)
+    assert [c["id"] for c in saved.cells] == ids_in_memory
+    assert saved.nbformat_minor == 5
+    nbformat.validate(saved)
 
 
 def test_missing_or_broken_notebook_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ def nb(tmp_path: Path) -> Path:
 
 
 def saved_statuses(nb_path: Path) -> list[str]:
-    plans = json.loads(nb_path.read_text())["metadata"].get("planbook", {}).get("plans", [])
+    plans = (
+        json.loads(nb_path.read_text())["metadata"].get("planbook", {}).get("plans", {}).values()
+    )
     return [s["status"] for plan in plans for s in plan["revisions"][-1]["steps"]]
 
 

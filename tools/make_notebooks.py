@@ -512,11 +512,12 @@ checkpoints refer to them.
             """
 import json
 
+from planbook.engine.checkpoints import source_before
+
 first = pb.checkpoints()[0]
 snapshot = first.cells[0]
-cell_before = json.loads(pb.store.blobs.get(snapshot.blob))
 print(first.label, "| cell", snapshot.cell_id, "at position", snapshot.index)
-print(cell_before["source"])
+print(source_before(pb.store.blobs, snapshot))
 size = len(json.dumps(pb.store.state.model_dump(mode="json")))
 print(f"planbook metadata: {size} bytes, {len(pb.store.state.blobs)} blobs")
 """,

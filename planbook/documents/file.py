@@ -1,25 +1,27 @@
-"""A notebook file on disk, read with nbformat and saved atomically after each transaction.
+"""A notebook file on disk, saved atomically after each transaction that changed something.
 
-The file is re-read whenever it changed on disk, so edits made by someone else between two
-transactions are seen (and a step whose target they changed becomes a conflict).
+Reading never writes: an older notebook gets its cell ids in memory and on disk only with the
+first change. A save writes what Jupyter's own save would (or the file's own consistent style,
+see ``serializer``), re-encoding only what changed. Whether someone else changed the file is
+decided by its bytes, compared with the bytes planbook last read or wrote: a copy that keeps
+size and modification time (``cp -p``, ``rsync -t``) is still seen.
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import nbformat
-from nbformat.v4.rwbase import split_lines, strip_transient
+from typing import Any
 
 from planbook.documents.lock import notebook_lock
-from planbook.documents.nbnode import NodeNotebook, ensure_ids
-from planbook.errors import MetadataError
+from planbook.documents.nbnode import NodeNotebook, assign_ids, check_cell_types, normalize
+from planbook.documents.serializer import JUPYTER, Encoder, detect
+from planbook.errors import MetadataError, UsageMistake
 
 
 class FileNotebook(NodeNotebook):
@@ -28,55 +30,55 @@ class FileNotebook(NodeNotebook):
     def __init__(self, path: str | os.PathLike[str], *, description: str | None = None) -> None:
         self.path = Path(path).resolve()
         self._lock = notebook_lock(self.path)
-        self._stamp: tuple[int, int] | None = None
-        self._needs_save = False
-        self._lock_depth = 0
-        super().__init__(self._read())
+        data = self._read_bytes()
+        nb, self._encoder = self._parse(data)
+        self._bytes = data
+        super().__init__(nb, self._encoder.style)
         self.description = description or f"file: {self.path.name} (saved by planbook on disk)"
-        if self._needs_save:
-            with self.transaction():
-                pass
 
-    def _read(self) -> nbformat.NotebookNode:
+    def _read_bytes(self) -> bytes:
         try:
-            stat = self.path.stat()
-            nb = nbformat.read(self.path, as_version=4)
+            return self.path.read_bytes()
         except FileNotFoundError:
             raise MetadataError(
-                f"notebook {str(self.path)!r} does not exist; check the path or create it first"
+                f"notebook {str(self.path)!r} does not exist or was removed; check the path"
             ) from None
-        except Exception as exc:  # nbformat raises several unrelated types for a bad file
+        except OSError as exc:
             raise MetadataError(
-                f"{self.path.name} is not a readable notebook ({type(exc).__name__}: {exc}); "
+                f"{self.path.name} cannot be read ({exc.strerror}); fix its permissions or path"
+            ) from None
+
+    def _parse(self, data: bytes) -> tuple[dict[str, Any], Encoder]:
+        name = self.path.name
+        try:
+            text = data.decode("utf-8")
+            nb = json.loads(text)
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
+            raise MetadataError(
+                f"{name} is not a readable notebook ({type(exc).__name__}: {exc}); "
                 "fix the file or pass another one"
             ) from None
-        self._stamp = (stat.st_mtime_ns, stat.st_size)
-        self._needs_save = ensure_ids(nb)
-        return nb
-
-    def _load(self) -> None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            raise MetadataError(
-                f"notebook {str(self.path)!r} was removed; planbook cannot edit it"
-            ) from None
-        if (stat.st_mtime_ns, stat.st_size) != self._stamp:
-            self._nb = self._read()
+        if not isinstance(nb, dict):
+            raise MetadataError(f"{name} is not a readable notebook (not a JSON object)")
+        if nb.get("nbformat") != 4:
+            nb, text = _converted(text, name)
+        check_cell_types(nb, name)
+        found = detect(text, nb)
+        if found is None:
+            # Not in one consistent style: the first save writes it as Jupyter would.
+            nb, encoder = normalize(nb), Encoder(JUPYTER)
+        else:
+            encoder = found[1]
+        assign_ids(nb)
+        return nb, encoder
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive across processes (an OS lock beside the file) and threads; reentrant."""
+        """Exclusive across processes (an OS lock beside the file, see documents/lock.py) and
+        threads; reentrant. Every read compares the file's bytes, so the first read under the
+        lock sees what another process saved just before."""
         with self._lock.hold():
-            if self._lock_depth == 0:
-                # Another process may have saved within the same mtime tick and size: the
-                # first read under the lock always goes to the file.
-                self._stamp = None
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
+            yield
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -84,51 +86,57 @@ class FileNotebook(NodeNotebook):
         with self.locked(), super().transaction():
             yield
 
-    def _snapshot(self) -> None:
-        # The file on disk is the last committed state: a failed transaction just re-reads it.
-        return None
-
-    def _restore(self, saved: object) -> None:
-        self._stamp = None
-        self._nb = self._read()
+    def _load(self) -> None:
+        data = self._read_bytes()
+        if data == self._bytes:
+            return
+        self._nb, self._encoder = self._parse(data)
+        self.style = self._encoder.style
+        self._bytes = data
 
     def _commit(self) -> None:
-        text = dumps_notebook(self._nb)
-        fd, tmp = tempfile.mkstemp(
-            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-        )
+        text = self._encoder.encode(self._nb)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if self.path.exists():
-                os.chmod(tmp, self.path.stat().st_mode & 0o7777)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        stat = self.path.stat()
-        self._stamp = (stat.st_mtime_ns, stat.st_size)
-        self._needs_save = False
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise UsageMistake(
+                f"refused: the text holds {bad!r}, a lone surrogate that a notebook file "
+                "(UTF-8) cannot store; nothing was saved: remove it or write the character it "
+                "stands for"
+            ) from None
+        if data == self._bytes:
+            return
+        _atomic_write(self.path, data)
+        self._bytes = data
 
 
-_PLANBOOK_SLOT = "\x00planbook-metadata\x00"
+def _converted(text: str, name: str) -> tuple[dict[str, Any], str]:
+    """An nbformat 3 (or older) notebook, converted to 4 as Jupyter does when it opens one."""
+    import nbformat
+
+    try:
+        node = nbformat.reads(text, as_version=4)
+    except Exception as exc:  # nbformat raises several unrelated types for a bad file
+        raise MetadataError(
+            f"{name} is not a readable notebook ({type(exc).__name__}: {exc}); "
+            "fix the file or pass another one"
+        ) from None
+    text = nbformat.writes(node)
+    return normalize(json.loads(text)), text + "\n"
 
 
-def dumps_notebook(nb: nbformat.NotebookNode) -> str:
-    """The notebook as nbformat writes it (indent 1, sorted keys, split lines), but without
-    copying the whole notebook first, and with planbook's own metadata written compactly: it is
-    machine data that grows with every step, and the indented encoder is pure Python."""
-    out = nbformat.NotebookNode(nb)
-    out["metadata"] = nbformat.NotebookNode(nb.get("metadata", {}))
-    out["cells"] = copy.deepcopy(nb.cells)
-    planbook = out["metadata"].pop("planbook", None)
-    if planbook is not None:
-        out["metadata"]["planbook"] = _PLANBOOK_SLOT
-    out = strip_transient(split_lines(out))
-    text = json.dumps(out, sort_keys=True, indent=1, ensure_ascii=False)
-    if planbook is not None:
-        compact = json.dumps(planbook, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        text = text.replace(json.dumps(_PLANBOOK_SLOT), compact, 1)
-    return text + "\n"
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path``, make it durable, then rename it over."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):  # a new file keeps mkstemp's 0600
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

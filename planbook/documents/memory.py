@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-
-import nbformat
-from nbformat import NotebookNode
+from typing import Any
 
 from planbook.documents.base import Cell
-from planbook.documents.nbnode import NodeNotebook, to_node
+from planbook.documents.nbnode import NodeNotebook, assign_ids, normalize, to_raw
+from planbook.documents.serializer import JUPYTER
 
 
 class MemoryNotebook(NodeNotebook):
@@ -18,16 +18,20 @@ class MemoryNotebook(NodeNotebook):
         self,
         cells: Iterable[Cell | str] = (),
         *,
-        notebook: NotebookNode | None = None,
+        notebook: dict[str, Any] | None = None,
         description: str = "memory: changes stay in this kernel and are not saved to any file",
     ) -> None:
-        nb = notebook if notebook is not None else nbformat.v4.new_notebook()
+        # A plain JSON copy: the caller's notebook (often an nbformat NotebookNode) stays its own.
+        nb = normalize(json.loads(json.dumps(notebook))) if notebook is not None else _empty()
+        raws = list(nb["cells"])
         for item in cells:
-            cell = item if isinstance(item, Cell) else Cell(id=_next_id(nb), source=item)
-            nb.cells.append(to_node(cell))
+            cell = item if isinstance(item, Cell) else Cell(id=f"cell-{len(raws) + 1}", source=item)
+            raws.append(to_raw(cell, JUPYTER))
+        nb["cells"] = raws
+        assign_ids(nb)
         super().__init__(nb)
         self.description = description
 
 
-def _next_id(nb: NotebookNode) -> str:
-    return f"cell-{len(nb.cells) + 1}"
+def _empty() -> dict[str, Any]:
+    return {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}

@@ -1,125 +1,242 @@
-"""Cell operations on an in-memory nbformat notebook, shared by the memory and file backends."""
+"""Cell operations on a notebook held as a tree of plain JSON values, shared by the memory and
+file backends.
+
+The tree is the file's own JSON (multi-line strings split into lists as the file has them,
+unknown keys kept). It is never changed in place: every change builds new containers along
+its path and shares the rest. That makes a transaction's save point a shallow copy of the
+root, and lets the serializer reuse the text of everything a change did not touch.
+"""
 
 from __future__ import annotations
 
-import copy
+import hashlib
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import nbformat
-from nbformat import NotebookNode
-
-from planbook.documents.base import (
-    Cell,
-    MetadataPath,
-    apply_metadata_changes,
-    index_of,
-    new_cell_id,
+from planbook.documents.base import DELETE, Cell, MetadataPath
+from planbook.documents.serializer import (
+    JUPYTER,
+    Style,
+    join_bundle,
+    join_output,
+    join_text,
+    split_bundle,
+    split_output,
+    split_text,
 )
-from planbook.errors import UnknownCell
+from planbook.errors import MetadataError, UnknownCell
+
+Tree = dict[str, Any]
+CELL_TYPES = ("code", "markdown", "raw")
+_KNOWN_KEYS = frozenset(
+    {"cell_type", "id", "metadata", "source", "execution_count", "outputs", "attachments"}
+)
+_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-def ensure_ids(nb: NotebookNode) -> bool:
-    """Give every cell an id (nbformat 4.5); True when something had to change."""
+def check_cell_types(nb: Tree, where: str) -> None:
+    """Refuse, in one line, a notebook whose cells planbook cannot represent faithfully."""
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise MetadataError(f"{where} is not a Jupyter notebook (no list of cells); pass an .ipynb")
+    for number, cell in enumerate(cells, 1):
+        kind = cell.get("cell_type") if isinstance(cell, dict) else None
+        if kind not in CELL_TYPES:
+            raise MetadataError(
+                f"{where}: cell {number} has cell type {kind!r}, which nbformat 4 does not "
+                "define (code, markdown, raw); planbook leaves this notebook alone: change or "
+                "remove that cell first"
+            )
+
+
+def assign_ids(nb: Tree) -> bool:
+    """Give every cell an id (the nbformat 4.5 upgrade JupyterLab makes when it saves), in
+    memory only. The ids come from the cells' content, so two processes reading the same
+    file before its first save agree on them. True when something changed."""
     changed = False
+    seen: set[str] = set()
+    cells = list(nb["cells"])
+    for i, cell in enumerate(cells):
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not _VALID_ID.match(cell_id) or cell_id in seen:
+            text = f"{cell.get('cell_type')}\0{join_text(cell.get('source', ''))}"
+            base = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            cell_id, n = base, 0
+            while cell_id in seen:
+                n += 1
+                cell_id = f"{base}-{n}"
+            # First: in a file whose keys are not sorted, no neighbouring line changes.
+            cells[i] = {"id": cell_id, **{k: v for k, v in cell.items() if k != "id"}}
+            changed = True
+        seen.add(cell_id)
+    if changed:
+        nb["cells"] = cells
     if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
         nb["nbformat"], nb["nbformat_minor"] = 4, 5
         changed = True
-    seen: set[str] = set()
-    for cell in nb.cells:
-        if not cell.get("id") or cell["id"] in seen:
-            cell["id"] = new_cell_id()
-            changed = True
-        seen.add(cell["id"])
     return changed
 
 
-def to_cell(node: NotebookNode) -> Cell:
-    source = node.get("source", "")
-    if isinstance(source, list):
-        source = "".join(source)
+def normalize(nb: Tree, style: Style = JUPYTER) -> Tree:
+    """The tree as ``style`` stores it (nbformat's: every multi-line string split)."""
+    if not style.split_lines:
+        return nb
+    cells = []
+    for cell in nb.get("cells", []):
+        out = {**cell, "source": split_text(join_text(cell.get("source", "")), style)}
+        if "outputs" in cell:
+            out["outputs"] = [split_output(join_output(o), style) for o in cell["outputs"]]
+        if isinstance(cell.get("attachments"), dict):
+            out["attachments"] = {
+                k: split_bundle(join_bundle(v), style) for k, v in cell["attachments"].items()
+            }
+        cells.append(out)
+    return {**nb, "cells": cells}
+
+
+def to_cell(raw: Tree) -> Cell:
+    code = raw.get("cell_type") == "code"
+    attachments = raw.get("attachments")
     return Cell(
-        id=node["id"],
-        cell_type=node.get("cell_type", "code"),
-        source=source,
-        metadata=dict(node.get("metadata", {})),
-        outputs=[dict(o) for o in node.get("outputs", [])]
-        if node.get("cell_type") == "code"
-        else [],
-        execution_count=node.get("execution_count"),
-        attachments=node.get("attachments"),
+        id=raw["id"],
+        cell_type=raw.get("cell_type", "code"),
+        source=join_text(raw.get("source", "")),
+        metadata=raw.get("metadata", {}),
+        outputs=[join_output(o) for o in raw.get("outputs", [])] if code else [],
+        execution_count=raw.get("execution_count") if code else None,
+        attachments={k: join_bundle(v) for k, v in attachments.items()}
+        if isinstance(attachments, dict)
+        else None,
     )
 
 
-def to_node(cell: Cell) -> NotebookNode:
-    meta: dict[str, Any] = copy.deepcopy(cell.metadata)
+def to_raw(cell: Cell, style: Style, old: Tree | None = None, was: Cell | None = None) -> Tree:
+    """``cell`` as the file stores it. Replacing ``old`` (which reads as ``was``): its unknown
+    keys and key order are kept, and its unchanged parts are reused as they are."""
+    fields: Tree = {
+        "cell_type": cell.cell_type,
+        "id": cell.id,
+        "metadata": old["metadata"]
+        if old is not None
+        and was is not None
+        and "metadata" in old
+        and cell.metadata == was.metadata
+        else cell.metadata,
+        "source": old["source"]
+        if old is not None and was is not None and cell.source == was.source
+        else split_text(cell.source, style),
+    }
     if cell.cell_type == "code":
-        node = nbformat.v4.new_code_cell(
-            source=cell.source, metadata=meta, execution_count=cell.execution_count
+        fields["execution_count"] = cell.execution_count
+        same = old is not None and was is not None and "outputs" in old
+        fields["outputs"] = (
+            old["outputs"]  # type: ignore[index]
+            if same and was.cell_type == "code" and cell.outputs == was.outputs  # type: ignore[union-attr]
+            else [split_output(o, style) for o in cell.outputs]
         )
-        node["outputs"] = [nbformat.from_dict(copy.deepcopy(o)) for o in cell.outputs]
-    elif cell.cell_type == "markdown":
-        node = nbformat.v4.new_markdown_cell(source=cell.source, metadata=meta)
-    else:
-        node = nbformat.v4.new_raw_cell(source=cell.source, metadata=meta)
-    if cell.attachments and cell.cell_type != "code":
-        node["attachments"] = copy.deepcopy(cell.attachments)
-    node["id"] = cell.id
-    return node
+    elif cell.attachments is not None:
+        fields["attachments"] = {k: split_bundle(v, style) for k, v in cell.attachments.items()}
+    if old is None:
+        return fields
+    out = {k: fields.get(k, v) for k, v in old.items() if k in fields or k not in _KNOWN_KEYS}
+    out.update((k, v) for k, v in fields.items() if k not in out)
+    return out
 
 
 class NodeNotebook:
-    """The NotebookDocument operations over ``self._nb``; subclasses decide where it lives."""
+    """The NotebookDocument operations over the tree ``self._nb``; subclasses decide where it
+    lives (``_load`` brings it up to date, ``_commit`` persists it)."""
 
     backend = "memory"
     description = "memory"
 
-    def __init__(self, nb: NotebookNode) -> None:
-        ensure_ids(nb)
+    def __init__(self, nb: Tree, style: Style = JUPYTER) -> None:
         self._nb = nb
+        self.style = style
         self._depth = 0
+        self._dirty = False
         self._mutex = threading.RLock()
+        self._cell_cache: dict[int, tuple[Tree, Cell]] = {}
 
-    # Subclasses refresh from and persist to their storage around the outermost transaction.
     def _load(self) -> None:
         """Bring ``self._nb`` up to date with the storage."""
 
     def _commit(self) -> None:
         """Persist ``self._nb``."""
 
-    @property
-    def notebook(self) -> NotebookNode:
-        self._refresh()
-        return self._nb
-
     def _refresh(self) -> None:
         if self._depth == 0:
             self._load()
 
-    def cells(self) -> list[Cell]:
+    @property
+    def tree(self) -> Tree:
+        """The notebook's JSON tree as it stands (read-only)."""
         self._refresh()
-        return [to_cell(node) for node in self._nb.cells]
+        return self._nb
+
+    def cells(self) -> list[Cell]:
+        with self._mutex:
+            self._refresh()
+            raws = self._nb["cells"]
+            out = [self._cell_of(raw) for raw in raws]
+            if len(self._cell_cache) > 2 * len(raws) + 64:
+                self._cell_cache = {id(raw): self._cell_cache[id(raw)] for raw in raws}
+            # Copies: the cached Cells stay as read, whatever a caller does with these.
+            return [c.model_copy() for c in out]
+
+    def _cell_of(self, raw: Tree) -> Cell:
+        """The Cell a raw cell reads as, converted once per raw cell."""
+        hit = self._cell_cache.get(id(raw))
+        if hit is None or hit[0] is not raw:
+            hit = (raw, to_cell(raw))
+            self._cell_cache[id(raw)] = hit
+        return hit[1]
 
     def get_metadata(self, key: str) -> Any | None:
         """The stored value itself, not a copy: callers treat it as read-only."""
         self._refresh()
-        return self._nb.metadata.get(key)
+        return self._nb.get("metadata", {}).get(key)
 
     def set_metadata(self, key: str, value: Any) -> None:
         """Stores ``value`` as given: the caller hands over a fresh object it will not mutate."""
         with self.transaction():
-            # NotebookNode.__setitem__ would convert the whole value to NotebookNodes each save
-            dict.__setitem__(self._nb.metadata, key, value)
+            self._nb["metadata"] = {**self._nb.get("metadata", {}), key: value}
+            self._dirty = True
 
     def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
+        if not changes:
+            return
         with self.transaction():
-            current = self._nb.metadata.get(key)
-            if not isinstance(current, dict):
-                current = {}
-                dict.__setitem__(self._nb.metadata, key, current)
-            apply_metadata_changes(current, changes)
+            meta = dict(self._nb.get("metadata", {}))
+            top = meta.get(key)
+            root: Tree = dict(top) if isinstance(top, dict) else {}
+            meta[key] = root
+            fresh = {id(root)}  # containers copied in this call: changed in place from now on
+            for path, value in changes.items():
+                if not path:
+                    raise ValueError("a metadata path names at least one entry")
+                node = root
+                for part in path[:-1]:
+                    child = node.get(part)
+                    if not isinstance(child, dict):
+                        if value is DELETE:
+                            break
+                        child = {}
+                    elif id(child) not in fresh:
+                        child = dict(child)
+                    fresh.add(id(child))
+                    node[part] = child
+                    node = child
+                else:
+                    if value is DELETE:
+                        node.pop(path[-1], None)
+                    else:
+                        node[path[-1]] = value
+            self._nb["metadata"] = meta
+            self._dirty = True
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -127,57 +244,70 @@ class NodeNotebook:
         with self._mutex:
             yield
 
+    def _set_cells(self, cells: list[Tree]) -> None:
+        self._nb["cells"] = cells
+        self._dirty = True
+
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():
-            if index_of(self.cells(), cell.id) is not None:
+            cells = list(self._nb["cells"])
+            if any(raw.get("id") == cell.id for raw in cells):
                 raise ValueError(f"a cell with id {cell.id!r} already exists")
-            self._nb.cells.insert(max(0, min(index, len(self._nb.cells))), to_node(cell))
+            cells.insert(max(0, min(index, len(cells))), to_raw(cell, self.style))
+            self._set_cells(cells)
 
     def replace_cell(self, cell: Cell) -> None:
         with self.transaction():
-            self._nb.cells[self._index(cell.id)] = to_node(cell)
+            cells = list(self._nb["cells"])
+            i = self._index(cell.id)
+            old = cells[i]
+            cells[i] = to_raw(cell, self.style, old, self._cell_of(old))
+            self._set_cells(cells)
 
     def delete_cell(self, cell_id: str) -> None:
         with self.transaction():
-            del self._nb.cells[self._index(cell_id)]
+            cells = list(self._nb["cells"])
+            del cells[self._index(cell_id)]
+            self._set_cells(cells)
 
     def move_cell(self, cell_id: str, index: int) -> None:
         with self.transaction():
-            node = self._nb.cells.pop(self._index(cell_id))
-            self._nb.cells.insert(max(0, min(index, len(self._nb.cells))), node)
+            cells = list(self._nb["cells"])
+            raw = cells.pop(self._index(cell_id))
+            cells.insert(max(0, min(index, len(cells))), raw)
+            self._set_cells(cells)
 
     def _index(self, cell_id: str) -> int:
-        for i, node in enumerate(self._nb.cells):
-            if node.get("id") == cell_id:
+        for i, raw in enumerate(self._nb["cells"]):
+            if raw.get("id") == cell_id:
                 return i
         raise UnknownCell(cell_id)
 
-    def _snapshot(self) -> NotebookNode | None:
-        """What to go back to when a transaction fails (None: reload from storage)."""
-        return copy.deepcopy(self._nb)
-
-    def _restore(self, saved: NotebookNode | None) -> None:
-        assert saved is not None
-        self._nb = saved
-
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        saved: NotebookNode | None = None
-        if self._depth == 0:
-            self._load()
-            saved = self._snapshot()
-        self._depth += 1
-        try:
-            yield
-        except BaseException:
-            self._depth -= 1
+        with self._mutex:
+            saved: Tree | None = None
             if self._depth == 0:
-                self._restore(saved)
-            raise
-        self._depth -= 1
-        if self._depth == 0:
+                self._load()
+                saved = dict(self._nb)  # nothing below the root is ever changed in place
+                self._dirty = False
+            self._depth += 1
             try:
-                self._commit()
+                yield
             except BaseException:
-                self._restore(saved)
+                self._depth -= 1
+                if self._depth == 0:
+                    assert saved is not None
+                    self._nb = saved
+                    self._dirty = False
                 raise
+            self._depth -= 1
+            if self._depth == 0 and self._dirty:
+                try:
+                    self._commit()
+                except BaseException:
+                    assert saved is not None
+                    self._nb = saved
+                    raise
+                finally:
+                    self._dirty = False

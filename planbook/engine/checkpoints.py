@@ -1,19 +1,29 @@
 """Write checkpoints before a change and restore them on rollback.
 
-A checkpoint holds, for each target, its prior state as a blob (cell JSON or file bytes) plus
-where a cell stood; rolling back restores those states newest first. Rollback is itself a
-checkpoint, so it can be undone the same way.
+A checkpoint holds, for each target, only what its step changes: for a cell the parts that
+differ after the change (the old source for an edit, the old outputs and count for a run, the
+whole cell for a delete, nothing but the position for a move), for a file its bytes and mode.
+Large parts and every output item are content-addressed blobs, stored once however many
+checkpoints name them. Rolling back restores those parts newest first. Rollback is itself a
+checkpoint, so it can be undone the same way. Schema 1 checkpoints (a blob of the whole cell)
+are still restored.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from planbook.documents.base import Cell, NotebookDocument, index_of
-from planbook.engine.blobs import BlobStore
-from planbook.engine.hashing import ABSENT, bytes_hash, canonical_json, cell_hash
+from planbook.engine.blobs import BlobStore, decode_blob, encode_blob
+from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.workspace import Workspace
+
+#: Parts whose JSON is at most this long are kept in the checkpoint itself, not as a blob
+#: (a blob's key costs 64 characters, and text this short hardly compresses).
+INLINE_LIMIT = 256
+_CELL_PARTS = ("cell_type", "source", "metadata", "outputs", "execution_count", "attachments")
 
 
 class Targets:
@@ -29,13 +39,23 @@ def cell_state_hash(cells: list[Cell], cell_id: str) -> str:
     return ABSENT if i is None else cell_hash(cells[i].cell_type, cells[i].source)
 
 
+def _json(value: Any) -> str:
+    # Key order kept (not sorted): a restored value is written back in its own order.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 class CheckpointWriter:
     def __init__(self, document: NotebookDocument, workspace: Workspace, blobs: BlobStore) -> None:
         self.document = document
         self.workspace = workspace
         self.blobs = blobs
+        #: cell id -> (the cell before the change, whether its outputs are part of the change)
+        self._before: dict[str, tuple[Cell, bool]] = {}
 
-    def snapshot_cells(self, cell_ids: list[str]) -> list[CellSnapshot]:
+    def snapshot_cells(self, cell_ids: list[str], *, outputs: bool = False) -> list[CellSnapshot]:
+        """Where each cell stands before the change. What it holds is recorded by
+        ``with_after_hashes``, once the change shows which parts differ; ``outputs``: the
+        change will replace the outputs (a run), so keep them whatever they are then."""
         cells = self.document.cells()
         out = []
         for cell_id in cell_ids:
@@ -43,29 +63,60 @@ class CheckpointWriter:
             if i is None:
                 out.append(CellSnapshot(cell_id=cell_id, exists=False))
                 continue
-            blob = self.blobs.put(canonical_json(cells[i].model_dump(mode="json")))
+            self._before[cell_id] = (cells[i], outputs)
             after = cells[i - 1].id if i > 0 else None
-            out.append(CellSnapshot(cell_id=cell_id, exists=True, blob=blob, index=i, after=after))
+            out.append(CellSnapshot(cell_id=cell_id, exists=True, index=i, after=after, parts={}))
         return out
 
     def snapshot_files(self, paths: list[str]) -> list[FileSnapshot]:
         out = []
         for path in paths:
             data = self.workspace.read_bytes(path)
-            blob = None if data is None else self.blobs.put(data)
-            out.append(FileSnapshot(path=path, exists=data is not None, blob=blob))
+            if data is None:
+                out.append(FileSnapshot(path=path, exists=False))
+                continue
+            mode = self.workspace.resolve(path).stat().st_mode & 0o7777
+            out.append(FileSnapshot(path=path, exists=True, blob=self.blobs.put(data), mode=mode))
         return out
 
     def with_after_hashes(self, checkpoint: Checkpoint) -> None:
-        """Record what each target looks like right after the change (for rollback drift)."""
+        """Record what each cell held that the change replaced, and what each target looks
+        like right after the change (for rollback drift)."""
         cells = self.document.cells()
-        checkpoint.cells = [
-            s.model_copy(update={"after_hash": cell_state_hash(cells, s.cell_id)})
-            for s in checkpoint.cells
-        ]
+        snaps = []
+        for snap in checkpoint.cells:
+            update: dict[str, Any] = {"after_hash": cell_state_hash(cells, snap.cell_id)}
+            before = self._before.pop(snap.cell_id, None)
+            if snap.exists and snap.blob is None and before is not None:
+                i = index_of(cells, snap.cell_id)
+                update["parts"] = self._parts(before[0], None if i is None else cells[i], before[1])
+            snaps.append(snap.model_copy(update=update))
+        checkpoint.cells = snaps
         checkpoint.files = [
             s.model_copy(update={"after_hash": self.file_hash(s.path)}) for s in checkpoint.files
         ]
+
+    def _parts(self, before: Cell, after: Cell | None, outputs: bool) -> dict[str, dict[str, Any]]:
+        parts: dict[str, dict[str, Any]] = {}
+        for name in _CELL_PARTS:
+            value = getattr(before, name)
+            changed = after is None or getattr(after, name) != value
+            if name in ("outputs", "execution_count") and outputs and before.cell_type == "code":
+                changed = True
+            if not changed:
+                continue
+            if name == "outputs":
+                parts[name] = {"items": [self.blobs.put(_json(o).encode()) for o in value]}
+                continue
+            text = _json(value)
+            if len(text) <= INLINE_LIMIT:
+                parts[name] = {"json": text}
+            else:  # compressed in place: an old source is seldom shared, a blob key costs 128
+                parts[name] = {"z": encode_blob(text.encode())}
+        return parts
+
+    def old_fields(self, snap: CellSnapshot) -> dict[str, Any]:
+        return old_fields(self.blobs, snap)
 
     def file_hash(self, path: str) -> str:
         return bytes_hash(self.workspace.read_bytes(path))
@@ -83,12 +134,17 @@ class CheckpointWriter:
             if present is not None:
                 self.document.delete_cell(snap.cell_id)
             return
-        assert snap.blob is not None
-        cell = Cell.model_validate(json.loads(self.blobs.get(snap.blob)))
+        fields = self.old_fields(snap)
         if present is None:
-            self.document.insert_cell(self._position(cells, snap), cell)
+            fields["id"] = snap.cell_id
+            self.document.insert_cell(self._position(cells, snap), Cell.model_validate(fields))
             return
-        self.document.replace_cell(cell)
+        current = cells[present]
+        if fields:
+            fields.pop("id", None)
+            self.document.replace_cell(
+                Cell.model_validate({**current.model_dump(), **fields, "id": snap.cell_id})
+            )
         cells = self.document.cells()
         without = [c for c in cells if c.id != snap.cell_id]
         target = self._position(without, snap)
@@ -111,3 +167,28 @@ class CheckpointWriter:
             return
         assert snap.blob is not None
         self.workspace.write_bytes(snap.path, self.blobs.get(snap.blob))
+        if snap.mode is not None:
+            self.workspace.check_writable(snap.path).chmod(snap.mode)
+
+
+def old_fields(blobs: BlobStore, snap: CellSnapshot) -> dict[str, Any]:
+    """The cell fields a snapshot holds (all of them for a schema 1 snapshot)."""
+    if snap.blob is not None:
+        return dict(json.loads(blobs.get(snap.blob)))
+    fields: dict[str, Any] = {}
+    for name, part in (snap.parts or {}).items():
+        if "items" in part:
+            fields[name] = [json.loads(blobs.get(key)) for key in part["items"]]
+        elif "blob" in part:
+            fields[name] = json.loads(blobs.get(part["blob"]))
+        elif "z" in part:
+            fields[name] = json.loads(decode_blob(part["z"]))
+        else:
+            fields[name] = json.loads(part["json"])
+    return fields
+
+
+def source_before(blobs: BlobStore, snap: CellSnapshot) -> str | None:
+    """The source a cell had before its step, when its checkpoint holds it (an edit, a delete)."""
+    source = old_fields(blobs, snap).get("source")
+    return source if isinstance(source, str) else None

@@ -245,7 +245,7 @@ class Executor:
     def _start(self, plan: Plan, step: Step, started: float) -> StepOutcome | None:
         """Under the lock: check, checkpoint and apply the step, saved as "running" first where
         code or a command still has to run (then None is returned: the caller runs it)."""
-        number = plan.steps.index(step) + 1
+        number = next(i for i, s in enumerate(plan.steps, 1) if s is step)
         step.status = "running"
         self._tell(
             Event(
@@ -281,10 +281,11 @@ class Executor:
         # a live backend re-checks the targets at commit, so nothing slips in between.
         with self.document.transaction():
             check_drift(op, step.base, self.document, self.workspace)
-            checkpoint.cells = self.checkpoints.snapshot_cells(targets_of(op).cells)
+            writer = self.checkpoints  # one writer: it keeps the cells as they were
+            checkpoint.cells = writer.snapshot_cells(targets_of(op).cells, outputs=step.runs_cell)
             if not isinstance(op, RunCell):
                 apply_cell_op(self.document, op)
-            self.checkpoints.with_after_hashes(checkpoint)
+            writer.with_after_hashes(checkpoint)
             self._record_checkpoint(step, checkpoint)
             if not step.runs_cell:
                 return self._record(plan, step, "done", "", started, checkpoint.id)
@@ -438,7 +439,7 @@ class Executor:
             )
         )
         self.store.save()
-        number = plan.steps.index(step) + 1
+        number = next(i for i, s in enumerate(plan.steps, 1) if s is step)
         return StepOutcome(number, step.id, step.operation.kind, status, message)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:

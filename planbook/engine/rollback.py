@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planbook.engine.checkpoints import CheckpointWriter
+from planbook.engine.retention import was_pruned
 from planbook.engine.store import Store
 from planbook.errors import NothingToDo, RollbackConflict, UnknownCheckpoint, UsageMistake
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
@@ -23,6 +24,11 @@ def find_checkpoint(store: Store, ref: str | None) -> Checkpoint:
         cp for cp in checkpoints if cp.id == ref or cp.id.startswith(ref) or cp.id == f"cp-{ref}"
     ]
     if len(matches) != 1:
+        if not matches and was_pruned(store.state, ref):
+            raise UsageMistake(
+                f"checkpoint {ref!r} was dropped by `planbook gc` (only the newest are kept); "
+                "it cannot be rolled back to any more: pick a newer one from `%checkpoints`"
+            )
         raise UnknownCheckpoint(ref)
     return matches[0]
 

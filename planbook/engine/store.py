@@ -1,4 +1,20 @@
-"""Persist the planbook state in ``notebook.metadata["planbook"]`` after every change.
+"""Persist the planbook state in ``notebook.metadata["planbook"]`` after every change, by part.
+
+Layout (schema 2), each line one entry that ``NotebookDocument.update_metadata`` writes alone::
+
+    schema_version        2
+    mode                  "plan" | "ask" | "auto-edit" | "act"
+    plan_order            [plan id, ...]            the plans' order (changes when one is added)
+    plans/<plan id>       a plan (its revisions, steps, approvals, results)
+    checkpoints/<bucket>/<cp id>   a checkpoint; bucket "0000" holds seq 1-64, "0001" 65-128...
+    blobs/<sha256>        one compressed content, shared by every checkpoint that names it
+    log/<bucket>/<000001> one log entry, numbered from 1, 64 to a bucket like checkpoints
+    <field>               any other field of PlanbookState (an agent's conversation, ...)
+
+A save sends only the entries that changed since the last save (a step: its plan, its new
+checkpoint, new blobs, new log entries), so its cost does not grow with the history; the
+buckets keep each object small, so a file save re-joins at most one bucket's entries. Schema 1
+(plans, checkpoints and log as lists) is still read; the next save rewrites it as schema 2.
 
 Loading validates the whole state against the schema. A state that is corrupted, or written by
 a newer planbook, is refused with a message and left exactly as it is: nothing is saved over it.
@@ -12,13 +28,62 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planbook.documents.base import NotebookDocument
+from planbook.documents.base import DELETE, MetadataPath, NotebookDocument
 from planbook.engine.blobs import BlobStore
 from planbook.errors import MetadataError, first_problem
+from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
 METADATA_KEY = "planbook"
+#: Fields stored by part; every other field of PlanbookState is one entry of its own.
+_BY_PART = frozenset({"plans", "checkpoints", "blobs", "log"})
+
+
+BUCKET = 64
+
+
+def log_key(number: int) -> str:
+    """The key of the ``number``-th log entry (1-based): sorts in order as text."""
+    return f"{number:06d}"
+
+
+def bucket(number: int) -> str:
+    """The bucket of the ``number``-th (1-based) checkpoint or log entry."""
+    return f"{(max(number, 1) - 1) // BUCKET:04d}"
+
+
+def _flat(buckets: Any) -> dict[str, Any] | None:
+    """The entries of a bucketed map, or None when it is not one."""
+    if not isinstance(buckets, dict) or not all(isinstance(b, dict) for b in buckets.values()):
+        return None
+    return {k: v for b in buckets.values() for k, v in b.items()}
+
+
+def from_layout(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 metadata value in the shape of PlanbookState (lists where the model has
+    lists); schema 1 is that shape already."""
+    if raw.get("schema_version") != 2:
+        return raw
+    out = {k: v for k, v in raw.items() if k not in _BY_PART and k != "plan_order"}
+    plans = raw.get("plans", {})
+    checkpoints = _flat(raw.get("checkpoints", {}))
+    log = _flat(raw.get("log", {}))
+    if not isinstance(plans, dict) or checkpoints is None or log is None:
+        # refused by validation, which names the place
+        out.update(plans=plans, checkpoints=raw.get("checkpoints"), log=raw.get("log"))
+        return out
+    order = raw.get("plan_order")
+    if isinstance(order, list) and sorted(map(str, order)) == sorted(plans):
+        out["plans"] = [plans[str(i)] for i in order]
+    else:
+        out["plans"] = list(plans.values())
+    out["checkpoints"] = sorted(
+        checkpoints.values(), key=lambda c: c.get("seq", 0) if isinstance(c, dict) else 0
+    )
+    out["log"] = [log[k] for k in sorted(log)]
+    out["blobs"] = raw.get("blobs", {})
+    return out
 
 
 def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
@@ -36,13 +101,15 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
             f"understands ({SCHEMA_VERSION}); it was left untouched: upgrade planbook to use it"
         )
     try:
-        return PlanbookState.model_validate(raw)
+        state = PlanbookState.model_validate(from_layout(raw))
     except ValidationError as exc:
         loc, problem = first_problem(exc, whole="(top level)")
         raise MetadataError(
             f"planbook metadata in {where} is corrupted at {loc}: {problem}; it was left "
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
         ) from None
+    state.schema_version = SCHEMA_VERSION
+    return state
 
 
 class Store:
@@ -51,26 +118,49 @@ class Store:
     def __init__(self, document: NotebookDocument) -> None:
         self.document = document
         self.state = PlanbookState()
-        self._saved: Any = None
+        self._raw: Any = None
+        self._saved = _Saved()
         self.user = _user()
         self.load()
 
     def load(self) -> None:
         raw = self.document.get_metadata(METADATA_KEY)
         self.state = parse_state(raw, _where(self.document))
-        self._saved = raw
+        self._raw = raw
+        self._saved = _Saved.of(raw, self.state)
 
     def sync(self) -> None:
         """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor)."""
         raw = self.document.get_metadata(METADATA_KEY)
-        if raw is not self._saved and raw != self._saved:
-            self.state = parse_state(raw, _where(self.document))
-            self._saved = raw
+        if raw is not self._raw and raw != self._raw:
+            self.load()
+        self._raw = raw
 
     def save(self) -> None:
-        dumped = self.state.model_dump(mode="json")
-        self.document.set_metadata(METADATA_KEY, dumped)
-        self._saved = dumped
+        """Write what changed since the last save, entry by entry (see the module docstring)."""
+        if not self._saved.layout:
+            whole = self.layout()
+            self.document.set_metadata(METADATA_KEY, whole)
+            self._saved = _Saved.of(whole, self.state)
+        else:
+            changes = self._saved.changes(self.state)
+            if changes:
+                self.document.update_metadata(METADATA_KEY, changes)
+        self._raw = self.document.get_metadata(METADATA_KEY)
+
+    def layout(self) -> dict[str, Any]:
+        """The whole state in the stored layout (schema 2)."""
+        state = self.state
+        whole = state.model_dump(mode="json", exclude=set(_BY_PART))
+        whole["schema_version"] = SCHEMA_VERSION
+        whole["plan_order"] = [p.id for p in state.plans]
+        whole["plans"] = {p.id: p.model_dump(mode="json") for p in state.plans}
+        whole["checkpoints"] = {}
+        for c in state.checkpoints:
+            whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(c)
+        whole["blobs"] = dict(state.blobs)
+        whole["log"] = bucketed_log(state.log)
+        return whole
 
     @property
     def blobs(self) -> BlobStore:
@@ -91,6 +181,155 @@ class Store:
             if plan.id == plan_id:
                 return plan
         raise MetadataError(f"plan {plan_id} disappeared from the notebook metadata")
+
+
+class _Saved:
+    """What the last save (or load) left in the metadata, to tell what changed since."""
+
+    def __init__(self) -> None:
+        #: False: the stored value is absent or schema 1, so the next save writes it whole.
+        self.layout = False
+        self.rest: dict[str, Any] = {}
+        self.plan_order: list[str] = []
+        self.plans: dict[str, Any] = {}
+        #: checkpoint id -> (what it looked like when dumped, its dump)
+        self.checkpoints: dict[str, tuple[tuple[Any, ...] | None, Any]] = {}
+        self.blobs: set[str] = set()
+        self.log: list[Any] = []
+        self.checkpoint_objects: list[Checkpoint] = []
+        self.checkpoint_changes = -1
+
+    @classmethod
+    def of(cls, raw: Any, state: PlanbookState | None = None) -> _Saved:
+        """What ``raw`` holds; ``state`` is what it was parsed into (the same content)."""
+        saved = cls()
+        if not isinstance(raw, dict) or raw.get("schema_version") != 2:
+            return saved
+        saved.layout = True
+        saved.rest = {k: v for k, v in raw.items() if k not in _BY_PART and k != "plan_order"}
+        saved.plan_order = list(raw.get("plan_order", []))
+        saved.plans = dict(raw.get("plans", {}))
+        saved.checkpoints = {k: (None, v) for k, v in (_flat(raw.get("checkpoints")) or {}).items()}
+        saved.blobs = set(raw.get("blobs", {}))
+        if state is not None:
+            saved.log = list(state.log)
+            for cp in state.checkpoints:
+                if cp.id in saved.checkpoints:
+                    saved.checkpoints[cp.id] = (_looks(cp), saved.checkpoints[cp.id][1])
+                    cp._saved = True
+        else:
+            log = _flat(raw.get("log")) or {}
+            saved.log = [log[k] for k in sorted(log)]
+        return saved
+
+    def changes(self, state: PlanbookState) -> dict[MetadataPath, Any]:
+        changes: dict[MetadataPath, Any] = {}
+        rest = state.model_dump(mode="json", exclude=set(_BY_PART))
+        rest["schema_version"] = SCHEMA_VERSION
+        for name in self.rest.keys() - rest.keys():
+            changes[(name,)] = DELETE
+        for name, value in rest.items():
+            if self.rest.get(name, DELETE) != value:
+                changes[(name,)] = value
+        self.rest = rest
+
+        order = [p.id for p in state.plans]
+        if order != self.plan_order:
+            changes[("plan_order",)] = order
+            for gone in self.plans.keys() - set(order):
+                changes[("plans", gone)] = DELETE
+                del self.plans[gone]
+            self.plan_order = order
+        for plan in state.plans:
+            dumped = plan.model_dump(mode="json")
+            old = self.plans.get(plan.id)
+            if dumped != old:
+                dumped = share(old, dumped)
+                changes[("plans", plan.id)] = dumped
+                self.plans[plan.id] = dumped
+
+        # Saved checkpoints change only when one is assigned to (a rollback) or the list
+        # changes (a new one, gc): otherwise there is nothing to look at in them.
+        saved_ids = list(map(id, self.checkpoint_objects))
+        if list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids and (
+            Checkpoint.changes == self.checkpoint_changes
+        ):
+            fresh = state.checkpoints[len(saved_ids) :]
+        else:
+            fresh = state.checkpoints
+        present = {cp.id for cp in state.checkpoints} if fresh is state.checkpoints else set()
+        for gone in (self.checkpoints.keys() - present) if fresh is state.checkpoints else ():
+            changes[("checkpoints", bucket(self.checkpoints[gone][1].get("seq", 1)), gone)] = DELETE
+            del self.checkpoints[gone]
+        for cp in fresh:
+            looks = _looks(cp)
+            seen = self.checkpoints.get(cp.id)
+            if seen is not None and _same_looks(seen[0], looks):
+                continue
+            dumped = dump_checkpoint(cp)
+            if seen is None or seen[1] != dumped:
+                changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
+            self.checkpoints[cp.id] = (looks, dumped)
+            cp._saved = True
+        # Held, not just their ids: a dropped checkpoint's id could be reused by a new one.
+        self.checkpoint_objects = list(state.checkpoints)
+        self.checkpoint_changes = Checkpoint.changes
+
+        blobs = state.blobs.keys()
+        for key in blobs - self.blobs:
+            changes[("blobs", key)] = state.blobs[key]
+        for key in self.blobs - blobs:
+            changes[("blobs", key)] = DELETE
+        self.blobs = set(blobs)
+
+        log = state.log
+        # Entries are frozen and only ever appended (gc may drop old ones: then all is rewritten).
+        if len(log) >= len(self.log) and (not self.log or log[len(self.log) - 1] is self.log[-1]):
+            for n in range(len(self.log), len(log)):
+                changes[("log", bucket(n + 1), log_key(n + 1))] = log[n].model_dump(mode="json")
+        else:
+            changes[("log",)] = bucketed_log(log)
+        self.log = list(log)
+        return changes
+
+
+def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for n, entry in enumerate(log, 1):
+        out.setdefault(bucket(n), {})[log_key(n)] = entry.model_dump(mode="json")
+    return out
+
+
+def dump_checkpoint(cp: Checkpoint) -> dict[str, Any]:
+    """A checkpoint as stored: fields at their default are left out (a checkpoint is written
+    with every step, so its fixed size counts)."""
+    return cp.model_dump(mode="json", exclude_defaults=True)
+
+
+def _looks(cp: Checkpoint) -> tuple[Any, ...]:
+    """Which checkpoint, and how many assignments it has had (its lists are replaced, never
+    changed in place)."""
+    return (cp, cp._version)
+
+
+def _same_looks(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
+    return a is not None and a[0] is b[0] and a[1] == b[1]
+
+
+def share(old: Any, new: Any) -> Any:
+    """``new`` with every part equal to the same part of ``old`` replaced by that part: the
+    serializer has the old parts' text already."""
+    if old is None or type(old) is not type(new):
+        return new
+    if old == new:
+        return old
+    if isinstance(new, dict):
+        return {k: share(old.get(k), v) for k, v in new.items()}
+    if isinstance(new, list) and len(old) == len(new):
+        return [share(a, b) for a, b in zip(old, new, strict=True)]
+    if isinstance(new, list):
+        return [share(old[i], b) if i < len(old) else b for i, b in enumerate(new)]
+    return new
 
 
 def _user() -> str:

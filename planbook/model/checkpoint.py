@@ -7,21 +7,29 @@ names its blob, so the same source or file is stored once however many checkpoin
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from planbook.model.plan import new_id, now
 
 
 class CellSnapshot(BaseModel):
-    """A cell as it was: absent, or its content blob and where it stood."""
+    """A cell as it was: absent, or where it stood and the parts of it the step changed."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cell_id: str
     exists: bool
-    blob: str | None = Field(default=None, description="Blob of the cell's JSON when it existed.")
+    blob: str | None = Field(
+        default=None, description="Schema 1 only: blob of the whole cell's JSON when it existed."
+    )
+    parts: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="The fields the step changed, as they were: each {'json': text} (small), "
+        "{'z': compressed JSON} or, for outputs, {'items': [blob key per output]}; a deleted "
+        "cell has all.",
+    )
     index: int | None = None
     after: str | None = Field(default=None, description="Id of the cell just above it.")
     after_hash: str = Field(default="", description="Content hash right after the change.")
@@ -35,11 +43,26 @@ class FileSnapshot(BaseModel):
     path: str
     exists: bool
     blob: str | None = None
+    mode: int | None = Field(default=None, description="Its permission bits (0o755...).")
     after_hash: str = ""
 
 
 class Checkpoint(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    #: How many assignments saved checkpoints have had: lets the store skip looking at every
+    #: saved checkpoint when none changed (ClassVar: not a field, not stored).
+    changes: ClassVar[int] = 0
+    #: Assignments to this checkpoint, and whether the store has saved it (not stored).
+    _version: int = PrivateAttr(default=0)
+    _saved: bool = PrivateAttr(default=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_"):
+            self._version += 1
+            if self._saved:
+                Checkpoint.changes += 1
 
     id: str = Field(default_factory=lambda: "cp-" + new_id())
     seq: int

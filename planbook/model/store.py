@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -10,7 +10,8 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan
 
-SCHEMA_VERSION = 1
+#: 2: plans, checkpoints and log entries stored by id (see planbook.engine.store); 1 is read too.
+SCHEMA_VERSION: Final = 2
 Mode = Literal["plan", "ask", "auto-edit", "act"]
 MODES: tuple[Mode, ...] = ("plan", "ask", "auto-edit", "act")
 
@@ -25,11 +26,11 @@ class LogEntry(BaseModel):
 
 
 class PlanbookState(BaseModel):
-    """Everything planbook keeps in a notebook. Blobs are zlib+base64, keyed by their SHA-256."""
+    """Everything planbook keeps in a notebook. Blobs are compressed, keyed by their SHA-256."""
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     mode: Mode = "plan"
     plans: list[Plan] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)

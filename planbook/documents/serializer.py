@@ -1,0 +1,235 @@
+"""Notebook JSON text exactly as Jupyter writes it (or in the file's own consistent style),
+re-encoding only what changed.
+
+Jupyter's writer (``nbformat.writes``) is ``json.dumps(indent=1, sort_keys=True,
+ensure_ascii=False)`` over the notebook with multi-line strings split into lists, plus a final
+newline. The standard library's indented encoder is pure Python, so re-encoding a large notebook
+at every step costs more than the step. Here the notebook is a tree of plain dicts and lists
+that is never changed in place (a change makes new containers along its path), so the text of
+an unchanged container can be reused: the encoder remembers the text of every container near
+the top of the tree (cells, outputs, metadata entries, plans, checkpoints) by identity.
+
+A file written in another consistent style (2 spaces as TensorFlow and Colab write, keys in
+their own order, no final newline, ASCII escapes, unsplit strings) keeps that style: ``detect``
+finds the style that reproduces the file byte for byte, or says none does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from json.encoder import encode_basestring, encode_basestring_ascii
+from typing import Any
+
+#: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
+#: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
+_CACHE_DEPTH = 10
+#: Mime types whose text nbformat splits into lines besides text/*.
+_SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a notebook file is laid out."""
+
+    indent: str = " "
+    sort_keys: bool = True
+    ensure_ascii: bool = False
+    split_lines: bool = True
+    final_newline: bool = True
+    #: "\r\n" for a file checked out on Windows (git autocrlf).
+    newline: str = "\n"
+
+
+#: What Jupyter's own save writes.
+JUPYTER = Style()
+
+
+class Encoder:
+    """Encodes notebook trees in one style; keeps the text of containers it saw last time."""
+
+    def __init__(self, style: Style = JUPYTER) -> None:
+        self.style = style
+        # id -> (the container, its text): holding the container keeps its id from being reused.
+        self._cache: dict[int, tuple[object, str]] = {}
+        self._added = 0
+        self._live = 0
+        self._string = encode_basestring_ascii if style.ensure_ascii else encode_basestring
+        #: How many containers the last ``encode`` had to encode afresh (for tests, benchmarks).
+        self.encoded = 0
+
+    def encode(self, nb: dict[str, Any]) -> str:
+        """The file's text."""
+        self.encoded = 0
+        text = self._value(nb, 0)
+        if self._added > max(1000, self._live):
+            self._prune(nb)  # now and then, so the cost is spread over many saves
+        text = text + "\n" if self.style.final_newline else text
+        # JSON text has no raw newline inside a string: every "\n" here is layout.
+        return text if self.style.newline == "\n" else text.replace("\n", self.style.newline)
+
+    def _prune(self, nb: dict[str, Any]) -> None:
+        """Forget the text of containers this notebook no longer holds."""
+        keep: dict[int, tuple[object, str]] = {}
+        stack: list[tuple[Any, int]] = [(nb, 0)]
+        while stack:
+            value, depth = stack.pop()
+            if depth > _CACHE_DEPTH:
+                continue
+            hit = self._cache.get(id(value))
+            if hit is not None and hit[0] is value:
+                keep[id(value)] = hit
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        self._cache = keep
+        self._live = len(keep)
+        self._added = 0
+
+    def _value(self, value: Any, depth: int) -> str:
+        if isinstance(value, str):
+            return self._string(value)
+        if isinstance(value, dict | list):
+            if depth and depth <= _CACHE_DEPTH:
+                hit = self._cache.get(id(value))
+                if hit is not None and hit[0] is value:
+                    return hit[1]
+            self.encoded += 1
+            text = self._container(value, depth)
+            if depth and depth <= _CACHE_DEPTH:
+                self._cache[id(value)] = (value, text)
+                self._added += 1
+            return text
+        return _scalar(value)
+
+    def _container(self, value: dict[str, Any] | list[Any], depth: int) -> str:
+        if not value:
+            return "{}" if isinstance(value, dict) else "[]"
+        inner = "\n" + self.style.indent * (depth + 1)
+        # The cache is looked up here too, not only in _value: a plan or the checkpoints hold
+        # thousands of unchanged entries, and a call per entry is most of a save's cost.
+        cache = self._cache if depth + 1 <= _CACHE_DEPTH else {}
+        encode = self._value
+        if isinstance(value, list):
+            parts = []
+            for item in value:
+                hit = cache.get(id(item))
+                parts.append(
+                    hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
+                )
+            return "[" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "]"
+        items = sorted(value.items()) if self.style.sort_keys else value.items()
+        string = self._string
+        parts = []
+        for k, v in items:
+            hit = cache.get(id(v))
+            text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
+            parts.append(string(k) + ": " + text)
+        return "{" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "}"
+
+
+def _scalar(value: Any) -> str:
+    # Same spelling as json.dumps (True -> true, None -> null, floats by repr, NaN as NaN).
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return int.__repr__(value)
+    return json.dumps(value)
+
+
+def detect(text: str, nb: dict[str, Any]) -> tuple[Style, Encoder] | None:
+    """The style that writes ``nb`` (parsed from ``text``) back as exactly ``text``, with an
+    encoder that already holds the text of every container; None when no style does."""
+    newline = "\r\n" if text.startswith("{\r\n") else "\n"
+    indent = _indent_of(text.replace("\r\n", "\n") if newline != "\n" else text)
+    if indent is None:
+        return None
+    base = Style(
+        indent=indent,
+        newline=newline,
+        final_newline=text.endswith("\n"),
+        split_lines=not _has_unsplit_source(nb),
+        ensure_ascii=text.isascii() and not _all_ascii(nb),
+    )
+    for style in (base, replace(base, sort_keys=False)):
+        encoder = Encoder(style)
+        if encoder.encode(nb) == text:
+            return style, encoder
+    return None
+
+
+def _indent_of(text: str) -> str | None:
+    if not text.startswith("{\n"):
+        return None
+    line = text[2 : text.find("\n", 2)]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    return indent or None
+
+
+def _has_unsplit_source(nb: dict[str, Any]) -> bool:
+    # nbformat always writes a source as a list of lines (even "" as []): a string means the
+    # tool that wrote the file does not split.
+    return any(
+        isinstance(cell, dict) and isinstance(cell.get("source"), str)
+        for cell in nb.get("cells", [])
+    )
+
+
+def _all_ascii(nb: dict[str, Any]) -> bool:
+    return json.dumps(nb, ensure_ascii=False).isascii()
+
+
+def split_text(text: str, style: Style) -> str | list[str]:
+    """A multi-line string as the style stores it (nbformat: a list of lines)."""
+    return text.splitlines(True) if style.split_lines else text
+
+
+def join_text(value: Any) -> Any:
+    """The string a split value stands for (lists of lines are joined)."""
+    return "".join(value) if isinstance(value, list) else value
+
+
+def split_output(output: dict[str, Any], style: Style) -> dict[str, Any]:
+    """An output dict as nbformat stores it (multi-line text split into lines)."""
+    if not style.split_lines:
+        return output
+    kind = output.get("output_type")
+    if kind == "stream" and isinstance(output.get("text"), str):
+        return {**output, "text": output["text"].splitlines(True)}
+    if kind in ("execute_result", "display_data") and isinstance(output.get("data"), dict):
+        return {**output, "data": split_bundle(output["data"], style)}
+    return output
+
+
+def split_bundle(data: dict[str, Any], style: Style) -> dict[str, Any]:
+    if not style.split_lines:
+        return data
+    return {
+        key: value.splitlines(True)
+        if isinstance(value, str) and (key.startswith("text/") or key in _SPLIT_MIMES)
+        else value
+        for key, value in data.items()
+    }
+
+
+def join_output(output: dict[str, Any]) -> dict[str, Any]:
+    """An output dict with its split text joined back (as nbformat hands it to programs)."""
+    kind = output.get("output_type")
+    if kind == "stream" and isinstance(output.get("text"), list):
+        return {**output, "text": "".join(output["text"])}
+    data = output.get("data")
+    if isinstance(data, dict) and any(isinstance(v, list) for v in data.values()):
+        return {**output, "data": join_bundle(data)}
+    return output
+
+
+def join_bundle(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: "".join(value)
+        if isinstance(value, list) and (key.startswith("text/") or key in _SPLIT_MIMES)
+        else value
+        for key, value in data.items()
+    }
