@@ -102,6 +102,14 @@ def close_document(document: NotebookDocument) -> None:
         close()
 
 
+def make_durable(document: NotebookDocument) -> str:
+    """Make sure what was committed survives a stop of whoever holds the document (the live
+    room: the server saves it now); "" when it does, else one line saying why not. The file
+    backend saves in every transaction, so it has nothing to do."""
+    durable = getattr(document, "make_durable", None)
+    return str(durable()) if callable(durable) else ""
+
+
 def apply_metadata_changes(target: dict[str, Any], changes: Mapping[MetadataPath, Any]) -> None:
     """``update_metadata`` on a plain dict: what the memory and file backends do."""
     for path, value in changes.items():

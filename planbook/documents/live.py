@@ -23,7 +23,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, MetadataPath, apply_metadata_changes, index_of
+from planbook.documents.base import (
+    DELETE,
+    Cell,
+    MetadataPath,
+    apply_metadata_changes,
+    index_of,
+)
 from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress
 from planbook.errors import ConflictError, UnknownCell
 
@@ -38,12 +44,12 @@ __all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
 @dataclass
 class _Op:
-    kind: str  # "meta" | "insert" | "replace" | "delete" | "move"
+    kind: str  # "meta" | "meta_part" | "insert" | "replace" | "delete" | "move"
     cell: Cell | None = None
     cell_id: str | None = None
     after: str | None = None  # anchor for insert/move: the id of the cell before, None = top
     key: str | None = None
-    value: Any = None
+    value: Any = None  # "meta": the whole value; "meta_part": {path: value or DELETE}
 
 
 @dataclass
@@ -51,6 +57,8 @@ class _Txn:
     cells: list[Cell]
     base: dict[str, Cell]
     meta: dict[str, Any] = field(default_factory=dict)
+    #: update_metadata changes per key since the last whole value (applied when read)
+    parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[_Op] = field(default_factory=list)
     depth: int = 0
 
@@ -139,6 +147,7 @@ class LiveNotebook:
         self._writer = threading.RLock()  # one transaction at a time
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
+        self._saved_version = -1  # the room's version at the last confirmed save
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -193,7 +202,18 @@ class LiveNotebook:
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
         if txn is not None and key in txn.meta:
-            return json.loads(json.dumps(txn.meta[key]))
+            value = json.loads(json.dumps(txn.meta[key]))
+        else:
+            value = self._shared_metadata(key)
+        if txn is not None and txn.parts.get(key):
+            value = value if isinstance(value, dict) else {}
+            for changes in txn.parts[key]:
+                apply_metadata_changes(value, changes)
+        return value
+
+    def _shared_metadata(self, key: str) -> Any | None:
+        """``metadata[key]`` as JSON, whether it is one value (a whole-value write, from an
+        older planbook or JupyterLab's metadata editor) or shared maps written by part."""
         with self._room.cond:
             meta = self._room.meta.get("metadata")
             value = None if meta is None else meta.get(key)
@@ -218,6 +238,43 @@ class LiveNotebook:
         """Ask the server to save the file now ("success", "skipped" or "failed"); it also
         saves on its own about a second after each change."""
         return self._room.save(timeout)
+
+    def make_durable(self, timeout: float | None = None) -> str:
+        """Make sure the file on disk holds everything committed so far: ask the server to
+        save the room and wait for its answer (bounded; a "skipped" save is asked again).
+        "" when saved (or nothing changed since the last save), else one line saying why not;
+        the server then still saves on its own about a second after the last change."""
+        version = self._room.version
+        if version == self._saved_version:
+            return ""
+        deadline = time.monotonic() + (self.confirm_timeout if timeout is None else timeout)
+        status = "no answer"
+        while True:
+            try:
+                status = self._room.save(max(0.1, deadline - time.monotonic()))
+            except LiveConnectionError as exc:
+                status = str(exc)
+                break
+            if status == "success":
+                self._saved_version = version
+                return ""
+            if time.monotonic() + 0.2 >= deadline:
+                break
+            time.sleep(0.2)
+        return (
+            f"the server has not saved {self.address.path!r} yet ({status}); the change is in "
+            "the room and the server saves it on its own about a second later"
+        )
+
+    @property
+    def reloads(self) -> int:
+        """Grows each time the local copy was replaced by the server's (server restarted, file
+        changed on disk): a record kept in memory must then be reconciled with the room."""
+        return self._room.reloads
+
+    @property
+    def reload_reason(self) -> str:
+        return self._room.reload_reason
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (from the sync thread) after each change of the document."""
@@ -267,15 +324,24 @@ class LiveNotebook:
             txn = self._require_txn()
             value = json.loads(json.dumps(value))  # JSON only, and a private copy
             txn.meta[key] = value
+            txn.parts.pop(key, None)  # the whole value replaces earlier changes by part
             txn.ops.append(_Op("meta", key=key, value=value))
 
     def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
-        # Whole value for now: the room keeps the planbook metadata as one JSON value.
+        """Each object on a path becomes a shared map of its own (metadata[key] too), so the
+        update carries only the entries named here: a step's cost does not grow with the plan.
+        A whole value found on the way (a whole-value write) is turned into maps once."""
+        private: dict[MetadataPath, Any] = {}
+        for path, value in changes.items():
+            if not path or not all(isinstance(part, str) for part in path):
+                raise ValueError(f"a metadata path is a non-empty tuple of strings, not {path!r}")
+            private[tuple(path)] = value if value is DELETE else json.loads(json.dumps(value))
+        if not private:
+            return
         with self.transaction():
-            current = self.get_metadata(key)
-            value = current if isinstance(current, dict) else {}  # get_metadata copies
-            apply_metadata_changes(value, changes)
-            self.set_metadata(key, value)
+            txn = self._require_txn()
+            txn.parts.setdefault(key, []).append(private)
+            txn.ops.append(_Op("meta_part", key=key, value=private))
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -372,6 +438,9 @@ class LiveNotebook:
                     if op.key in meta:  # replacing a key in place is not seen by every reader
                         del meta[op.key]
                     meta[op.key] = op.value
+                elif op.kind == "meta_part":
+                    assert op.key is not None
+                    _apply_parts(self._room.meta, op.key, op.value)
                 elif op.kind == "insert":
                     assert op.cell is not None
                     if op.cell.id in ids:
@@ -475,6 +544,41 @@ def _check(txn: _Txn, current: dict[str, Cell]) -> list[Cell]:
                 ids.insert(at, op.cell_id)
                 cells.insert(at, moved)
     return cells
+
+
+def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
+    """``parent[key]`` as a shared map: created when absent, converted once when it holds a
+    whole JSON object (entries kept), replaced when it holds anything else."""
+    from pycrdt import Map
+
+    child = parent.get(key)
+    if isinstance(child, Map):
+        return child
+    entries = child if isinstance(child, dict) else {}
+    if key in parent:
+        del parent[key]
+    parent[key] = Map(entries)
+    found: Map[Any] = parent[key]
+    return found
+
+
+def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any]) -> None:
+    """``update_metadata`` on the shared document: maps down each path, the value at its end."""
+    from pycrdt import Map
+
+    metadata = _shared_map(ymeta, "metadata")
+    for path, value in changes.items():
+        node = _shared_map(metadata, key)
+        for part in path[:-1]:
+            if value is DELETE and not isinstance(node.get(part), Map | dict):
+                break  # nothing there to delete
+            node = _shared_map(node, part)
+        else:
+            last = path[-1]
+            if last in node:  # delete then set: every reader sees a replaced key
+                del node[last]
+            if value is not DELETE:
+                node[last] = value
 
 
 def _replace(ynb: Any, index: int, cell: Cell) -> None:
