@@ -148,6 +148,7 @@ class LiveNotebook:
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
         self._saved_version = -1  # the room's version at the last confirmed save
+        self._saved_at = float("-inf")  # and when (time.monotonic)
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -239,13 +240,18 @@ class LiveNotebook:
         saves on its own about a second after each change."""
         return self._room.save(timeout)
 
-    def make_durable(self, timeout: float | None = None) -> str:
+    def make_durable(
+        self, timeout: float | None = None, *, unless_saved_within: float = 0.0
+    ) -> str:
         """Make sure the file on disk holds everything committed so far: ask the server to
         save the room and wait for its answer (bounded; a "skipped" save is asked again).
-        "" when saved (or nothing changed since the last save), else one line saying why not;
-        the server then still saves on its own about a second after the last change."""
+        "" when saved (or nothing changed since the last save, or a save was confirmed less
+        than ``unless_saved_within`` seconds ago), else one line saying why not; the server
+        then still saves on its own about a second after the last change."""
         version = self._room.version
-        if version == self._saved_version:
+        if version == self._saved_version or (
+            time.monotonic() - self._saved_at < unless_saved_within
+        ):
             return ""
         deadline = time.monotonic() + (self.confirm_timeout if timeout is None else timeout)
         status = "no answer"
@@ -256,7 +262,7 @@ class LiveNotebook:
                 status = str(exc)
                 break
             if status == "success":
-                self._saved_version = version
+                self._saved_version, self._saved_at = version, time.monotonic()
                 return ""
             if time.monotonic() + 0.2 >= deadline:
                 break
@@ -398,7 +404,7 @@ class LiveNotebook:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
         if not self._room.sync(self.confirm_timeout):
-            raise LiveConnectionError(
+            raise LiveConnectionError.nothing_applied(
                 f"the collaboration room of {self.address.path!r} is unreachable "
                 f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
                 "Jupyter server or retry when it is back"

@@ -43,6 +43,14 @@ class LiveConnectionError(PlanbookError):
     #: The change can be tried again as it is once the room is back (nothing about the change
     #: itself is wrong): the executor leaves such a step pending instead of failed.
     retryable = True
+    #: False: certainly not applied; None: unknown until the room is back (then reconciled).
+    applied: bool | None = None
+
+    @classmethod
+    def nothing_applied(cls, message: str) -> LiveConnectionError:
+        error = cls(message)
+        error.applied = False
+        return error
 
 
 @dataclass(frozen=True)
