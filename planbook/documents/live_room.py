@@ -289,7 +289,9 @@ class Room:
         self.meta = self.doc.get("meta", type=Map)
         # The server deletes the saved file's hash from "state" when it reloads the room from
         # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
-        self.doc.get("state", type=Map).observe(self._on_state)
+        # (pycrdt drops an observer with the Python object of its map: keep both)
+        self.state = self.doc.get("state", type=Map)
+        self._state_subscription = self.state.observe(self._on_state)
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}

@@ -151,6 +151,8 @@ def _settle(
             store.state.checkpoints.remove(checkpoint)
             step.checkpoint = None
         elif step.status in ("running", "failed", "pending", "approved") and present is True:
+            if step.runs_cell:
+                continue  # its code may not have run: recover() or the executor's resume decide
             if checkpoint is None and not isinstance(op, InsertCell):
                 continue  # nothing to roll back to: leave it for the drift check
             step.status = "done"
@@ -171,9 +173,7 @@ def _exists(op: InsertCell | EditCell | DeleteCell | MoveCell | RunCell, cells: 
     return any(c.id == op.cell_id for c in cells) != isinstance(op, DeleteCell)
 
 
-def _undo(
-    plan: Plan, step: Step, checkpoint: Checkpoint | None, store: Store, reason: str
-) -> None:
+def _undo(plan: Plan, step: Step, checkpoint: Checkpoint | None, store: Store, reason: str) -> None:
     if checkpoint is not None and checkpoint in store.state.checkpoints:
         store.state.checkpoints.remove(checkpoint)  # there is nothing of it left to roll back
     step.checkpoint = None
