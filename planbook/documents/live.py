@@ -412,9 +412,32 @@ class LiveNotebook:
         with self._room.cond:  # held until the update is handed over: no reload in between
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
+            watch = _SourceWatch(self._room, txn.ops)
             update = self._apply(txn.ops, strict=True)
             self._cache = (self._room.version, after)  # what the update made: no re-read
             self._room.send(update, txn.ops, self.confirm_timeout)
+        if watch.targets:
+            self._take_back_if_merged(watch)
+
+    def _take_back_if_merged(self, watch: _SourceWatch) -> None:
+        """An edit someone made while this change travelled merges with it at the server
+        (text CRDTs merge, they do not conflict): the cell would hold their text with pieces
+        of ours. Look once more; if a target's text is not what this change wrote, take the
+        change's text edits back (Yjs undo of exactly this transaction: their typing stays)
+        and report a conflict."""
+        self._room.sync(self.confirm_timeout)
+        with self._room.cond:
+            merged = watch.merged()
+            if not merged:
+                return
+            update = watch.undo()
+            self._cache = None
+            self._room.send(update, [], self.confirm_timeout)
+        raise ConflictError(
+            f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
+            "step's text was taken back and the cell keeps their edit (text they deleted "
+            "meanwhile may be back): review the cell and re-plan"
+        )
 
     def _replay(self, payloads: list[Any]) -> bytes:
         """After a reload: re-apply changes the server never confirmed (idempotently)."""
@@ -492,6 +515,55 @@ class LiveNotebook:
 
     def __repr__(self) -> str:
         return f"<LiveNotebook {self.address.path!r} on {self.address.server_url}>"
+
+
+class _SourceWatch:
+    """The shared text of each cell a transaction rewrites, with an undo manager that knows
+    exactly that transaction's edits of them (origin "planbook")."""
+
+    def __init__(self, room: Room, ops: list[_Op]) -> None:
+        from pycrdt import Text, UndoManager
+
+        self.wanted: dict[str, str] = {}
+        for op in ops:
+            if op.kind == "replace" and op.cell is not None:
+                self.wanted[op.cell.id] = op.cell.source
+            elif op.kind in ("delete", "move") and op.cell_id in self.wanted:
+                del self.wanted[op.cell_id]  # no longer a text edit in place
+        self.room = room
+        self.targets: dict[str, Any] = {}
+        self.undo_manager: Any = None
+        for ycell in room.cells if self.wanted else ():
+            source = ycell.get("source")
+            cell_id = str(ycell.get("id"))
+            # only real text edits: an outputs-only replace leaves the text to its editors
+            if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
+                self.targets[cell_id] = source
+        if self.targets:
+            self.undo_manager = UndoManager(
+                scopes=list(self.targets.values()), capture_timeout_millis=0
+            )
+            self.undo_manager.include_origin("planbook")
+
+    def merged(self) -> list[str]:
+        """Targets whose text is not what the transaction wrote (someone's edit merged)."""
+        found = []
+        for cell_id, text in self.targets.items():
+            try:
+                now = str(text)
+            except Exception:  # the cell was replaced whole (its type changed): not a merge
+                continue
+            if now != self.wanted[cell_id]:
+                found.append(cell_id)
+        return found
+
+    def undo(self) -> bytes:
+        doc = self.room.doc
+        before = doc.get_state()
+        self.undo_manager.undo()
+        self.room.changed()
+        update: bytes = doc.get_update(before)
+        return update
 
 
 def _check(txn: _Txn, current: dict[str, Cell]) -> list[Cell]:

@@ -260,3 +260,37 @@ def test_an_edit_racing_the_executor_s_commit_is_a_conflict(
     other.flush()
     assert other.sources()[1] == "x = 'theirs'"  # theirs kept, ours not applied
     assert live.cells()[1].source == "x = 'theirs'"
+
+
+def test_a_full_replacement_racing_the_step_is_a_conflict_with_their_text(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15's race: the person replaces the whole target cell after the step's change was
+    made locally, before it reaches the server. The texts would merge into their text with a
+    fragment of ours; the step must end as a conflict with their text and none of ours."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send = Room.send
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+
+    def racing(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if payload and any(op.kind == "replace" for op in payload):
+            other.edit(replace_all)  # made on the text as it was: concurrent with ours
+            other.flush()
+        send(self, update, payload, timeout)
+
+    monkeypatch.setattr(Room, "send", racing)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    other.flush()
+    for source in (other.sources()[1], live.cells()[1].source):
+        assert "y = 'theirs'" in source and "ours" not in source and "more" not in source
+    assert session.step_views()[0].status == "conflict"
