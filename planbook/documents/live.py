@@ -198,7 +198,12 @@ class LiveNotebook:
     def cells(self) -> list[Cell]:
         txn = self._txn()
         cells = txn.cells if txn is not None else self._shared_cells()
-        return [c.model_copy(deep=True) for c in cells]
+        # the cached cells are shared: callers get their own objects and top-level containers
+        # (as the file backend gives them), without the cost of a deep copy of every output
+        return [
+            c.model_copy(update={"metadata": dict(c.metadata), "outputs": list(c.outputs)})
+            for c in cells
+        ]
 
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
@@ -225,8 +230,8 @@ class LiveNotebook:
     def _shared_cells(self) -> list[Cell]:
         room = self._room
         with room.cond:
-            if self._cache is None or self._cache[0] != room.version:
-                self._cache = (room.version, [_to_cell(c) for c in room.cells.to_py() or []])
+            if self._cache is None or self._cache[0] != room.cells_version:
+                self._cache = (room.cells_version, [_to_cell(c) for c in room.cells.to_py() or []])
             return self._cache[1]
 
     def sync(self, timeout: float = 5.0) -> bool:
@@ -414,7 +419,7 @@ class LiveNotebook:
             after = _check(txn, current)
             watch = _SourceWatch(self._room, txn.ops)
             update = self._apply(txn.ops, strict=True)
-            self._cache = (self._room.version, after)  # what the update made: no re-read
+            self._cache = (self._room.cells_version, after)  # what the update made: no re-read
             self._room.send(update, txn.ops, self.confirm_timeout)
         if watch.targets:
             self._take_back_if_merged(watch)

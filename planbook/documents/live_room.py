@@ -287,11 +287,17 @@ class Room:
         self.doc.observe(lambda _event: setattr(self, "_touched", True))
         self.cells = self.doc.get("cells", type=Array)
         self.meta = self.doc.get("meta", type=Map)
+        #: Grows with every change of the cells (not of metadata or state): a cache key.
+        self.cells_version = getattr(self, "cells_version", 0) + 1
+        self._cells_subscription = self.cells.observe_deep(self._on_cells)
         # The server deletes the saved file's hash from "state" when it reloads the room from
         # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
         # (pycrdt drops an observer with the Python object of its map: keep both)
         self.state = self.doc.get("state", type=Map)
         self._state_subscription = self.state.observe(self._on_state)
+
+    def _on_cells(self, _events: Any) -> None:
+        self.cells_version += 1
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}

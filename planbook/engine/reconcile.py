@@ -14,7 +14,7 @@ from __future__ import annotations
 from planbook.documents.base import Cell, NotebookDocument
 from planbook.engine.checkpoints import cell_state_hash
 from planbook.engine.hashing import cell_hash
-from planbook.engine.store import METADATA_KEY, Store, parse_state
+from planbook.engine.store import Store
 from planbook.errors import MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
@@ -60,14 +60,18 @@ def _results(state: PlanbookState) -> int:
 
 
 def choose_record(store: Store) -> str:
-    """Make ``store.state`` the richer of the room's record and memory's; what was chosen."""
+    """Make ``store.state`` the richer of the room's record and memory's; what was chosen.
+    Either way the store learns what the room holds now, so its next save writes everything
+    the room lacks (a by-part save compares with what it believes is saved)."""
+    memory = store.state
     try:
-        room = parse_state(store.document.get_metadata(METADATA_KEY))
+        store.load()
     except MetadataError:
+        store.state = memory
         return "memory (the room's record is unreadable)"
-    if _behind(room, store.state):
+    if _behind(store.state, memory):
+        store.state = memory
         return "memory"
-    store.load()
     return "room"
 
 
