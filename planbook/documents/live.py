@@ -418,30 +418,47 @@ class LiveNotebook:
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
             watch = _SourceWatch(self._room, txn.ops)
-            update = self._apply(txn.ops, strict=True)
-            self._cache = (self._room.cells_version, after)  # what the update made: no re-read
-            self._room.send(update, txn.ops, self.confirm_timeout)
+            try:
+                update = self._apply(txn.ops, strict=True)
+                self._cache = (self._room.cells_version, after)  # what the update made
+                self._room.send(update, txn.ops, self.confirm_timeout)
+            except BaseException:
+                watch.stop()
+                raise
         if watch.targets:
-            self._take_back_if_merged(watch)
+            self._take_back_if_merged(watch, update)
 
-    def _take_back_if_merged(self, watch: _SourceWatch) -> None:
+    def _take_back_if_merged(self, watch: _SourceWatch, own: bytes) -> None:
         """An edit someone made while this change travelled merges with it at the server
         (text CRDTs merge, they do not conflict): the cell would hold their text with pieces
-        of ours. Look once more; if a target's text is not what this change wrote, take the
-        change's text edits back (Yjs undo of exactly this transaction: their typing stays)
-        and report a conflict."""
-        self._room.sync(self.confirm_timeout)
-        with self._room.cond:
-            merged = watch.merged()
-            if not merged:
-                return
-            update = watch.undo()
-            self._cache = None
-            self._room.send(update, [], self.confirm_timeout)
+        of ours. Look once more; if a target's text is not what this change wrote, put back
+        the text as they made it (the document before this change plus their updates) and
+        report a conflict."""
+        from jupyter_ydoc import YNotebook
+
+        try:
+            self._room.sync(self.confirm_timeout)
+            with self._room.cond:
+                merged = watch.merged()
+                if not merged:
+                    return
+                theirs = watch.theirs(own)
+                room = self._room
+                before = room.doc.get_state()
+                ynb = YNotebook(room.doc)
+                with room.doc.transaction(origin="planbook"):
+                    ids = [str(c.get("id")) for c in room.cells]
+                    for cell_id in merged:
+                        if cell_id in theirs and cell_id in ids:
+                            ynb.set_cell(ids.index(cell_id), source=theirs[cell_id])
+                room.changed()
+                self._cache = None
+                room.send(room.doc.get_update(before), [], self.confirm_timeout)
+        finally:
+            watch.stop()
         raise ConflictError(
             f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
-            "step's text was taken back and the cell keeps their edit (text they deleted "
-            "meanwhile may be back): review the cell and re-plan"
+            "cell keeps their text and none of the step's: review the cell and re-plan"
         )
 
     def _replay(self, payloads: list[Any]) -> bytes:
@@ -523,11 +540,12 @@ class LiveNotebook:
 
 
 class _SourceWatch:
-    """The shared text of each cell a transaction rewrites, with an undo manager that knows
-    exactly that transaction's edits of them (origin "planbook")."""
+    """The shared text of each cell a transaction rewrites, what the document held before
+    it, and every update the room sends meanwhile: enough to rebuild each target's text as
+    the others made it, without this transaction."""
 
     def __init__(self, room: Room, ops: list[_Op]) -> None:
-        from pycrdt import Text, UndoManager
+        from pycrdt import Text
 
         self.wanted: dict[str, str] = {}
         for op in ops:
@@ -537,18 +555,20 @@ class _SourceWatch:
                 del self.wanted[op.cell_id]  # no longer a text edit in place
         self.room = room
         self.targets: dict[str, Any] = {}
-        self.undo_manager: Any = None
         for ycell in room.cells if self.wanted else ():
             source = ycell.get("source")
             cell_id = str(ycell.get("id"))
             # only real text edits: an outputs-only replace leaves the text to its editors
             if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
                 self.targets[cell_id] = source
+        self.before = room.doc.get_update() if self.targets else b""
+        self.received: list[bytes] = []
         if self.targets:
-            self.undo_manager = UndoManager(
-                scopes=list(self.targets.values()), capture_timeout_millis=0
-            )
-            self.undo_manager.include_origin("planbook")
+            room.recorders.append(self.received)
+
+    def stop(self) -> None:
+        if self.received in self.room.recorders:
+            self.room.recorders.remove(self.received)
 
     def merged(self) -> list[str]:
         """Targets whose text is not what the transaction wrote (someone's edit merged)."""
@@ -562,13 +582,63 @@ class _SourceWatch:
                 found.append(cell_id)
         return found
 
-    def undo(self) -> bytes:
-        doc = self.room.doc
-        before = doc.get_state()
-        self.undo_manager.undo()
-        self.room.changed()
-        update: bytes = doc.get_update(before)
-        return update
+    def theirs(self, own: bytes) -> dict[str, str]:
+        """Each target's text as the others left it: the document before this transaction
+        plus what the room sent since, leaving out every update that brings this client's
+        items (the room's echo of this transaction; an update that builds on it cannot apply
+        without it, so none of it leaks in)."""
+        from pycrdt import Array, Doc
+
+        mine = self.room.doc.client_id
+
+        def rebuilt(updates: list[bytes]) -> Doc[Any]:
+            doc: Doc[Any] = Doc()
+            doc.apply_update(self.before)
+            for update in updates:
+                doc.apply_update(update)
+            return doc
+
+        def texts(doc: Doc[Any]) -> dict[str, str]:
+            return {
+                str(c.get("id")): str(c.get("source", ""))
+                for c in doc.get("cells", type=Array)
+                if str(c.get("id")) in self.targets
+            }
+
+        own_clock = _clocks(rebuilt([]).get_state()).get(mine, 0)
+        with_own = rebuilt([own])
+        seen = texts(with_own)
+        kept: list[bytes] = []
+        for update in self.received:
+            if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
+                continue  # brings this transaction's items
+            with_own.apply_update(update)
+            now = texts(with_own)
+            if now != seen:  # else: only what this transaction did already (its echo)
+                kept.append(update)
+            seen = now
+        return texts(rebuilt(kept))
+
+
+def _clocks(state: bytes) -> dict[int, int]:
+    """An encoded Yjs state vector (var-uint count, then client and clock) as a dict."""
+
+    def var_uint(at: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = state[at]
+            value |= (byte & 0x7F) << shift
+            at += 1
+            if byte < 0x80:
+                return value, at
+            shift += 7
+
+    count, at = var_uint(0)
+    clocks = {}
+    for _ in range(count):
+        client, at = var_uint(at)
+        clocks[client], at = var_uint(at)
+    return clocks
 
 
 def _check(txn: _Txn, current: dict[str, Cell]) -> list[Cell]:

@@ -130,6 +130,8 @@ class Room:
         #: may no longer match the room after that.
         self.reloads = 0
         self.reload_reason = ""
+        #: Lists that collect every update received from the room while they are in here.
+        self.recorders: list[list[bytes]] = []
         self.doc: Doc[Any]
         self.cells: Array[Any]
         self.meta: Map[Any]
@@ -424,6 +426,8 @@ class Room:
             elif kind in (_STEP2, _UPDATE):
                 update = read_message(data[2:])
                 if update != b"\x00\x00":
+                    for recorder in self.recorders:
+                        recorder.append(update)
                     self._touched = False
                     with self.doc.transaction(origin="remote"):
                         self.doc.apply_update(update)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import random
 import socket
 import threading
@@ -41,6 +42,8 @@ pytestmark = pytest.mark.server
 
 STEPS = 12
 CODE_EVERY = 4  # every 4th step inserts a cell and runs it
+#: More trials per fault for a longer soak outside CI: PLANBOOK_FAULT_TRIALS=5 pytest ...
+SCALE = max(1, int(os.environ.get("PLANBOOK_FAULT_TRIALS", "1")))
 
 
 @dataclass
@@ -193,7 +196,7 @@ def run_trial(
 def test_websocket_cut_at_many_moments(server: RunningServer, runner: IPythonRunner) -> None:
     rng = random.Random(15)
     total = Audit()
-    trials = 4
+    trials = 4 * SCALE
 
     def cuts(trial: Trial) -> None:
         for _ in range(3):
@@ -210,7 +213,7 @@ def test_server_stopped_mid_run_and_started_again(
     server: RunningServer, runner: IPythonRunner, crash: bool
 ) -> None:
     total = Audit()
-    for when in (0.2, 0.8):
+    for when in [0.2, 0.8] * SCALE:
 
         def restart(_trial: Trial) -> None:
             if crash:
@@ -227,7 +230,7 @@ def test_server_stopped_mid_run_and_started_again(
 def test_file_rewritten_on_disk_mid_run(server: RunningServer, runner: IPythonRunner) -> None:
     total = Audit()
     notes: list[str] = []
-    for when in (0.1, 0.4, 0.8):
+    for when in [0.1, 0.4, 0.8] * SCALE:
         trial = Trial(server, runner)
         try:
             trial.stage()
