@@ -456,10 +456,12 @@ class LiveNotebook:
                 room.send(room.doc.get_update(before), [], self.confirm_timeout)
         finally:
             watch.stop()
-        raise ConflictError(
+        error = ConflictError(
             f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
             "cell keeps their text and none of the step's: review the cell and re-plan"
         )
+        error.landed = True  # type: ignore[attr-defined]  # the record went with the change
+        raise error
 
     def _replay(self, payloads: list[Any]) -> bytes:
         """After a reload: re-apply changes the server never confirmed (idempotently)."""
