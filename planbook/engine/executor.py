@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import Literal
 
 from planbook.documents.base import NotebookDocument, index_of, make_durable
 from planbook.engine import owner
@@ -270,7 +271,12 @@ class Executor:
                 return self._finish_shell(plan_id, step_id, op, result, started)
             cell_id = op.cell_id  # type: ignore[union-attr]
             run = self._run_cell(cell_id)
-            return self._finish_code(plan_id, step_id, cell_id, run, started)
+            try:
+                return self._finish_code(plan_id, step_id, cell_id, run, started)
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                return self._ran_unrecorded(plan_id, step_id, run, exc, started)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -478,6 +484,37 @@ class Executor:
         changed = any(s.after_hash != step.base for s in cp.cells)
         here = all(self.checkpoints.current_hash(s) == s.after_hash for s in cp.cells)
         return cp if changed and here else None
+
+    def _ran_unrecorded(
+        self, plan_id: str, step_id: str, run: CellRun, exc: Exception, started: float
+    ) -> StepOutcome:
+        """The code ran but the room could not take its result: settle the step in memory as
+        it ended (never pending: that would run it again); the session saves it, and
+        reconciles it with the room, once the room is back."""
+        plan, step = self._mine(plan_id, step_id)
+        while plan.results and plan.results[-1].step_id == step.id:
+            plan.results.pop()
+        status: Literal["done", "failed"] = "done" if run.error is None else "failed"
+        message = (
+            f"its code ran{'' if run.error is None else ' and raised ' + run.error}, but its "
+            f"outputs may not be in the notebook ({one_line(exc)})"
+        )
+        step.status = status
+        step.error = None if status == "done" else message
+        plan.results.append(
+            StepResult(
+                step_id=step.id,
+                status=status,
+                message=message,
+                checkpoint=step.checkpoint,
+                seconds=time.monotonic() - started,
+            )
+        )
+        self.unsaved = True
+        outcome = StepOutcome(
+            plan.steps.index(step) + 1, step.id, step.operation.kind, status, message
+        )
+        return self._announce(plan_id, outcome, step.checkpoint)
 
     def _left_pending(self, plan_id: str, step_id: str, exc: Exception) -> StepOutcome:
         """The room could not be reached (or not saved before code): nothing is wrong with
