@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, NotebookDocument, close_document
+from planbook.documents.base import Cell, NotebookDocument, close_document, make_durable
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
@@ -27,6 +27,7 @@ from planbook.engine.approval import (
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
 from planbook.engine.policy import RuleVerdict, check_mode, decide
+from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
@@ -100,12 +101,45 @@ class Session:
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
+    def _settle_reload(self) -> None:
+        """After the document was reloaded underneath (live room: server restart, file changed
+        on disk) or a run's end could not be saved, settle the record with the cells before
+        believing it (engine/reconcile.py); say what was found."""
+        watch, executor = self.executor.watch, self.executor
+        if executor.active or not (watch.reloaded() or executor.unsaved):
+            return
+        with self._lock:
+            reloaded = watch.reloaded()
+            reason = watch.reason if reloaded else "the room was unreachable at the end of a run"
+            choose_record(self.store)
+            notes = reconcile(self.store, self.document, reason)
+            notes += executor.recover()
+            try:
+                self.store.save()
+            except PlanbookError as exc:
+                if not getattr(exc, "retryable", False):
+                    raise
+                return  # still unreachable: settled on the next call
+            watch.acknowledge()
+            executor.unsaved = False
+            make_durable(self.document)
+        for note in notes:
+            self.warnings.append(note)
+            self.events.emit(Event(kind="plan_changed", message=note))
+
+    def _durable(self) -> None:
+        """The server holds what was just saved (live room); else say why not, once."""
+        warning = make_durable(self.document)
+        if warning and warning not in self.warnings:
+            self.warnings.append(warning)
+
     @contextmanager
     def _editing(self) -> Iterator[None]:
         """One operation holding the notebook (across threads and processes) and starting from
         the saved state; a run a dead process left behind is settled first. If it fails,
         whatever it changed in memory is dropped: the saved state was never touched."""
         with self._lock, self.document.locked():
+            self._settle_reload()
             self.store.sync()
             try:
                 self.executor.recover()
@@ -178,6 +212,7 @@ class Session:
 
     def current_plan(self) -> Plan | None:
         """The open plan, or else the most recent one."""
+        self._settle_reload()
         self.store.sync()
         plans = self.store.state.plans
         for plan in reversed(plans):
@@ -238,6 +273,7 @@ class Session:
             )
             self.store.log("staged", f"{step.id} {op.kind}")
             self.store.save()
+            self._durable()
         self._tell(
             Event(
                 kind="staged",
@@ -310,6 +346,7 @@ class Session:
                     f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
                 )
                 self.store.save()
+                self._durable()
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)

@@ -102,6 +102,17 @@ def close_document(document: NotebookDocument) -> None:
         close()
 
 
+def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0) -> str:
+    """Make sure what was committed survives a stop of whoever holds the document (the live
+    room: the server saves it now, unless it did less than ``unless_saved_within`` seconds
+    ago); "" when it does, else one line saying why not. The file backend saves in every
+    transaction, so it has nothing to do."""
+    durable = getattr(document, "make_durable", None)
+    if not callable(durable):
+        return ""
+    return str(durable(unless_saved_within=unless_saved_within))
+
+
 def apply_metadata_changes(target: dict[str, Any], changes: Mapping[MetadataPath, Any]) -> None:
     """``update_metadata`` on a plain dict: what the memory and file backends do."""
     for path, value in changes.items():

@@ -23,7 +23,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, MetadataPath, apply_metadata_changes, index_of
+from planbook.documents.base import (
+    DELETE,
+    Cell,
+    MetadataPath,
+    apply_metadata_changes,
+    index_of,
+)
 from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress
 from planbook.errors import ConflictError, UnknownCell
 
@@ -38,12 +44,12 @@ __all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
 @dataclass
 class _Op:
-    kind: str  # "meta" | "insert" | "replace" | "delete" | "move"
+    kind: str  # "meta" | "meta_part" | "insert" | "replace" | "delete" | "move"
     cell: Cell | None = None
     cell_id: str | None = None
     after: str | None = None  # anchor for insert/move: the id of the cell before, None = top
     key: str | None = None
-    value: Any = None
+    value: Any = None  # "meta": the whole value; "meta_part": {path: value or DELETE}
 
 
 @dataclass
@@ -51,6 +57,8 @@ class _Txn:
     cells: list[Cell]
     base: dict[str, Cell]
     meta: dict[str, Any] = field(default_factory=dict)
+    #: update_metadata changes per key since the last whole value (applied when read)
+    parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[_Op] = field(default_factory=list)
     depth: int = 0
 
@@ -139,6 +147,8 @@ class LiveNotebook:
         self._writer = threading.RLock()  # one transaction at a time
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
+        self._saved_version = -1  # the room's version at the last confirmed save
+        self._saved_at = float("-inf")  # and when (time.monotonic)
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -188,12 +198,28 @@ class LiveNotebook:
     def cells(self) -> list[Cell]:
         txn = self._txn()
         cells = txn.cells if txn is not None else self._shared_cells()
-        return [c.model_copy(deep=True) for c in cells]
+        # the cached cells are shared: callers get their own objects and top-level containers
+        # (as the file backend gives them), without the cost of a deep copy of every output
+        return [
+            c.model_copy(update={"metadata": dict(c.metadata), "outputs": list(c.outputs)})
+            for c in cells
+        ]
 
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
         if txn is not None and key in txn.meta:
-            return json.loads(json.dumps(txn.meta[key]))
+            value = json.loads(json.dumps(txn.meta[key]))
+        else:
+            value = self._shared_metadata(key)
+        if txn is not None and txn.parts.get(key):
+            value = value if isinstance(value, dict) else {}
+            for changes in txn.parts[key]:
+                apply_metadata_changes(value, changes)
+        return value
+
+    def _shared_metadata(self, key: str) -> Any | None:
+        """``metadata[key]`` as JSON, whether it is one value (a whole-value write, from an
+        older planbook or JupyterLab's metadata editor) or shared maps written by part."""
         with self._room.cond:
             meta = self._room.meta.get("metadata")
             value = None if meta is None else meta.get(key)
@@ -204,8 +230,8 @@ class LiveNotebook:
     def _shared_cells(self) -> list[Cell]:
         room = self._room
         with room.cond:
-            if self._cache is None or self._cache[0] != room.version:
-                self._cache = (room.version, [_to_cell(c) for c in room.cells.to_py() or []])
+            if self._cache is None or self._cache[0] != room.cells_version:
+                self._cache = (room.cells_version, [_to_cell(c) for c in room.cells.to_py() or []])
             return self._cache[1]
 
     def sync(self, timeout: float = 5.0) -> bool:
@@ -218,6 +244,48 @@ class LiveNotebook:
         """Ask the server to save the file now ("success", "skipped" or "failed"); it also
         saves on its own about a second after each change."""
         return self._room.save(timeout)
+
+    def make_durable(
+        self, timeout: float | None = None, *, unless_saved_within: float = 0.0
+    ) -> str:
+        """Make sure the file on disk holds everything committed so far: ask the server to
+        save the room and wait for its answer (bounded; a "skipped" save is asked again).
+        "" when saved (or nothing changed since the last save, or a save was confirmed less
+        than ``unless_saved_within`` seconds ago), else one line saying why not; the server
+        then still saves on its own about a second after the last change."""
+        version = self._room.version
+        if version == self._saved_version or (
+            time.monotonic() - self._saved_at < unless_saved_within
+        ):
+            return ""
+        deadline = time.monotonic() + (self.confirm_timeout if timeout is None else timeout)
+        status = "no answer"
+        while True:
+            try:
+                status = self._room.save(max(0.1, deadline - time.monotonic()))
+            except LiveConnectionError as exc:
+                status = str(exc)
+                break
+            if status == "success":
+                self._saved_version, self._saved_at = version, time.monotonic()
+                return ""
+            if time.monotonic() + 0.2 >= deadline:
+                break
+            time.sleep(0.2)
+        return (
+            f"the server has not saved {self.address.path!r} yet ({status}); the change is in "
+            "the room and the server saves it on its own about a second later"
+        )
+
+    @property
+    def reloads(self) -> int:
+        """Grows each time the local copy was replaced by the server's (server restarted, file
+        changed on disk): a record kept in memory must then be reconciled with the room."""
+        return self._room.reloads
+
+    @property
+    def reload_reason(self) -> str:
+        return self._room.reload_reason
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (from the sync thread) after each change of the document."""
@@ -267,15 +335,24 @@ class LiveNotebook:
             txn = self._require_txn()
             value = json.loads(json.dumps(value))  # JSON only, and a private copy
             txn.meta[key] = value
+            txn.parts.pop(key, None)  # the whole value replaces earlier changes by part
             txn.ops.append(_Op("meta", key=key, value=value))
 
     def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
-        # Whole value for now: the room keeps the planbook metadata as one JSON value.
+        """Each object on a path becomes a shared map of its own (metadata[key] too), so the
+        update carries only the entries named here: a step's cost does not grow with the plan.
+        A whole value found on the way (a whole-value write) is turned into maps once."""
+        private: dict[MetadataPath, Any] = {}
+        for path, value in changes.items():
+            if not path or not all(isinstance(part, str) for part in path):
+                raise ValueError(f"a metadata path is a non-empty tuple of strings, not {path!r}")
+            private[tuple(path)] = value if value is DELETE else json.loads(json.dumps(value))
+        if not private:
+            return
         with self.transaction():
-            current = self.get_metadata(key)
-            value = current if isinstance(current, dict) else {}  # get_metadata copies
-            apply_metadata_changes(value, changes)
-            self.set_metadata(key, value)
+            txn = self._require_txn()
+            txn.parts.setdefault(key, []).append(private)
+            txn.ops.append(_Op("meta_part", key=key, value=private))
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -332,7 +409,7 @@ class LiveNotebook:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
         if not self._room.sync(self.confirm_timeout):
-            raise LiveConnectionError(
+            raise LiveConnectionError.nothing_applied(
                 f"the collaboration room of {self.address.path!r} is unreachable "
                 f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
                 "Jupyter server or retry when it is back"
@@ -340,9 +417,51 @@ class LiveNotebook:
         with self._room.cond:  # held until the update is handed over: no reload in between
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
-            update = self._apply(txn.ops, strict=True)
-            self._cache = (self._room.version, after)  # what the update made: no re-read
-            self._room.send(update, txn.ops, self.confirm_timeout)
+            watch = _SourceWatch(self._room, txn.ops)
+            try:
+                update = self._apply(txn.ops, strict=True)
+                self._cache = (self._room.cells_version, after)  # what the update made
+                self._room.send(update, txn.ops, self.confirm_timeout)
+            except BaseException:
+                watch.stop()
+                raise
+        if watch.targets:
+            self._take_back_if_merged(watch, update)
+
+    def _take_back_if_merged(self, watch: _SourceWatch, own: bytes) -> None:
+        """An edit someone made while this change travelled merges with it at the server
+        (text CRDTs merge, they do not conflict): the cell would hold their text with pieces
+        of ours. Look once more; if a target's text is not what this change wrote, put back
+        the text as they made it (the document before this change plus their updates) and
+        report a conflict."""
+        from jupyter_ydoc import YNotebook
+
+        try:
+            self._room.sync(self.confirm_timeout)
+            with self._room.cond:
+                merged = watch.merged()
+                if not merged:
+                    return
+                theirs = watch.theirs(own)
+                room = self._room
+                before = room.doc.get_state()
+                ynb = YNotebook(room.doc)
+                with room.doc.transaction(origin="planbook"):
+                    ids = [str(c.get("id")) for c in room.cells]
+                    for cell_id in merged:
+                        if cell_id in theirs and cell_id in ids:
+                            ynb.set_cell(ids.index(cell_id), source=theirs[cell_id])
+                room.changed()
+                self._cache = None
+                room.send(room.doc.get_update(before), [], self.confirm_timeout)
+        finally:
+            watch.stop()
+        error = ConflictError(
+            f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
+            "cell keeps their text and none of the step's: review the cell and re-plan"
+        )
+        error.landed = True  # type: ignore[attr-defined]  # the record went with the change
+        raise error
 
     def _replay(self, payloads: list[Any]) -> bytes:
         """After a reload: re-apply changes the server never confirmed (idempotently)."""
@@ -372,6 +491,9 @@ class LiveNotebook:
                     if op.key in meta:  # replacing a key in place is not seen by every reader
                         del meta[op.key]
                     meta[op.key] = op.value
+                elif op.kind == "meta_part":
+                    assert op.key is not None
+                    _apply_parts(self._room.meta, op.key, op.value)
                 elif op.kind == "insert":
                     assert op.cell is not None
                     if op.cell.id in ids:
@@ -417,6 +539,108 @@ class LiveNotebook:
 
     def __repr__(self) -> str:
         return f"<LiveNotebook {self.address.path!r} on {self.address.server_url}>"
+
+
+class _SourceWatch:
+    """The shared text of each cell a transaction rewrites, what the document held before
+    it, and every update the room sends meanwhile: enough to rebuild each target's text as
+    the others made it, without this transaction."""
+
+    def __init__(self, room: Room, ops: list[_Op]) -> None:
+        from pycrdt import Text
+
+        self.wanted: dict[str, str] = {}
+        for op in ops:
+            if op.kind == "replace" and op.cell is not None:
+                self.wanted[op.cell.id] = op.cell.source
+            elif op.kind in ("delete", "move") and op.cell_id in self.wanted:
+                del self.wanted[op.cell_id]  # no longer a text edit in place
+        self.room = room
+        self.targets: dict[str, Any] = {}
+        for ycell in room.cells if self.wanted else ():
+            source = ycell.get("source")
+            cell_id = str(ycell.get("id"))
+            # only real text edits: an outputs-only replace leaves the text to its editors
+            if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
+                self.targets[cell_id] = source
+        self.before = room.doc.get_update() if self.targets else b""
+        self.received: list[bytes] = []
+        if self.targets:
+            room.recorders.append(self.received)
+
+    def stop(self) -> None:
+        if self.received in self.room.recorders:
+            self.room.recorders.remove(self.received)
+
+    def merged(self) -> list[str]:
+        """Targets whose text is not what the transaction wrote (someone's edit merged)."""
+        found = []
+        for cell_id, text in self.targets.items():
+            try:
+                now = str(text)
+            except Exception:  # the cell was replaced whole (its type changed): not a merge
+                continue
+            if now != self.wanted[cell_id]:
+                found.append(cell_id)
+        return found
+
+    def theirs(self, own: bytes) -> dict[str, str]:
+        """Each target's text as the others left it: the document before this transaction
+        plus what the room sent since, leaving out every update that brings this client's
+        items (the room's echo of this transaction; an update that builds on it cannot apply
+        without it, so none of it leaks in)."""
+        from pycrdt import Array, Doc
+
+        mine = self.room.doc.client_id
+
+        def rebuilt(updates: list[bytes]) -> Doc[Any]:
+            doc: Doc[Any] = Doc()
+            doc.apply_update(self.before)
+            for update in updates:
+                doc.apply_update(update)
+            return doc
+
+        def texts(doc: Doc[Any]) -> dict[str, str]:
+            return {
+                str(c.get("id")): str(c.get("source", ""))
+                for c in doc.get("cells", type=Array)
+                if str(c.get("id")) in self.targets
+            }
+
+        own_clock = _clocks(rebuilt([]).get_state()).get(mine, 0)
+        with_own = rebuilt([own])
+        seen = texts(with_own)
+        kept: list[bytes] = []
+        for update in self.received:
+            if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
+                continue  # brings this transaction's items
+            with_own.apply_update(update)
+            now = texts(with_own)
+            if now != seen:  # else: only what this transaction did already (its echo)
+                kept.append(update)
+            seen = now
+        return texts(rebuilt(kept))
+
+
+def _clocks(state: bytes) -> dict[int, int]:
+    """An encoded Yjs state vector (var-uint count, then client and clock) as a dict."""
+
+    def var_uint(at: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = state[at]
+            value |= (byte & 0x7F) << shift
+            at += 1
+            if byte < 0x80:
+                return value, at
+            shift += 7
+
+    count, at = var_uint(0)
+    clocks = {}
+    for _ in range(count):
+        client, at = var_uint(at)
+        clocks[client], at = var_uint(at)
+    return clocks
 
 
 def _check(txn: _Txn, current: dict[str, Cell]) -> list[Cell]:
@@ -475,6 +699,41 @@ def _check(txn: _Txn, current: dict[str, Cell]) -> list[Cell]:
                 ids.insert(at, op.cell_id)
                 cells.insert(at, moved)
     return cells
+
+
+def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
+    """``parent[key]`` as a shared map: created when absent, converted once when it holds a
+    whole JSON object (entries kept), replaced when it holds anything else."""
+    from pycrdt import Map
+
+    child = parent.get(key)
+    if isinstance(child, Map):
+        return child
+    entries = child if isinstance(child, dict) else {}
+    if key in parent:
+        del parent[key]
+    parent[key] = Map(entries)
+    found: Map[Any] = parent[key]
+    return found
+
+
+def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any]) -> None:
+    """``update_metadata`` on the shared document: maps down each path, the value at its end."""
+    from pycrdt import Map
+
+    metadata = _shared_map(ymeta, "metadata")
+    for path, value in changes.items():
+        node = _shared_map(metadata, key)
+        for part in path[:-1]:
+            if value is DELETE and not isinstance(node.get(part), Map | dict):
+                break  # nothing there to delete
+            node = _shared_map(node, part)
+        else:
+            last = path[-1]
+            if last in node:  # delete then set: every reader sees a replaced key
+                del node[last]
+            if value is not DELETE:
+                node[last] = value
 
 
 def _replace(ynb: Any, index: int, cell: Cell) -> None:

@@ -40,6 +40,18 @@ class LiveConnectionError(PlanbookError):
     """The collaboration room cannot be reached (or stopped answering); the message says
     whether the change was applied."""
 
+    #: The change can be tried again as it is once the room is back (nothing about the change
+    #: itself is wrong): the executor leaves such a step pending instead of failed.
+    retryable = True
+    #: False: certainly not applied; None: unknown until the room is back (then reconciled).
+    applied: bool | None = None
+
+    @classmethod
+    def nothing_applied(cls, message: str) -> LiveConnectionError:
+        error = cls(message)
+        error.applied = False
+        return error
+
 
 @dataclass(frozen=True)
 class RoomAddress:
@@ -113,6 +125,13 @@ class Room:
         self.version = 0
         self.connected = False
         self.last_error = ""
+        #: How often the copy was replaced by what the server holds (restart, file rewritten on
+        #: disk, an update of unknown fate), and why the last time: a record kept in memory
+        #: may no longer match the room after that.
+        self.reloads = 0
+        self.reload_reason = ""
+        #: Lists that collect every update received from the room while they are in here.
+        self.recorders: list[list[bytes]] = []
         self.doc: Doc[Any]
         self.cells: Array[Any]
         self.meta: Map[Any]
@@ -121,6 +140,7 @@ class Room:
         self._ws: Any = None
         self._generation = 0
         self._reset_next = False  # the next connection starts from a fresh copy
+        self._reset_why = ""
         self._asked = self._answered = 0  # sync requests sent / answered on this connection
         self._tickets: list[Ticket] = []
         self._saves: dict[int, str | None] = {}
@@ -207,17 +227,28 @@ class Room:
 
     def save(self, timeout: float) -> str:
         """Ask the server to save the room to disk now; its status ("success", "skipped"
-        when a save was already running, or "failed")."""
+        when the room was busy loading, or "failed"). jupyter-collaboration 5 answers once the
+        file is written; a stop cancels only its own delayed autosave, never this one."""
         from pycrdt import Encoder
 
         with self.cond:
+            if not self.wait(lambda: self.connected, timeout):
+                raise LiveConnectionError(
+                    f"could not ask the server to save {self.address.path!r}: the room is "
+                    f"unreachable ({self.last_error or 'no answer'})"
+                )
             save_id = len(self._saves) + 1
             self._saves[save_id] = None
             encoder = Encoder()
             encoder.write_var_uint(_RAW)
             encoder.write_var_string("save")
             encoder.write_var_uint(save_id)
-            self._send(encoder.to_bytes())
+            try:
+                self._send(encoder.to_bytes())
+            except Exception as exc:
+                raise LiveConnectionError(
+                    f"could not ask the server to save {self.address.path!r} ({exc})"
+                ) from None
         if not self.wait(lambda: self._saves.get(save_id) is not None, timeout):
             raise LiveConnectionError(
                 f"the server did not confirm saving {self.address.path!r}; it saves on its "
@@ -258,6 +289,27 @@ class Room:
         self.doc.observe(lambda _event: setattr(self, "_touched", True))
         self.cells = self.doc.get("cells", type=Array)
         self.meta = self.doc.get("meta", type=Map)
+        #: Grows with every change of the cells (not of metadata or state): a cache key.
+        self.cells_version = getattr(self, "cells_version", 0) + 1
+        self._cells_subscription = self.cells.observe_deep(self._on_cells)
+        # The server deletes the saved file's hash from "state" when it reloads the room from
+        # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
+        # (pycrdt drops an observer with the Python object of its map: keep both)
+        self.state = self.doc.get("state", type=Map)
+        self._state_subscription = self.state.observe(self._on_state)
+
+    def _on_cells(self, _events: Any) -> None:
+        self.cells_version += 1
+
+    def _on_state(self, event: Any) -> None:
+        keys = getattr(event, "keys", {}) or {}
+        change = keys.get("hash")
+        if isinstance(change, dict) and change.get("action") == "delete":
+            self._reloaded("the file changed on disk and the server reloaded the notebook from it")
+
+    def _reloaded(self, reason: str) -> None:
+        self.reloads += 1
+        self.reload_reason = reason
 
     def _send(self, message: bytes) -> None:
         ws = self._ws
@@ -313,6 +365,7 @@ class Room:
             file_id, session_id = self.address.open_session()
             if session_id != self._session_id:
                 self._reset_next = True  # its room may be rebuilt: never merge, reload
+                self._reset_why = "the Jupyter server restarted and rebuilt the room from the file"
             self._file_id, self._session_id = file_id, session_id
         ws = websocket.create_connection(
             self.address.room_url(self._file_id, self._session_id),
@@ -326,6 +379,11 @@ class Room:
                 return
             if self._reset_next:
                 self._new_doc()
+                self._reloaded(
+                    self._reset_why
+                    or "the connection was lost and the notebook was reloaded from the server"
+                )
+                self._reset_why = ""
                 self.changed()
             self._ws = ws
             self._generation += 1
@@ -368,6 +426,8 @@ class Room:
             elif kind in (_STEP2, _UPDATE):
                 update = read_message(data[2:])
                 if update != b"\x00\x00":
+                    for recorder in self.recorders:
+                        recorder.append(update)
                     self._touched = False
                     with self.doc.transaction(origin="remote"):
                         self.doc.apply_update(update)

@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import Literal
 
-from planbook.documents.base import NotebookDocument, index_of
+from planbook.documents.base import NotebookDocument, index_of, make_durable
 from planbook.engine import owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -31,6 +32,7 @@ from planbook.engine.apply import (
 from planbook.engine.approval import approval_hash, steps_for
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.hashing import bytes_hash
+from planbook.engine.reconcile import ReloadWatch, choose_record, reconcile
 from planbook.engine.runner import CellRun, CodeRunner
 from planbook.engine.store import Store
 from planbook.errors import ConflictError, PlanbookError
@@ -64,6 +66,8 @@ class RunReport:
     outcomes: list[StepOutcome] = field(default_factory=list)
     stopped: str | None = None
     left_pending: int = 0
+    #: What the person should know beyond the steps (a reconciliation, a save not confirmed).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,7 +85,7 @@ class RunReport:
                 f"{count(self.left_pending, 'approved step')} {plural('was', self.left_pending)} "
                 f"not run and {plural('is', self.left_pending)} pending again"
             )
-        return out
+        return out + self.notes
 
     def __str__(self) -> str:
         return "\n".join(self.lines()) or "nothing ran"
@@ -121,6 +125,17 @@ class Executor:
         #: Consulted before each approved step: a message pauses the run there (that step and
         #: the ones after it go back to pending). The agent's decision points plug in here.
         self.before_step: Callable[[Plan, Step], str | None] | None = None
+        #: Notices a reload of the document (live room) under a run; see engine/reconcile.py.
+        self.watch = ReloadWatch(document)
+        #: The end of the last run could not be saved (room unreachable): the session settles
+        #: and saves it when the room is back.
+        self.unsaved = False
+        self._reloads_at_start = self.watch.count()
+
+    def _reloaded(self) -> bool:
+        """The document was reloaded since the run began: memory is this run's record, the
+        room's is older (reconcile decides once the run stops)."""
+        return self.watch.count() != self._reloads_at_start
 
     @property
     def checkpoints(self) -> CheckpointWriter:
@@ -130,7 +145,8 @@ class Executor:
     def _saved_state(self) -> Iterator[None]:
         """Hold the notebook and start from what is saved (another process may have saved)."""
         with self.document.locked():
-            self.store.sync()
+            if not self._reloaded():
+                self.store.sync()
             yield
 
     def _tell(self, event: Event) -> None:
@@ -145,12 +161,16 @@ class Executor:
         own = tuple(approval.step_ids)
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
+        self._reloads_at_start = self.watch.count()
         try:
             with owner.running_here(own):
                 try:
                     for step_id in own:
                         if self.stop_requested:
                             report.stopped = "stopped on request between steps"
+                            break
+                        if self._reloaded():
+                            report.stopped = f"stopped: {self.watch.reason}"
                             break
                         try:
                             outcome = self._step(plan_id, approval, step_id, report)
@@ -167,8 +187,11 @@ class Executor:
                         report.outcomes.append(outcome)
                         if outcome.status != "done":
                             break
+                        self._durable_step(plan_id, outcome)
                 except KeyboardInterrupt:
                     report.stopped = "interrupted: the run ended cleanly between steps"
+                if self._reloaded():
+                    self._settle_reload(plan_id, report)
                 self._end_run(plan_id, own, report)
         finally:
             self.active = False
@@ -191,8 +214,19 @@ class Executor:
                     plan = self.store.plan_by_id(plan_id)
                     self._wrap_up(plan, report, set(own))
                     self.store.save()
+                self.unsaved = False
+                warning = make_durable(self.document)
+                if warning:
+                    report.notes.append(warning)
                 return
             except Exception as exc:
+                if _retryable(exc):  # keep memory: it is settled when the room is back
+                    self.unsaved = True
+                    report.notes.append(
+                        f"the end of the run could not be saved ({one_line(exc)}); it is "
+                        "settled with the notebook when the room is back"
+                    )
+                    return
                 with suppress(Exception):
                     self.store.load()
                 if attempt == 2:
@@ -229,6 +263,11 @@ class Executor:
                 outcome = self._start(plan, step, started)
             if outcome is not None:
                 return self._announce(plan_id, outcome, step.checkpoint)
+            # "running" and the checkpoint must survive a server stop before code runs: a
+            # step whose record a stop lost would otherwise run again
+            warning = make_durable(self.document)
+            if warning:
+                raise NotDurable(f"its code was not run: {warning}")
             code_ran = True
             op = step.operation
             if isinstance(op, Shell):
@@ -236,10 +275,17 @@ class Executor:
                 return self._finish_shell(plan_id, step_id, op, result, started)
             cell_id = op.cell_id  # type: ignore[union-attr]
             run = self._run_cell(cell_id)
-            return self._finish_code(plan_id, step_id, cell_id, run, started)
+            try:
+                return self._finish_code(plan_id, step_id, cell_id, run, started)
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                return self._ran_unrecorded(plan_id, step_id, run, exc, started)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            if _retryable(exc) and not code_ran:
+                return self._left_pending(plan_id, step_id, exc)
             return self._fail(plan_id, step_id, exc, started, code_ran=code_ran)
 
     def _start(self, plan: Plan, step: Step, started: float) -> StepOutcome | None:
@@ -276,6 +322,10 @@ class Executor:
             checkpoint.label += ": shell commands are not undone by rollback"
             with self.document.transaction():
                 self._record_checkpoint(step, checkpoint)
+            return None
+        if self._landed_earlier(step) is not None:  # approved again after an unreachable room
+            with self.document.transaction():
+                self.store.save()  # "running" again; its code runs once this is saved
             return None
         # Drift check, checkpoint, change and (without code to run) "done" commit together:
         # a live backend re-checks the targets at commit, so nothing slips in between.
@@ -371,9 +421,10 @@ class Executor:
         status = "conflict" if isinstance(exc, ConflictError) else "failed"
         reason = one_line(exc)
         with self.document.locked():
-            self.store.load()
+            if not self._reloaded():  # after a reload, memory is this run's record
+                self.store.load()
             plan, step = self._mine(plan_id, step_id)
-            if step.status not in ("approved", "running"):
+            if step.status not in ("approved", "running") and not getattr(exc, "landed", False):
                 number = plan.steps.index(step) + 1
                 return StepOutcome(number, step.id, step.operation.kind, step.status, reason)
             if not code_ran:
@@ -404,6 +455,101 @@ class Executor:
             return self.checkpoints.current_hash(snap)
         except PlanbookError:
             return None
+
+    # --- the live room's faults (issue 15) --------------------------------------------------
+    def _durable_step(self, plan_id: str, outcome: StepOutcome) -> None:
+        """After a done step the server saves the room: at once when code ran (it must never
+        run twice), else at most once a second (a lost step goes with its record: reconcile
+        says so)."""
+        step = self.store.plan_by_id(plan_id).find_step(outcome.step_id)
+        runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell))
+        warning = make_durable(self.document, unless_saved_within=0.0 if runs else 1.0)
+        if warning:
+            outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
+
+    def _settle_reload(self, plan_id: str, report: RunReport) -> None:
+        """The run stopped because the document was reloaded: keep the richer record, mark
+        what the reload undid, and free the steps whose conflict the reload caused."""
+        with self.document.locked():
+            choose_record(self.store)
+            report.notes += reconcile(self.store, self.document, self.watch.reason)
+            plan = self.store.plan_by_id(plan_id)
+            for outcome in report.outcomes:
+                step = plan.find_step(outcome.step_id)
+                if outcome.status == "conflict" and step is not None and step.status == "conflict":
+                    step.status = "pending"
+                    step.error = (
+                        f"{self.watch.reason} while it was being applied; nothing was "
+                        "applied: approve it again"
+                    )
+            self.watch.acknowledge()
+            self._reloads_at_start = self.watch.count()
+
+    def _landed_earlier(self, step: Step) -> Checkpoint | None:
+        """The checkpoint of a step whose change is in the document already although it was
+        left pending: an earlier attempt reached the room, its end was lost. Only a step with
+        code resumes this way (its code never ran); None otherwise."""
+        if step.checkpoint is None or not step.runs_cell or isinstance(step.operation, RunCell):
+            return None
+        cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
+        if cp is None or not cp.cells:
+            return None
+        changed = any(s.after_hash != step.base for s in cp.cells)
+        here = all(self.checkpoints.current_hash(s) == s.after_hash for s in cp.cells)
+        return cp if changed and here else None
+
+    def _ran_unrecorded(
+        self, plan_id: str, step_id: str, run: CellRun, exc: Exception, started: float
+    ) -> StepOutcome:
+        """The code ran but the room could not take its result: settle the step in memory as
+        it ended (never pending: that would run it again); the session saves it, and
+        reconciles it with the room, once the room is back."""
+        plan, step = self._mine(plan_id, step_id)
+        while plan.results and plan.results[-1].step_id == step.id:
+            plan.results.pop()
+        status: Literal["done", "failed"] = "done" if run.error is None else "failed"
+        message = (
+            f"its code ran{'' if run.error is None else ' and raised ' + run.error}, but its "
+            f"outputs may not be in the notebook ({one_line(exc)})"
+        )
+        step.status = status
+        step.error = None if status == "done" else message
+        plan.results.append(
+            StepResult(
+                step_id=step.id,
+                status=status,
+                message=message,
+                checkpoint=step.checkpoint,
+                seconds=time.monotonic() - started,
+            )
+        )
+        self.unsaved = True
+        outcome = StepOutcome(
+            plan.steps.index(step) + 1, step.id, step.operation.kind, status, message
+        )
+        return self._announce(plan_id, outcome, step.checkpoint)
+
+    def _left_pending(self, plan_id: str, step_id: str, exc: Exception) -> StepOutcome:
+        """The room could not be reached (or not saved before code): nothing is wrong with
+        the step, so it waits, pending, to be approved again as it is. What its attempt put
+        in memory is dropped, except its checkpoint when the change may have landed:
+        reconcile records it done, or drops the checkpoint, once the room is back."""
+        plan, step = self._mine(plan_id, step_id)
+        while plan.results and plan.results[-1].step_id == step.id:
+            plan.results.pop()
+        if getattr(exc, "applied", None) is False:
+            cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
+            if cp is not None:
+                self.store.state.checkpoints.remove(cp)
+            step.checkpoint = None
+        step.status = "pending"
+        step.run_by = None
+        step.error = f"{one_line(exc)}; the step is pending: approve it again when the room is back"
+        self.store.log("unreachable", f"{step.id}: {one_line(exc)}")
+        outcome = StepOutcome(
+            plan.steps.index(step) + 1, step.id, step.operation.kind, "pending", step.error
+        )
+        return self._announce(plan_id, outcome, None)
 
     # --- recording ---------------------------------------------------------------------------
     def _release_unrun(self, plan: Plan, own: set[str] | None) -> int:
@@ -565,3 +711,15 @@ class Executor:
                 plan.steps.index(step) + 1, step.id, step.operation.kind, step.status, "interrupted"
             )
         )
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A failure to reach the document (the live room), not of the change itself."""
+    return bool(getattr(exc, "retryable", False))
+
+
+class NotDurable(PlanbookError):
+    """The server did not confirm saving a step's "running" record, so its code was not run
+    (a stop could otherwise make it run twice); approve the step again when the room is back."""
+
+    retryable = True

@@ -260,3 +260,50 @@ def test_an_edit_racing_the_executor_s_commit_is_a_conflict(
     other.flush()
     assert other.sources()[1] == "x = 'theirs'"  # theirs kept, ours not applied
     assert live.cells()[1].source == "x = 'theirs'"
+
+
+@pytest.mark.parametrize(
+    ("theirs", "expected"),
+    [("replace", "y = 'theirs'"), ("insert", "x = 10")],
+    ids=["full-replacement", "one-character"],
+)
+def test_an_edit_racing_the_step_s_text_is_a_conflict_with_their_text(
+    server: RunningServer,
+    live: LiveNotebook,
+    other: YClient,
+    monkeypatch: pytest.MonkeyPatch,
+    theirs: str,
+    expected: str,
+) -> None:
+    """Issue 15's race: the person edits the target cell after the step's change was made
+    locally, before it reaches the server. The texts would merge into their text with pieces
+    of ours; the step must end as a conflict with exactly their text."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send = Room.send
+
+    def their_edit(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
+        if theirs == "replace":
+            del text[0 : len(text)]
+            text.insert(0, "y = 'theirs'")
+        else:
+            text.insert(5, "0")
+
+    def racing(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if payload and any(op.kind == "replace" for op in payload):
+            other.edit(their_edit)  # made on the text as it was: concurrent with ours
+            other.flush()
+        send(self, update, payload, timeout)
+
+    monkeypatch.setattr(Room, "send", racing)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    other.flush()
+    assert other.sources()[1] == expected
+    assert live.cells()[1].source == expected
+    assert session.step_views()[0].status == "conflict"
