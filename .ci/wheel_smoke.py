@@ -19,6 +19,9 @@ from planbook.widget import ReviewPanel
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 assert not [n for n in names if "/tests/" in n or n.startswith("tests/")], "test files in the wheel"
 assert any(n.endswith("licenses/LICENSE") for n in names), "no LICENSE in the wheel"
+assert any(n.endswith("share/jupyter/labextensions/planbook/package.json") for n in names), (
+    "the prebuilt JupyterLab extension is missing from the wheel"
+)
 
 with tempfile.TemporaryDirectory(prefix="planbook-smoke-") as tmp:
     nb = nbformat.v4.new_notebook()
