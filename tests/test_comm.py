@@ -97,8 +97,10 @@ def nb(tmp_path: Path) -> Path:
 
 
 def statuses(nb_path: Path) -> list[str]:
-    plans = json.loads(nb_path.read_text())["metadata"].get("planbook", {}).get("plans", [])
-    return [s["status"] for plan in plans for s in plan["revisions"][-1]["steps"]]
+    from planbook.engine.store import from_layout  # the stored layout keeps plans by id
+
+    stored = from_layout(json.loads(nb_path.read_text())["metadata"].get("planbook", {}))
+    return [s["status"] for plan in stored.get("plans", []) for s in plan["revisions"][-1]["steps"]]
 
 
 def test_a_page_sees_the_plan_on_its_cells_and_approves_one_step(nb: Path) -> None:

@@ -263,7 +263,11 @@ def test_dry_run_changes_nothing(session: Session, nb_path: Path) -> None:
     assert nb_path.read_bytes() == raw
 
 
-def test_a_step_without_a_kernel_fails_clearly(session: Session) -> None:
+def test_a_step_without_a_kernel_fails_clearly(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An earlier test in this process may have left an IPython shell behind: be a plain script.
+    monkeypatch.setattr("IPython.get_ipython", lambda: None)
     session.propose.run_cell("c3", reason="run")
     report = session.approve()
     assert report.outcomes[0].status == "failed"

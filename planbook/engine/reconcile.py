@@ -20,6 +20,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.model.plan import Plan, Step, StepResult
 from planbook.model.store import PlanbookState
+from planbook.words import plural
 
 _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
 
@@ -111,12 +112,14 @@ def reconcile(store: Store, document: NotebookDocument, reason: str) -> list[str
         parts = []
         if undone:
             parts.append(
-                f"step(s) {_numbers(undone)} recorded done were undone by it and are pending "
-                "again (approve them again)"
+                f"{plural('step', len(undone))} {_numbers(undone)} recorded done "
+                f"{plural('was', len(undone))} undone by it and {plural('is', len(undone))} "
+                "pending again (approve again)"
             )
         if applied:
             parts.append(
-                f"step(s) {_numbers(applied)} had reached the notebook and are now recorded done"
+                f"{plural('step', len(applied))} {_numbers(applied)} had reached the notebook "
+                f"and {plural('is', len(applied))} now recorded done"
             )
         notes.append(f"plan {plan.id}: {reason}; " + "; ".join(parts))
     if notes:

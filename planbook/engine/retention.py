@@ -16,6 +16,7 @@ from typing import Any
 from planbook.errors import MetadataError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.store import PlanbookState
+from planbook.words import count
 
 DEFAULT_KEEP_CHECKPOINTS = 50
 METADATA_KEY = "planbook"
@@ -61,8 +62,8 @@ class GcReport:
 
     def __str__(self) -> str:
         return (
-            f"dropped {self.checkpoints} checkpoint(s), {self.plans} plan(s) and "
-            f"{self.blobs} blob(s) no longer needed"
+            f"dropped {count(self.checkpoints, 'checkpoint')}, {count(self.plans, 'plan')} and "
+            f"{count(self.blobs, 'blob')} no longer needed"
         )
 
 
