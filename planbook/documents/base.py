@@ -113,25 +113,34 @@ def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0
     return str(durable(unless_saved_within=unless_saved_within))
 
 
-def apply_metadata_changes(target: dict[str, Any], changes: Mapping[MetadataPath, Any]) -> None:
-    """``update_metadata`` on a plain dict: what the memory and file backends do."""
+def apply_metadata_changes(root: Any, changes: Mapping[MetadataPath, Any]) -> dict[str, Any]:
+    """``update_metadata`` on plain JSON: ``root`` with ``changes`` made, as a new object.
+
+    ``root`` is never changed: each object on a changed path is copied once (shallow), the rest
+    is shared, so a backend that caches the encoding of unchanged objects keeps its cache."""
+    out: dict[str, Any] = dict(root) if isinstance(root, dict) else {}
+    fresh = {id(out)}  # objects copied in this call: changed in place from now on
     for path, value in changes.items():
         if not path:
             raise ValueError("a metadata path names at least one entry")
-        node = target
+        node = out
         for part in path[:-1]:
             child = node.get(part)
             if not isinstance(child, dict):
                 if value is DELETE:
                     break
                 child = {}
-                dict.__setitem__(node, part, child)
+            elif id(child) not in fresh:
+                child = dict(child)
+            fresh.add(id(child))
+            node[part] = child
             node = child
         else:
             if value is DELETE:
                 node.pop(path[-1], None)
             else:
-                dict.__setitem__(node, path[-1], value)
+                node[path[-1]] = value
+    return out
 
 
 def new_cell_id() -> str:

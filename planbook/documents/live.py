@@ -212,9 +212,8 @@ class LiveNotebook:
         else:
             value = self._shared_metadata(key)
         if txn is not None and txn.parts.get(key):
-            value = value if isinstance(value, dict) else {}
             for changes in txn.parts[key]:
-                apply_metadata_changes(value, changes)
+                value = apply_metadata_changes(value, changes)
         return value
 
     def _shared_metadata(self, key: str) -> Any | None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from planbook.documents.base import DELETE, Cell, MetadataPath
+from planbook.documents.base import Cell, MetadataPath, apply_metadata_changes
 from planbook.documents.serializer import (
     JUPYTER,
     Style,
@@ -211,30 +211,7 @@ class NodeNotebook:
             return
         with self.transaction():
             meta = dict(self._nb.get("metadata", {}))
-            top = meta.get(key)
-            root: Tree = dict(top) if isinstance(top, dict) else {}
-            meta[key] = root
-            fresh = {id(root)}  # containers copied in this call: changed in place from now on
-            for path, value in changes.items():
-                if not path:
-                    raise ValueError("a metadata path names at least one entry")
-                node = root
-                for part in path[:-1]:
-                    child = node.get(part)
-                    if not isinstance(child, dict):
-                        if value is DELETE:
-                            break
-                        child = {}
-                    elif id(child) not in fresh:
-                        child = dict(child)
-                    fresh.add(id(child))
-                    node[part] = child
-                    node = child
-                else:
-                    if value is DELETE:
-                        node.pop(path[-1], None)
-                    else:
-                        node[path[-1]] = value
+            meta[key] = apply_metadata_changes(meta.get(key), changes)
             self._nb["metadata"] = meta
             self._dirty = True
 
