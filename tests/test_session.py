@@ -438,6 +438,18 @@ def test_a_step_whose_cell_was_deleted_outside_refuses_only_itself(
     assert [src for _, src in sources(nb_path)] == ["import math as m", "print(x + 1)"]
 
 
+def test_an_insert_whose_anchor_was_rolled_back_refuses_only_itself(session: Session) -> None:
+    # Found by the state machine: the rolled-back anchor made every later proposal a TypeError.
+    anchor = session.propose.insert_cell("a = 1", reason="anchor")
+    session.approve()
+    session.propose.insert_cell("b = 2", after=anchor.operation.cell_id, reason="stale soon")
+    session.rollback()
+    session.propose.edit_cell("c1", "import math as m", reason="later")
+    report = session.approve("1-1")
+    assert report.outcomes[0].status == "conflict"
+    assert session.approve().ok
+
+
 def test_moving_a_step_onto_itself_changes_nothing(session: Session) -> None:
     for n in range(3):
         session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}")

@@ -174,10 +174,11 @@ class Projection:
         match op:
             case InsertCell():
                 new = ProjectedCell(op.cell_id, op.cell_type, op.source)
+                # An anchor that is gone (rolled back, deleted) is UnknownCell, like any target.
                 if op.after is not None:
-                    self.cells.insert(self.index(op.after) + 1, new)  # type: ignore[operator]
+                    self.cells.insert(self.cells.index(self.cell(op.after)) + 1, new)
                 elif op.before is not None:
-                    self.cells.insert(self.index(op.before), new)  # type: ignore[arg-type]
+                    self.cells.insert(self.cells.index(self.cell(op.before)), new)
                 else:
                     self.cells.append(new)
             case EditCell():
