@@ -14,15 +14,16 @@ PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-buil
 
 
 def test_the_wheel_ships_the_license_and_no_tests(tmp_path: Path) -> None:
-    subprocess.run(
+    built = subprocess.run(
         [*PIP_WHEEL, "-w", str(tmp_path), str(ROOT)],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
         # Without the build hooks: the JupyterLab extension's npm build is not what this checks
         # (it needs Node and a network), and .ci/run builds the whole wheel.
         env={**os.environ, "HATCH_BUILD_NO_HOOKS": "true"},
     )
+    assert built.returncode == 0, f"pip wheel failed:\n{built.stdout[-2000:]}{built.stderr[-3000:]}"
     (wheel,) = tmp_path.glob("planbook-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if "/tests/" in n or n.startswith("tests/")] == []
