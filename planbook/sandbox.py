@@ -35,7 +35,7 @@ from pathlib import Path
 
 from planbook.workspace import ShellResult
 
-__all__ = ["OUTPUT_CAP", "SandboxStatus", "probe", "run_bounded", "sandbox_argv"]
+__all__ = ["OUTPUT_CAP", "SandboxStatus", "guarded_argv", "probe", "run_bounded", "sandbox_argv"]
 
 #: Bytes of stdout and stderr together; past this the command is killed.
 OUTPUT_CAP = 1024 * 1024
@@ -175,6 +175,33 @@ def sandbox_argv(
     # `ulimit -v` inside, so the limit binds the command and not bwrap's own setup.
     inner = f'ulimit -v {MEMORY_KIB} 2>/dev/null; exec /bin/sh -c "$1"'
     return [status.bwrap, *_mounts(root, here), "--", "/bin/sh", "-c", inner, "sh", command]
+
+
+def guarded_argv(
+    command: str, read_only: list[Path], *, status: SandboxStatus | None = None
+) -> list[str] | None:
+    """The bwrap command line that runs an approved ``command`` as usual (the whole machine,
+    network, environment) except that ``read_only`` paths cannot be written, renamed or
+    deleted, and nothing it starts outlives it. None where no sandbox can start."""
+    status = status or probe()
+    if not status.available or status.bwrap is None:
+        return None
+    args = [
+        status.bwrap,
+        "--bind",
+        "/",
+        "/",
+        "--dev-bind",
+        "/dev",
+        "/dev",
+        "--unshare-pid",
+        "--proc",
+        "/proc",
+        "--die-with-parent",
+    ]
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    return [*args, "--", "/bin/sh", "-c", command]
 
 
 def run_bounded(

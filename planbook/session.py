@@ -35,7 +35,14 @@ from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, Usage
 from planbook.events import Event, EventBus, EventKind, Listener
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import AnyOperation
-from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Revision, Step
+from planbook.model.plan import (
+    OPEN_STATUSES,
+    Approval,
+    Plan,
+    Revision,
+    Step,
+    approved_by_mode,
+)
 from planbook.model.store import Mode
 from planbook.proposer import Proposer
 from planbook.render import checkpoints_text, plan_markdown, plan_text
@@ -285,7 +292,7 @@ class Session:
         )
         if decision == "apply":
             number = plan.steps.index(step) + 1
-            report = self.approve([number], by=f"policy ({self.mode} mode)")
+            report = self.approve([number], by=approved_by_mode(self.mode))
             plan = self.keep_open(plan.id)
             applied = plan.find_step(step.id) or step
             if not report.ok:

@@ -17,8 +17,12 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
+
+if TYPE_CHECKING:
+    from planbook.settings_guard import SettingsGuard
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 _OUTPUT_LIMIT = 64 * 1024
@@ -32,10 +36,14 @@ class ShellResult:
     stderr: str
     timed_out: bool
     seconds: float
+    #: Protected settings the command changed and that were put back (one line each).
+    guarded: tuple[str, ...] = ()
+    #: Paths the command could not write (no one reviewed it: settings_guard.py).
+    read_only: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.guarded
 
 
 class Workspace:
@@ -52,6 +60,11 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
+
+    @property
+    def protected_paths(self) -> tuple[Path, ...]:
+        """Files only cell steps change (the notebook): never written as files."""
+        return tuple(sorted(self._protected))
 
     def resolve(self, path: str) -> Path:
         """The real path of ``path`` inside the root, or `OutsideWorkspace` (or, for a name
@@ -180,20 +193,43 @@ class Workspace:
         except OSError as exc:
             raise UnreadableFile(_os_refusal(path, exc)) from None
 
-    def run_shell(self, command: str, *, timeout: float, sandboxed: bool = False) -> ShellResult:
+    def run_shell(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        sandboxed: bool = False,
+        guard: SettingsGuard | None = None,
+    ) -> ShellResult:
         """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group.
 
         ``sandboxed``: inside the read-only OS sandbox (planbook/sandbox.py; the caller checked
-        that one can start), for commands nobody approved. Output is streamed and bounded: a
+        that one can start), for commands nobody approved. ``guard``: a command a permission
+        rule let run: protected settings cannot change (planbook/settings_guard.py), and what
+        changed anyway is put back and named in ``guarded``. Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
-        from planbook.sandbox import run_bounded, sandbox_argv
+        from planbook.sandbox import guarded_argv, run_bounded, sandbox_argv
 
         argv = sandbox_argv(command, self.root) if sandboxed else ["/bin/sh", "-c", command]
+        before = guard.snapshot() if guard is not None else None
+        held: tuple[str, ...] = ()
+        if guard is not None:
+            shielded = guarded_argv(command, guard.read_only())
+            if shielded is not None:
+                argv = shielded
+                held = tuple(p.relative_to(self.root).as_posix() for p in guard.read_only())
         result = run_bounded(
             argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=sandboxed
         )
-        return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+        put_back = tuple(guard.restore(before)) if guard is not None and before else ()
+        return replace(
+            result,
+            stdout=_bounded(result.stdout),
+            stderr=_bounded(result.stderr),
+            guarded=put_back,
+            read_only=held,
+        )
 
 
 def decode_text(data: bytes, path: str) -> str:

@@ -28,7 +28,7 @@ from planbook.errors import (
     UsageMistake,
 )
 from planbook.model.operations import CellType
-from planbook.model.plan import Step
+from planbook.model.plan import APPROVED_BY_RULE, Step
 from planbook.words import count
 
 #: Tools that execute code or commands (auto-edit mode asks before these).
@@ -108,7 +108,7 @@ async def _write(
     if step.status == "pending":
         # The person approved this call (or a rule allows it): run exactly this step now.
         report = session.approve(
-            f"{number}-{number}", by="ask mode" if ctx.tool_call_approved else "permission rule"
+            f"{number}-{number}", by="ask mode" if ctx.tool_call_approved else APPROVED_BY_RULE
         )
         if not report.ok:
             return f"Step {number} ({ids}) did not apply: {' / '.join(report.lines())}"

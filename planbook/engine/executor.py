@@ -46,6 +46,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
+from planbook.settings_guard import guard_for
 from planbook.words import count, plural
 from planbook.workspace import ShellResult, Workspace
 
@@ -271,7 +272,8 @@ class Executor:
             code_ran = True
             op = step.operation
             if isinstance(op, Shell):
-                result = self.workspace.run_shell(op.command, timeout=op.timeout)
+                guard = guard_for(plan, step, self.workspace)
+                result = self.workspace.run_shell(op.command, timeout=op.timeout, guard=guard)
                 return self._finish_shell(plan_id, step_id, op, result, started)
             cell_id = op.cell_id  # type: ignore[union-attr]
             run = self._run_cell(cell_id)
@@ -397,12 +399,19 @@ class Executor:
                 f"`{op.command}` timed out after {op.timeout:g}s and was stopped; "
                 "raise its timeout or run it yourself",
             )
+        elif result.guarded:
+            status, message = "failed", " | ".join(result.guarded)
         elif not result.ok:
             status, message = (
                 "failed",
                 f"`{op.command}` exited with {result.returncode}: "
                 + (" | ".join(tail) or "no output"),
             )
+            if result.read_only:
+                message += (
+                    f" ({', '.join(result.read_only)} cannot be changed by a command no one "
+                    "reviewed: stage such a change as its own step)"
+                )
         else:
             status, message = "done", " | ".join(tail)
         with self._saved_state():

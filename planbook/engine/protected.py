@@ -23,11 +23,10 @@ from pathlib import Path, PurePosixPath
 
 from planbook.engine.shell_parse import SimpleCommand, Word, parse
 from planbook.model.operations import AnyOperation, DeleteFile, EditFile, Shell, WriteFile
+from planbook.settings_guard import PYPROJECT, SETTINGS
 
 __all__ = ["Protected"]
 
-SETTINGS = "planbook.toml"
-PYPROJECT = "pyproject.toml"
 _GIT_DIR = re.compile(r"\.git($|/)")
 #: git subcommands that rewrite settings or hooks (not ordinary work such as add or commit).
 _GIT_SETTINGS = {"config", "remote", "submodule", "init", "worktree", "hook", "update-index"}

@@ -137,6 +137,20 @@ class Revision(BaseModel):
     created: datetime = Field(default_factory=now)
 
 
+#: ``Approval.by`` when a permission rule, not the person, let a step run.
+APPROVED_BY_RULE = "permission rule"
+
+
+def approved_by_mode(mode: str) -> str:
+    """``Approval.by`` when a mode's policy (act, auto-edit) applied a step as it was staged."""
+    return f"policy ({mode} mode)"
+
+
+def unreviewed(by: str) -> bool:
+    """Whether an approval came from a rule or a mode, not from the person reading the step."""
+    return by == APPROVED_BY_RULE or (by.startswith("policy (") and by.endswith(" mode)"))
+
+
 class Approval(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
