@@ -15,10 +15,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 import planbook
+from planbook import page_advice
 from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
-from planbook.errors import PlanbookError, speak_as
+from planbook.errors import CellNotSaved, PlanbookError, speak_as
 from planbook.session import Session
 from planbook.words import count
 
@@ -60,6 +61,7 @@ def _session() -> Session:
 def show_plan(session: Session) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
+    page_advice.refresh(session)
     display(session.review())
     from planbook.agent.magics_agent import conversation_text
 
@@ -116,6 +118,8 @@ def _running_cell(session: Session, shell: Any) -> str:
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
         )
     if cell_id not in {c.id for c in session.cells()}:
+        if page_advice.flagged(session):
+            raise UsageError(f"{CellNotSaved(cell_id[:8])}, or give an anchor such as `--after #3`")
         raise UsageError(
             f"this cell ({cell_id[:8]}) is not in {session.document.description} yet (save the "
             "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
@@ -206,7 +210,9 @@ class PlanbookMagics(Magics):
                 raise UsageError("usage: `%plan diff A B` with two revision numbers")
             print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
         elif cmd == "cells":
-            print(cells_listing(session.cells()))
+            cells = session.cells()
+            unsaved = not cells and page_advice.flagged(session)
+            print(page_advice.NO_SAVED_CELLS if unsaved else cells_listing(cells))
         elif cmd == "stop":
             from planbook.agent.magics_agent import stop_plan
 
@@ -285,6 +291,9 @@ class PlanbookMagics(Magics):
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
+        advice = page_advice.with_first_staging(session)
+        if advice:
+            print(f"planbook: {advice}")
 
     @line_magic
     @magic_arguments()
