@@ -19,7 +19,7 @@ from planbook import page_advice
 from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
-from planbook.errors import CellNotSaved, PlanbookError, speak_as
+from planbook.errors import PlanbookError, speak_as
 from planbook.session import Session
 from planbook.words import count
 
@@ -119,7 +119,10 @@ def _running_cell(session: Session, shell: Any) -> str:
         )
     if cell_id not in {c.id for c in session.cells()}:
         if page_advice.flagged(session):
-            raise UsageError(f"{CellNotSaved(cell_id[:8])}, or give an anchor such as `--after #3`")
+            raise UsageError(
+                f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
+                "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
+            )
         raise UsageError(
             f"this cell ({cell_id[:8]}) is not in {session.document.description} yet (save the "
             "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
