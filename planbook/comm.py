@@ -231,4 +231,8 @@ def register(ipython: Any) -> None:
         session = planbook.session()
     except PlanbookError:
         return  # load_ext already said why
+    from planbook.documents.headless import HeadlessNotebook
+
+    if isinstance(session.document, HeadlessNotebook):
+        return  # nbconvert and papermill have no page, and log a comm nobody handles
     open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))

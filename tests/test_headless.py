@@ -119,6 +119,7 @@ def test_papermill_finds_its_input_and_keeps_the_approved_change(tmp_path: Path)
     done = run_tool(["papermill", "report.ipynb", "out/run.ipynb", "-p", "x", "1"], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert approved(tmp_path / "report.ipynb")[2:] == ["ext", "mode", "stage", "run"]
+    assert "comm target 'planbook'" not in done.stderr  # no page: no comm opened for one
     said = outputs(tmp_path / "out" / "run.ipynb")
     assert "file: report.ipynb (the input of `papermill`" in said["ext"]
 

@@ -324,27 +324,32 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-class OverwrittenNotebook(FileNotebook):
+class HeadlessNotebook(FileNotebook):
+    """The notebook file a headless run executes (no page holds it)."""
+
+    def __init__(self, run: HeadlessRun, description: str | None = None) -> None:
+        super().__init__(
+            run.notebook, description=description or f"file: {run.notebook.name} ({run.why()})"
+        )
+        self.run = run
+
+
+class OverwrittenNotebook(HeadlessNotebook):
     """The notebook file of a run whose tool writes its own copy over it when the run ends:
     whatever planbook saved would be dropped silently then, so every save is refused loudly
     (one line naming the options that keep planbook's changes) and nothing is lost."""
 
     def __init__(self, run: HeadlessRun) -> None:
         super().__init__(
-            run.notebook,
-            description=(
-                f"file: {run.notebook.name} ({run.why()}; read only: {run.tool} overwrites it "
-                "when the run ends)"
-            ),
+            run,
+            f"file: {run.notebook.name} ({run.why()}; read only: {run.tool} overwrites it "
+            "when the run ends)",
         )
-        self.refusal = run.overwrite_refusal()
 
     def _commit(self) -> None:
-        raise UsageMistake(self.refusal)
+        raise UsageMistake(self.run.overwrite_refusal())
 
 
-def open_headless(run: HeadlessRun) -> FileNotebook:
+def open_headless(run: HeadlessRun) -> HeadlessNotebook:
     """The document for ``run``: its notebook file, read only when the tool overwrites it."""
-    if run.overwrites:
-        return OverwrittenNotebook(run)
-    return FileNotebook(run.notebook, description=f"file: {run.notebook.name} ({run.why()})")
+    return OverwrittenNotebook(run) if run.overwrites else HeadlessNotebook(run)
