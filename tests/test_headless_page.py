@@ -56,9 +56,7 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
         assert loaded.text.count(RELOAD_ADVICE) == 1, loaded.text
         assert "Reload Notebook from Disk" in RELOAD_ADVICE and "Ctrl+S" in RELOAD_ADVICE
         k.run("%plan on")
-        shown = k.run("%plan")
-        plain = "".join(o["data"].get("text/plain", "") for o in shown.outputs)
-        assert f"warning: {RELOAD_ADVICE}" in plain  # `%plan`, and the panel's header
+        assert f"warning: {RELOAD_ADVICE}" in plain_plan(k)  # `%plan`, the panel's header
         assert nb.read_bytes() == saved  # loading, plan mode and the plan wrote nothing
 
         # a cell the page has and the file does not: named as such, in one line, nothing staged
@@ -80,3 +78,15 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
         k.run(f"import planbook; planbook.session({str(empty)!r}, fresh=True)")
         assert k.run("%plan cells").stdout.strip() == NO_SAVED_CELLS
         assert NOT_SAVED in k.run("%%propose --after abc1\nx = 1").text
+
+        # a page with the planbook extension opens the comm itself: then it is in sync and
+        # the advice goes (a page without the extension closes the comm the kernel opened)
+        assert f"warning: {RELOAD_ADVICE}" in plain_plan(k)
+        opened = {"comm_id": "page-1", "target_name": "planbook", "data": {"protocol": 1}}
+        k.kc.shell_channel.send(k.kc.session.msg("comm_open", opened))
+        assert RELOAD_ADVICE not in plain_plan(k)
+
+
+def plain_plan(k: Kernel) -> str:
+    """What `%plan` shows where widgets do not render."""
+    return "".join(o["data"].get("text/plain", "") for o in k.run("%plan").outputs)
