@@ -106,13 +106,16 @@ def cells_listing(cells: list[Cell]) -> str:
 
 def _running_cell(session: Session, shell: Any) -> str:
     """The id of the cell that runs this magic, which JupyterLab and Notebook 7 send with the
-    execute request; other front ends send none, so the person is asked for an anchor."""
+    execute request; elsewhere the one saved cell with the code being run, else the person is
+    asked for an anchor."""
     parent: dict[str, Any] = {}
     kernel = getattr(shell, "kernel", None)
     with suppress(Exception):  # no kernel (plain IPython) or an old one: no parent to read
         parent = kernel.get_parent() if kernel is not None else {}
     cell_id = (parent or {}).get("metadata", {}).get("cellId")
     if not isinstance(cell_id, str) or not cell_id:
+        cell_id = _cell_with_source(session, (parent or {}).get("content", {}).get("code"))
+    if cell_id is None:
         raise UsageError(
             "this front end does not say which cell runs %%propose: give an anchor, e.g. "
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
@@ -128,6 +131,15 @@ def _running_cell(session: Session, shell: Any) -> str:
             "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
         )
     return cell_id
+
+
+def _cell_with_source(session: Session, code: object) -> str | None:
+    """Front ends that send no cell id (nbconvert, papermill, nbclient) run a saved cell's
+    source as it is: the one saved code cell with exactly this source is the running cell."""
+    if not isinstance(code, str) or not code.strip():
+        return None
+    found = [c.id for c in session.cells() if c.cell_type == "code" and c.source == code]
+    return found[0] if len(found) == 1 else None
 
 
 def _int(token: str, what: str) -> int:

@@ -24,6 +24,7 @@ CELLS = [
     ("ext", "%load_ext planbook"),
     ("mode", "%plan on"),
     ("stage", "%%propose --after load --run --reason 'double it'\ny = x * 2\nprint('y is', y)"),
+    ("here", "%%propose --reason 'right after this cell'\nz = 0"),
     ("run", "%approve"),
 ]
 
@@ -78,7 +79,7 @@ def approved(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     plans = nb.metadata.get("planbook", {}).get("plans", {})
     steps = [s for p in plans.values() for r in p.get("revisions", []) for s in r.get("steps", [])]
-    assert [s.get("status") for s in steps] == ["done"], steps
+    assert [s.get("status") for s in steps] == ["done", "done"], steps
     return [c.id for c in nb.cells]
 
 
@@ -90,7 +91,8 @@ def test_nbconvert_finds_its_notebook_and_keeps_the_approved_change(tmp_path: Pa
     assert done.returncode == 0, done.stderr[-2000:]
     # the approved cell is in the notebook the run was given, right after `load`
     ids = approved(tmp_path / "report.ipynb")
-    assert ids[0] == "load" and ids[2:] == ["ext", "mode", "stage", "run"]
+    # nbclient sends no cell id: the anchorless one lands after the cell whose source ran
+    assert ids[0] == "load" and ids[2:6] == ["ext", "mode", "stage", "here"] and ids[7] == "run"
     inserted = nbformat.read(tmp_path / "report.ipynb", as_version=4).cells[1]
     assert inserted.source.startswith("y = x * 2")
     assert "y is 40" in "".join(o.get("text", "") for o in inserted.outputs)
@@ -118,7 +120,7 @@ def test_papermill_finds_its_input_and_keeps_the_approved_change(tmp_path: Path)
     (tmp_path / "out").mkdir()
     done = run_tool(["papermill", "report.ipynb", "out/run.ipynb", "-p", "x", "1"], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert approved(tmp_path / "report.ipynb")[2:] == ["ext", "mode", "stage", "run"]
+    assert approved(tmp_path / "report.ipynb")[2:6] == ["ext", "mode", "stage", "here"]
     assert "comm target 'planbook'" not in done.stderr  # no page: no comm opened for one
     said = outputs(tmp_path / "out" / "run.ipynb")
     assert "file: report.ipynb (the input of `papermill`" in said["ext"]
