@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from planbook.documents.headless import HeadlessRun, Unnamed, parse_command
@@ -162,3 +162,51 @@ def test_papermill_lines_read_as_papermill_reads_them(
         *(a for o in options[second:] for a in o),
     ]
     assert ours(PAPERMILL, args, folder) == by_papermill(args, folder)
+
+
+NBCONVERT_OPTIONS = [
+    ["--execute"],
+    ["--to", "notebook"],
+    ["--to=notebook"],
+    ["--to", "html"],
+    ["--inplace"],
+    ["--stdout"],
+    ["--allow-errors"],
+    ["--output", "run"],
+    ["--output=run.ipynb"],
+    ["--output", "nb"],
+    ["--output-dir", "out"],
+    ["--output-dir=."],
+    ["--NbConvertApp.use_output_suffix=False"],
+    ["--ExecutePreprocessor.timeout=60"],
+    ["--ExecutePreprocessor.kernel_name", "python3"],
+    ["--log-level", "ERROR"],
+    ["--writer", "FilesWriter"],
+]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    options=st.lists(
+        st.sampled_from(NBCONVERT_OPTIONS), max_size=5, unique_by=lambda o: o[0].split("=")[0]
+    ),
+    at=st.integers(0, 5),
+    notebook=st.sampled_from(["nb.ipynb", "nb", "sub/deep.ipynb", "sub/dee*.ipynb"]),
+)
+def test_generated_nbconvert_lines_read_as_nbconvert_reads_them(
+    folder: Path, options: list[list[str]], at: int, notebook: str
+) -> None:
+    """Options in any order and spelling, the notebook anywhere among them."""
+    args = [
+        *(a for o in options[:at] for a in o),
+        notebook,
+        *(a for o in options[at:] for a in o),
+    ]
+    try:
+        expected = by_nbconvert(args, folder)
+    except (Exception, SystemExit):
+        assume(False)  # nbconvert itself refuses this line: it would not have run
+        raise
+    assert ours(NBCONVERT, args, folder) == expected, args

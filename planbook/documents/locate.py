@@ -239,9 +239,9 @@ def open_document(
         path = (server.root_dir / rel).resolve()
         why = "this kernel's session on the server"
     unnamed = None
-    if path is None:
+    if path is None or (explicit is not None and server is None):
         # before JPY_SESSION_NAME: a run started from a notebook's cell inherits that name
-        headless = _headless(user_ns)
+        headless = _headless(user_ns, explicit)
         if isinstance(headless, Located):
             return headless
         unnamed = headless
@@ -314,13 +314,18 @@ def open_document(
     )
 
 
-def _headless(user_ns: dict[str, Any] | None) -> Located | str | None:
+def _headless(user_ns: dict[str, Any] | None, explicit: Path | None) -> Located | str | None:
     """A headless run's notebook (documents/headless.py): the document for it, or one line
-    saying how to name it when the run's notebook is unclear, or None (not a headless run)."""
-    from planbook.documents.headless import Unnamed, find_run, open_headless
+    saying how to name it when the run's notebook is unclear, or None (not a headless run).
+    A notebook given explicitly is that run's document only when it is the run's notebook
+    (so a run that overwrites it still refuses to save)."""
+    from planbook.documents.headless import HeadlessRun, Unnamed, find_run, open_headless
 
     run = find_run(_namespace(user_ns))
-    if run is None:
+    if explicit is not None:
+        if not isinstance(run, HeadlessRun) or run.notebook != explicit:
+            return None
+    elif run is None:
         return None
     if isinstance(run, Unnamed):
         return run.reason
