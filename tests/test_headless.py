@@ -110,7 +110,10 @@ def test_nbconvert_inplace_refuses_in_one_line_and_loses_nothing(tmp_path: Path)
     assert failed.returncode != 0
     refusal = next(line for line in failed.stderr.splitlines() if "UsageError" in line)
     assert "writes its own copy over report.ipynb when this run ends" in refusal
-    assert "nothing was saved: run with `--output NAME` instead of --inplace" in refusal
+    assert (
+        "nothing was saved: give jupyter nbconvert another output (`--output NAME`, not --inplace)"
+        in refusal
+    )
     assert "Traceback" not in failed.stderr.split("UsageError")[-1]
     assert nb.read_bytes() == before  # nbconvert stopped at the error: nothing written at all
 

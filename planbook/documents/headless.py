@@ -4,10 +4,12 @@
 None of these tools tells the kernel which notebook it runs (no ``JPY_SESSION_NAME``, no cell
 ids in the execute requests). The tool starts the kernel itself, so the kernel's parent process
 (``JPY_PARENT_PID``, set by jupyter_client's launcher) is the tool, and its command line, read
-from ``/proc``, names the input. It is parsed with the tool's own parser (nbconvert's and
-nbclient's traitlets apps, papermill's click command) so that every spelling of an option is
-read the way the tool reads it. Where nothing names it (the tools' Python APIs, a system without
-``/proc``), ``PLANBOOK_NOTEBOOK`` or papermill's injected ``PAPERMILL_INPUT_PATH`` parameter does.
+from ``/proc``, names the input and, with its options, the file the tool writes when the run
+ends (nbconvert's ``--inplace`` writes over the input, which would drop planbook's changes).
+It is read by hand: importing a tool's own parser costs seconds at ``%load_ext``, so
+tests/test_headless_argv.py checks each reading against the tool's parser instead. Where
+nothing names it (the tools' Python APIs, a system without ``/proc``), ``PLANBOOK_NOTEBOOK``
+or papermill's injected ``PAPERMILL_INPUT_PATH`` parameter does.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class HeadlessRun:
     def _keep(self) -> str:
         if self.tool == "papermill":
             return "give papermill another output path"
-        return "run with `--output NAME` instead of --inplace"
+        return f"give {self.tool} another output (`--output NAME`, not --inplace)"
 
     def overwrite_refusal(self) -> str:
         """One line: why planbook saves nothing during this run, and which options keep it."""
