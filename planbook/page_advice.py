@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planbook.errors import CellNotSaved, UnknownCell
+from planbook.errors import CellNotSaved, PlanbookError, UnknownCell, UsageMistake
 
 if TYPE_CHECKING:
     from planbook.documents.locate import Located
@@ -27,6 +27,8 @@ _FLAG = "unsynced_page"
 _SAID = "unsynced_page_said"
 
 
+#: Positions (``#N``) count the cells of the saved file.
+SAVED_ONLY = "positions count the saved cells: save the notebook (Ctrl+S) and try again"
 #: `%plan cells` on a saved file without cells.
 NO_SAVED_CELLS = (
     "the saved file has no cells yet: save the notebook (Ctrl+S) and try again "
@@ -81,8 +83,13 @@ def with_first_staging(session: Session) -> str | None:
     return RELOAD_ADVICE
 
 
-def unknown_cell(session: Session, error: UnknownCell) -> UnknownCell:
-    """``error`` as the person should hear it: a cell of an unsynced page may not be saved."""
-    if flagged(session):
+def unknown_cell(session: Session, error: PlanbookError, token: str) -> PlanbookError:
+    """``error`` (naming ``token`` found no cell) as the person should hear it: the cell may be
+    in the page and not saved yet, and positions count the saved cells only."""
+    if not flagged(session):
+        return error
+    if isinstance(error, UnknownCell):
         return CellNotSaved(error.cell_id)
+    if token.strip().startswith("#"):
+        return UsageMistake(f"{error}; {SAVED_ONLY}")
     return error

@@ -81,8 +81,8 @@ class Proposer:
         cells = self._session.document.cells()
         try:
             return resolve(token, cells, [c.id for c in proj.cells])
-        except UnknownCell as exc:
-            raise unknown_cell(self._session, exc) from None
+        except (UnknownCell, UsageMistake) as exc:
+            raise unknown_cell(self._session, exc, token) from None
 
     def _maybe(self, token: str | None, proj: Projection) -> str | None:
         return None if token is None else self._resolve(token, proj)

@@ -78,6 +78,7 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
         k.run(f"import planbook; planbook.session({str(empty)!r}, fresh=True)")
         assert k.run("%plan cells").stdout.strip() == NO_SAVED_CELLS
         assert NOT_SAVED in k.run("%%propose --after abc1\nx = 1").text
+        assert "positions count the saved cells" in k.run("%%propose --after #2\nx = 1").text
 
         # a page with the planbook extension opens the comm itself: then it is in sync and
         # the advice goes (a page without the extension closes the comm the kernel opened)
