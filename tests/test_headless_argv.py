@@ -112,6 +112,10 @@ def test_the_readings_that_matter(folder: Path) -> None:
     assert isinstance(run, HeadlessRun) and run.overwrites
     run = parse_command([*EXECUTE, "nb.ipynb", "--output", "x"], folder)
     assert isinstance(run, HeadlessRun) and run.writes == folder / "x.ipynb"
+    absolute = str(folder / "sub" / "deep.ipynb")
+    run = parse_command([*NBCONVERT, "--execute", "--to", "notebook", absolute], Path("/"))
+    assert isinstance(run, HeadlessRun) and run.notebook == folder / "sub" / "deep.ipynb"
+    assert run.writes == folder / "sub" / "deep.nbconvert.ipynb"
     assert parse_command(["python", "-m", "pytest", "nb.ipynb"], folder) is None
 
 
