@@ -74,6 +74,7 @@ def session(
     global _current
     from planbook.documents.base import close_document
     from planbook.documents.locate import open_document
+    from planbook.page_advice import adopt as adopt_located
     from planbook.session import Session
     from planbook.workspace import Workspace
 
@@ -92,6 +93,7 @@ def session(
             workspace = Workspace(base, protected=(located.path,) if located.path else ())
         try:
             new = Session(located.document, workspace, notebook_path=located.path)
+            adopt_located(new, located)
         except BaseException:
             close_document(located.document)
             raise

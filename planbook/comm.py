@@ -69,6 +69,11 @@ def parse(content: object) -> ApproveStep | RejectStep:
 class CellReviewLink:
     """One page's comm: the plan out, the person's decisions in."""
 
+    #: The page has spoken on this comm (opened it, or sent a message): a page with the
+    #: extension. A comm the kernel opened may go to a page without it, or to a client that
+    #: ignores comms (nbclient); planbook/page_advice.py tells the person to reload then.
+    heard_from_page = False
+
     def __init__(
         self,
         session: Session,
@@ -102,6 +107,7 @@ class CellReviewLink:
 
     # --- in --------------------------------------------------------------------------------
     def _on_msg(self, msg: dict[str, Any]) -> None:
+        self.heard_from_page = True
         content = msg.get("content", {}).get("data")
         if isinstance(content, dict) and set(content) <= {"protocol"}:
             call_on_main(self.send_plan, self._home)  # the page asks for the plan again
@@ -216,7 +222,7 @@ def register(ipython: Any) -> None:
 
     def on_open(comm: Any, _msg: dict[str, Any]) -> None:
         try:
-            open_link(planbook.session(), comm)
+            open_link(planbook.session(), comm).heard_from_page = True
         except PlanbookError as exc:
             comm.close({"type": "error", "message": str(exc), "step_id": None})
 
@@ -225,4 +231,8 @@ def register(ipython: Any) -> None:
         session = planbook.session()
     except PlanbookError:
         return  # load_ext already said why
+    from planbook.documents.headless import HeadlessNotebook
+
+    if isinstance(session.document, HeadlessNotebook):
+        return  # nbconvert and papermill have no page, and log a comm nobody handles
     open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))

@@ -105,6 +105,19 @@ class UnknownCell(PlanbookError):
         self.cell_id = cell_id
 
 
+class CellNotSaved(UnknownCell):
+    """A cell the open page has and the saved file does not (yet): planbook reads the file
+    when no collaboration and no extension bring it the page (planbook/page_advice.py)."""
+
+    def __init__(self, cell_id: str) -> None:
+        PlanbookError.__init__(
+            self,
+            f"cell {cell_id!r} is not in the saved file yet: save the notebook (Ctrl+S) and "
+            "try again (`%plan cells` lists the saved cells)",
+        )
+        self.cell_id = cell_id
+
+
 class UnknownStep(UsageMistake):
     def __init__(self, number: int, count: int) -> None:
         where = f"steps are numbered 1 to {count}" if count else "the plan has no steps yet"

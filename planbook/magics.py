@@ -15,6 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 import planbook
+from planbook import page_advice
 from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
@@ -60,6 +61,7 @@ def _session() -> Session:
 def show_plan(session: Session) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
+    page_advice.refresh(session)
     display(session.review())
     from planbook.agent.magics_agent import conversation_text
 
@@ -104,23 +106,40 @@ def cells_listing(cells: list[Cell]) -> str:
 
 def _running_cell(session: Session, shell: Any) -> str:
     """The id of the cell that runs this magic, which JupyterLab and Notebook 7 send with the
-    execute request; other front ends send none, so the person is asked for an anchor."""
+    execute request; elsewhere the one saved cell with the code being run, else the person is
+    asked for an anchor."""
     parent: dict[str, Any] = {}
     kernel = getattr(shell, "kernel", None)
     with suppress(Exception):  # no kernel (plain IPython) or an old one: no parent to read
         parent = kernel.get_parent() if kernel is not None else {}
     cell_id = (parent or {}).get("metadata", {}).get("cellId")
     if not isinstance(cell_id, str) or not cell_id:
+        cell_id = _cell_with_source(session, (parent or {}).get("content", {}).get("code"))
+    if cell_id is None:
         raise UsageError(
             "this front end does not say which cell runs %%propose: give an anchor, e.g. "
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
         )
     if cell_id not in {c.id for c in session.cells()}:
+        if page_advice.flagged(session):
+            raise UsageError(
+                f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
+                "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
+            )
         raise UsageError(
             f"this cell ({cell_id[:8]}) is not in {session.document.description} yet (save the "
             "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
         )
     return cell_id
+
+
+def _cell_with_source(session: Session, code: object) -> str | None:
+    """Front ends that send no cell id (nbconvert, papermill, nbclient) run a saved cell's
+    source as it is: the one saved code cell with exactly this source is the running cell."""
+    if not isinstance(code, str) or not code.strip():
+        return None
+    found = [c.id for c in session.cells() if c.cell_type == "code" and c.source == code]
+    return found[0] if len(found) == 1 else None
 
 
 def _int(token: str, what: str) -> int:
@@ -206,7 +225,9 @@ class PlanbookMagics(Magics):
                 raise UsageError("usage: `%plan diff A B` with two revision numbers")
             print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
         elif cmd == "cells":
-            print(cells_listing(session.cells()))
+            cells = session.cells()
+            unsaved = not cells and page_advice.flagged(session)
+            print(page_advice.NO_SAVED_CELLS if unsaved else cells_listing(cells))
         elif cmd == "stop":
             from planbook.agent.magics_agent import stop_plan
 
@@ -285,6 +306,9 @@ class PlanbookMagics(Magics):
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
+        advice = page_advice.with_first_staging(session)
+        if advice:
+            print(f"planbook: {advice}")
 
     @line_magic
     @magic_arguments()

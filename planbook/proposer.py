@@ -16,7 +16,7 @@ from planbook.documents.base import new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
-from planbook.errors import PlanbookError, UsageMistake, first_problem
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake, first_problem
 from planbook.model.operations import (
     AnyOperation,
     CellType,
@@ -32,6 +32,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Step
+from planbook.page_advice import unknown_cell
 
 if TYPE_CHECKING:
     from planbook.session import Session
@@ -78,7 +79,10 @@ class Proposer:
 
     def _resolve(self, token: str, proj: Projection) -> str:
         cells = self._session.document.cells()
-        return resolve(token, cells, [c.id for c in proj.cells])
+        try:
+            return resolve(token, cells, [c.id for c in proj.cells])
+        except (UnknownCell, UsageMistake) as exc:
+            raise unknown_cell(self._session, exc, token) from None
 
     def _maybe(self, token: str | None, proj: Projection) -> str | None:
         return None if token is None else self._resolve(token, proj)

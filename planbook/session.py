@@ -203,7 +203,12 @@ class Session:
 
     def set_mode(self, mode: str) -> Mode:
         with self._editing():
-            self.store.state.mode = check_mode(mode)
+            wanted = check_mode(mode)
+            if wanted == self.store.state.mode:
+                # nothing changes, so nothing is written: `%plan on` in a fresh notebook (plan
+                # is the default) must not make the open page's next save ask "File Changed"
+                return wanted
+            self.store.state.mode = wanted
             self.store.log("mode", mode)
             self.store.save()
         self._changed("mode_changed", message=mode)

@@ -3,8 +3,10 @@
 Order: an explicit server (arguments, or ``PLANBOOK_SERVER_URL``/``PLANBOOK_SERVER_TOKEN``), else
 the running Jupyter server whose pid is this kernel's parent, confirmed by this kernel's id in
 its ``/api/sessions`` (which also gives the notebook's current path, unlike ``JPY_SESSION_NAME``
-that goes stale after a rename). With jupyter-collaboration on that server the notebook is
-edited live in its room; otherwise the file, or memory, and ``description`` says why.
+that goes stale after a rename); else the notebook a headless run executes (nbconvert,
+papermill, ``PLANBOOK_NOTEBOOK``: documents/headless.py); else ``JPY_SESSION_NAME``. With
+jupyter-collaboration on that server the notebook is edited live in its room; otherwise the
+file, or memory, and ``description`` says why.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ FIGHT_WARNING = "an open editor may overwrite kernel edits"
 class Located:
     document: NotebookDocument
     path: Path | None
+    warnings: tuple[str, ...] = ()
+    """One line each, for the session's warnings (said at load, in `%plan` and the panel)."""
+    unsynced_page: bool = False
+    """An editor page may hold this notebook and nothing brings planbook's changes into it
+    (no collaboration, no extension): the person must save before and reload after."""
 
 
 @dataclass(frozen=True)
@@ -231,7 +238,14 @@ def open_document(
     if path is None and server is not None and rel is not None and server.root_dir is not None:
         path = (server.root_dir / rel).resolve()
         why = "this kernel's session on the server"
-    if path is None:
+    unnamed = None
+    if path is None or (explicit is not None and server is None):
+        # before JPY_SESSION_NAME: a run started from a notebook's cell inherits that name
+        headless = _headless(user_ns, explicit)
+        if isinstance(headless, Located):
+            return headless
+        unnamed = headless
+    if path is None and unnamed is None:
         path = notebook_path_from_env()
         why = "from JPY_SESSION_NAME"
     if path is None:
@@ -248,20 +262,20 @@ def open_document(
                 vsc,
             )
     if path is None:
-        where = (
-            "Colab keeps the notebook out of the kernel's reach"
-            if _in_colab()
-            else ("JPY_SESSION_NAME is not set and no path was given")
-        )
-        return Located(
-            MemoryNotebook(
-                description=(
-                    f"memory: no notebook found ({where}); changes stay in this kernel. "
-                    "Use planbook.session(notebook='x.ipynb') to edit a file"
-                )
-            ),
-            None,
-        )
+        if unnamed is not None:
+            description = f"memory: {unnamed}; until then changes stay in this kernel"
+        else:
+            where = (
+                "Colab keeps the notebook out of the kernel's reach"
+                if _in_colab()
+                else ("JPY_SESSION_NAME is not set and no path was given")
+            )
+            description = (
+                f"memory: no notebook found ({where}); changes stay in this kernel. "
+                "Use planbook.session(notebook='x.ipynb') to edit a file (headless runs: "
+                "PLANBOOK_NOTEBOOK=x.ipynb)"
+            )
+        return Located(MemoryNotebook(description=description), None)
 
     reason = _live_reason(server, path, rel if explicit is None else None, live)
     if reason is None:
@@ -293,7 +307,42 @@ def open_document(
     description = f"file: {path.name} ({why})"
     if reason:
         description = f"file: {path.name} ({why}; {reason})"
-    return Located(FileNotebook(path, description=description), path)
+    return Located(
+        FileNotebook(path, description=description),
+        path,
+        unsynced_page=reason is not None and FIGHT_WARNING in reason,
+    )
+
+
+def _headless(user_ns: dict[str, Any] | None, explicit: Path | None) -> Located | str | None:
+    """A headless run's notebook (documents/headless.py): the document for it, or one line
+    saying how to name it when the run's notebook is unclear, or None (not a headless run).
+    A notebook given explicitly is that run's document only when it is the run's notebook
+    (so a run that overwrites it still refuses to save)."""
+    from planbook.documents.headless import HeadlessRun, Unnamed, find_run, open_headless
+
+    run = find_run(_namespace(user_ns))
+    if explicit is not None:
+        if not isinstance(run, HeadlessRun) or run.notebook != explicit:
+            return None
+    elif run is None:
+        return None
+    if isinstance(run, Unnamed):
+        return run.reason
+    warnings = (run.overwrite_warning(),) if run.overwrites else ()
+    return Located(open_headless(run), run.notebook, warnings=warnings)
+
+
+def _namespace(user_ns: dict[str, Any] | None) -> dict[str, Any] | None:
+    if user_ns is not None:
+        return user_ns
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except Exception:
+        return None
+    return shell.user_ns if shell is not None else None
 
 
 def _live_reason(
