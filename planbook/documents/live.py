@@ -147,6 +147,9 @@ class LiveNotebook:
         self._writer = threading.RLock()  # one transaction at a time
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
+        #: metadata[key] as JSON, per key, with the room's meta_version it was read at: the
+        #: plan is read at every step, and converting the shared maps back is O(plan)
+        self._meta_cache: dict[str, tuple[int, Any]] = {}
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
@@ -218,13 +221,21 @@ class LiveNotebook:
 
     def _shared_metadata(self, key: str) -> Any | None:
         """``metadata[key]`` as JSON, whether it is one value (a whole-value write, from an
-        older planbook or JupyterLab's metadata editor) or shared maps written by part."""
-        with self._room.cond:
-            meta = self._room.meta.get("metadata")
+        older planbook or JupyterLab's metadata editor) or shared maps written by part.
+
+        The value is cached until the metadata changes, and shared: callers treat it as
+        read-only (as with the file backend)."""
+        room = self._room
+        with room.cond:
+            hit = self._meta_cache.get(key)
+            if hit is not None and hit[0] == room.meta_version:
+                return hit[1]
+            meta = room.meta.get("metadata")
             value = None if meta is None else meta.get(key)
-            if value is None:
-                return None
-            return _ints(value.to_py() if hasattr(value, "to_py") else value)
+            if value is not None:
+                value = _ints(value.to_py() if hasattr(value, "to_py") else value)
+            self._meta_cache[key] = (room.meta_version, value)
+            return value
 
     def _shared_cells(self) -> list[Cell]:
         room = self._room
@@ -476,6 +487,8 @@ class LiveNotebook:
         ynb = YNotebook(doc)
         before = doc.get_state()
         stale = False  # the cell list changed since ``ids`` was read
+        #: metadata[key] as JSON after the ops so far, for each key they change
+        views: dict[str, Any] = {}
         with doc.transaction(origin="planbook"):
             ids = [str(c.get("id")) for c in ycells]
             for op in ops:
@@ -490,9 +503,12 @@ class LiveNotebook:
                     if op.key in meta:  # replacing a key in place is not seen by every reader
                         del meta[op.key]
                     meta[op.key] = op.value
+                    views[op.key] = op.value
                 elif op.kind == "meta_part":
                     assert op.key is not None
-                    _apply_parts(self._room.meta, op.key, op.value)
+                    if op.key not in views:
+                        views[op.key] = self._shared_metadata(op.key)
+                    views[op.key] = _apply_parts(self._room.meta, op.key, op.value, views[op.key])
                 elif op.kind == "insert":
                     assert op.cell is not None
                     if op.cell.id in ids:
@@ -522,6 +538,9 @@ class LiveNotebook:
                         _replace(ynb, ids.index(op.cell.id), op.cell)
                     elif not strict:
                         ycells.append(ynb.create_ycell(_cell_dict(op.cell)))
+        # what the shared metadata holds now, without reading it back (O(plan))
+        for key, value in views.items():
+            self._meta_cache[key] = (self._room.meta_version, value)
         self._room.changed()
         update: bytes = doc.get_update(before)
         return update
@@ -716,8 +735,12 @@ def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
     return found
 
 
-def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any]) -> None:
-    """``update_metadata`` on the shared document: maps down each path, the value at its end."""
+def _apply_parts(
+    ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], old: Any
+) -> Any:
+    """``update_metadata`` on the shared document: maps down each path, the value at its end,
+    written as its difference from what is there (``old``: metadata[key] as JSON now). The
+    JSON after the changes is returned."""
     from pycrdt import Map
 
     metadata = _shared_map(ymeta, "metadata")
@@ -729,10 +752,104 @@ def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any])
             node = _shared_map(node, part)
         else:
             last = path[-1]
-            if last in node:  # delete then set: every reader sees a replaced key
-                del node[last]
-            if value is not DELETE:
-                node[last] = value
+            if value is DELETE:
+                if last in node:
+                    del node[last]
+            else:
+                _write_entry(node, last, _json_at(old, path), value)
+        old = apply_metadata_changes(old, {path: value})
+    return old
+
+
+# -- writing metadata by difference ----------------------------------------------------------
+# A plan is one entry (plans/<id>) that every step rewrites; written whole, each step's update
+# would carry the whole plan (35 KB at 100 steps, 3.4 MB for the run), and the server, every
+# page and every other client would decode it. Instead an entry written a second time becomes
+# a shared map (or array) of its parts, one level at a time, and from then on only the parts
+# that differ travel: a step's update carries its status and its result.
+
+_ABSENT: Any = object()
+
+
+def _json_at(root: Any, path: MetadataPath) -> Any:
+    """The JSON value at ``path`` below ``root``, or _ABSENT."""
+    node = root
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def _same(old: Any, new: Any) -> bool:
+    return old is new or (old is not _ABSENT and old == new)
+
+
+def _shared_level(value: Any) -> Any:
+    """A dict as a shared map, a list as a shared array (their items stay plain values)."""
+    from pycrdt import Array, Map
+
+    if isinstance(value, dict):
+        return Map(value)
+    if isinstance(value, list):
+        return Array(value)
+    return value
+
+
+def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
+    """``parent[key] = new``, where ``parent[key]`` holds the JSON ``old`` (or _ABSENT):
+    nothing when equal; into the shared map/array by difference when there is one; else the
+    value, as shared parts when it replaces an object or a list (it will change again)."""
+    from pycrdt import Array, Map
+
+    if _same(old, new):
+        return
+    current = parent.get(key) if old is not _ABSENT else None
+    if isinstance(current, Map) and isinstance(old, dict) and isinstance(new, dict):
+        _merge_map(current, old, new)
+        return
+    if isinstance(current, Array) and isinstance(old, list) and isinstance(new, list):
+        if len(current) == len(old):  # else the JSON is not this array's: write it whole
+            _merge_array(current, old, new)
+            return
+    if key in parent:  # delete then set: every reader sees a replaced key
+        del parent[key]
+    rewrite = isinstance(old, dict | list) and isinstance(new, dict | list)
+    parent[key] = _shared_level(new) if rewrite else new
+
+
+def _merge_map(ymap: Map[Any], old: dict[str, Any], new: dict[str, Any]) -> None:
+    for gone in old.keys() - new.keys():
+        if gone in ymap:
+            del ymap[gone]
+    for k, v in new.items():
+        _write_entry(ymap, k, old.get(k, _ABSENT), v)
+
+
+def _merge_array(yarray: Array[Any], old: list[Any], new: list[Any]) -> None:
+    """Items that differ in place, then what was appended or cut off (lists in a plan grow
+    at their end)."""
+    from pycrdt import Array, Map
+
+    for i in range(min(len(old), len(new))):
+        o, v = old[i], new[i]
+        if _same(o, v):
+            continue
+        current = yarray[i]
+        if isinstance(current, Map) and isinstance(o, dict) and isinstance(v, dict):
+            _merge_map(current, o, v)
+        elif isinstance(current, Array) and isinstance(o, list) and isinstance(v, list):
+            if len(current) == len(o):
+                _merge_array(current, o, v)
+            else:
+                yarray[i] = _shared_level(v)
+        else:
+            rewrite = isinstance(o, dict | list) and isinstance(v, dict | list)
+            yarray[i] = _shared_level(v) if rewrite else v
+    if len(new) > len(old):
+        yarray.extend(new[len(old) :])
+    elif len(old) > len(new):
+        del yarray[len(new) : len(old)]
 
 
 def _replace(ynb: Any, index: int, cell: Cell) -> None:

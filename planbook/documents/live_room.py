@@ -292,6 +292,9 @@ class Room:
         #: Grows with every change of the cells (not of metadata or state): a cache key.
         self.cells_version = getattr(self, "cells_version", 0) + 1
         self._cells_subscription = self.cells.observe_deep(self._on_cells)
+        #: Grows with every change of the notebook metadata (a cache key, as cells_version).
+        self.meta_version = getattr(self, "meta_version", 0) + 1
+        self._meta_subscription = self.meta.observe_deep(self._on_meta)
         # The server deletes the saved file's hash from "state" when it reloads the room from
         # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
         # (pycrdt drops an observer with the Python object of its map: keep both)
@@ -300,6 +303,9 @@ class Room:
 
     def _on_cells(self, _events: Any) -> None:
         self.cells_version += 1
+
+    def _on_meta(self, _events: Any) -> None:
+        self.meta_version += 1
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}
