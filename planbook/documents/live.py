@@ -473,6 +473,14 @@ class LiveNotebook:
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
 
+    def _cell_ids(self) -> list[str]:
+        """The ids of the shared cells in order (call holding the room's ``cond``): from the
+        cached cells when they are current, since reading each shared cell is O(notebook)."""
+        cache = self._cache
+        if cache is not None and cache[0] == self._room.cells_version:
+            return [c.id for c in cache[1]]
+        return [str(c.get("id")) for c in self._room.cells]
+
     def _replay(self, payloads: list[Any]) -> bytes:
         """After a reload: re-apply changes the server never confirmed (idempotently)."""
         return self._apply([op for ops in payloads for op in ops], strict=False)
@@ -486,15 +494,11 @@ class LiveNotebook:
         doc, ycells = self._room.doc, self._room.cells
         ynb = YNotebook(doc)
         before = doc.get_state()
-        stale = False  # the cell list changed since ``ids`` was read
         #: metadata[key] as JSON after the ops so far, for each key they change
         views: dict[str, Any] = {}
         with doc.transaction(origin="planbook"):
-            ids = [str(c.get("id")) for c in ycells]
+            ids = self._cell_ids()  # kept in step with ``ycells`` below, never read again
             for op in ops:
-                if op.kind != "meta":
-                    ids = [str(c.get("id")) for c in ycells] if stale else ids
-                    stale = op.kind != "replace"
                 if op.kind == "meta":
                     assert op.key is not None
                     meta = self._room.meta.get("metadata")
@@ -519,9 +523,11 @@ class LiveNotebook:
                     if op.after is not None and op.after not in ids:
                         at = len(ids)
                     ycells.insert(at, ynb.create_ycell(_cell_dict(op.cell)))
+                    ids.insert(at, op.cell.id)
                 elif op.kind == "delete":
                     if op.cell_id in ids:
                         del ycells[ids.index(op.cell_id)]
+                        ids.remove(op.cell_id)
                 elif op.kind == "move":
                     if op.cell_id not in ids:
                         continue
@@ -532,12 +538,14 @@ class LiveNotebook:
                     at = ids.index(op.after) + 1 if op.after in ids else 0
                     # a fresh copy: Yjs arrays have no move the frontend understands
                     ycells.insert(at, ynb.create_ycell(_cell_dict(moved)))
+                    ids.insert(at, op.cell_id)
                 elif op.kind == "replace":
                     assert op.cell is not None
                     if op.cell.id in ids:
                         _replace(ynb, ids.index(op.cell.id), op.cell)
                     elif not strict:
                         ycells.append(ynb.create_ycell(_cell_dict(op.cell)))
+                        ids.append(op.cell.id)
         # what the shared metadata holds now, without reading it back (O(plan))
         for key, value in views.items():
             self._meta_cache[key] = (self._room.meta_version, value)
