@@ -30,11 +30,11 @@ from planbook.documents.base import (
     apply_metadata_changes,
     index_of,
 )
-from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress
+from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress, Ticket
 from planbook.errors import ConflictError, UnknownCell
 
 if TYPE_CHECKING:
-    from pycrdt import Map
+    from pycrdt import Array, Map
 
 __all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
@@ -152,6 +152,7 @@ class LiveNotebook:
         self._meta_cache: dict[str, tuple[int, Any]] = {}
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
+        self._unconfirmed: Ticket | None = None  # the last commit's, while not confirmed
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -351,12 +352,17 @@ class LiveNotebook:
     def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
         """Each object on a path becomes a shared map of its own (metadata[key] too), so the
         update carries only the entries named here: a step's cost does not grow with the plan.
-        A whole value found on the way (a whole-value write) is turned into maps once."""
+        A whole value found on the way (a whole-value write) is turned into maps once.
+
+        The values are kept as given, not copied (as the file backend does): the caller hands
+        over fresh JSON it will not change. A copy cost an encode and a decode of the whole
+        plan at every save; and parts the caller shares with its previous save are then the
+        same objects here, so finding what differs skips them at once."""
         private: dict[MetadataPath, Any] = {}
         for path, value in changes.items():
             if not path or not all(isinstance(part, str) for part in path):
                 raise ValueError(f"a metadata path is a non-empty tuple of strings, not {path!r}")
-            private[tuple(path)] = value if value is DELETE else json.loads(json.dumps(value))
+            private[tuple(path)] = value
         if not private:
             return
         with self.transaction():
@@ -431,12 +437,23 @@ class LiveNotebook:
             try:
                 update = self._apply(txn.ops, strict=True)
                 self._cache = (self._room.cells_version, after)  # what the update made
-                self._room.send(update, txn.ops, self.confirm_timeout)
+                self._hand_over(update, txn.ops, confirm_now=bool(watch.targets))
             except BaseException:
                 watch.stop()
                 raise
         if watch.targets:
             self._take_back_if_merged(watch, update)
+
+    def _hand_over(self, update: bytes, ops: list[_Op], *, confirm_now: bool) -> None:
+        """Send a commit's update. Its confirmation is awaited here only when the commit
+        rewrote a cell's text (a merge must be looked for at once); otherwise the next commit's
+        sync, a save or ``close()`` confirms it (the server answers in order), so a run of
+        steps costs one round trip each instead of two. Until confirmed, the update (the change
+        and its record, together) is resent after a reconnect or replayed after a reload."""
+        if confirm_now:
+            self._room.send(update, ops, self.confirm_timeout)
+        else:
+            self._unconfirmed = self._room.post(update, ops)
 
     def _take_back_if_merged(self, watch: _SourceWatch, own: bytes) -> None:
         """An edit someone made while this change travelled merges with it at the server
@@ -554,7 +571,11 @@ class LiveNotebook:
         return update
 
     def close(self) -> None:
-        """Leave the room and stop the sync thread (the shared document stays on the server)."""
+        """Leave the room and stop the sync thread (the shared document stays on the server),
+        once the server has the last commit (bounded: ``confirm_timeout``)."""
+        last = self._unconfirmed
+        if last is not None and not last.done and self._room.connected:
+            self._room.wait(lambda: last.done, self.confirm_timeout)
         self._room.close()
 
     def __enter__(self) -> LiveNotebook:
@@ -743,9 +764,7 @@ def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
     return found
 
 
-def _apply_parts(
-    ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], old: Any
-) -> Any:
+def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], old: Any) -> Any:
     """``update_metadata`` on the shared document: maps down each path, the value at its end,
     written as its difference from what is there (``old``: metadata[key] as JSON now). The
     JSON after the changes is returned."""
@@ -816,10 +835,15 @@ def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
     if isinstance(current, Map) and isinstance(old, dict) and isinstance(new, dict):
         _merge_map(current, old, new)
         return
-    if isinstance(current, Array) and isinstance(old, list) and isinstance(new, list):
-        if len(current) == len(old):  # else the JSON is not this array's: write it whole
-            _merge_array(current, old, new)
-            return
+    # (an array whose length differs from ``old`` is not what it describes: written whole)
+    if (
+        isinstance(current, Array)
+        and isinstance(old, list)
+        and isinstance(new, list)
+        and len(current) == len(old)
+    ):
+        _merge_array(current, old, new)
+        return
     if key in parent:  # delete then set: every reader sees a replaced key
         del parent[key]
     rewrite = isinstance(old, dict | list) and isinstance(new, dict | list)

@@ -202,6 +202,13 @@ class Room:
     def send(self, update: bytes, payload: Any, timeout: float) -> None:
         """Send an update the owner just applied to ``doc`` (holding ``cond``... or not) and
         wait until the server confirms it. Raises LiveConnectionError when it does not."""
+        self.confirm(self.post(update, payload), timeout)
+
+    def post(self, update: bytes, payload: Any) -> Ticket:
+        """Send an update the owner just applied to ``doc`` without waiting for it: its ticket
+        is done once the server answers the sync request sent right after it, or any later
+        request (the server answers a client's messages in order). Until then it is replayed
+        after a reload, like any unconfirmed update."""
         with self.cond:
             ticket = Ticket(payload=payload, generation=self._generation)
             self._tickets.append(ticket)
@@ -209,6 +216,10 @@ class Room:
                 self._send_update_and_ask(update, [ticket])
             except Exception as exc:  # the socket broke: the reconnect sends it again
                 log.debug("send failed, waiting for the reconnect: %r", exc)
+        return ticket
+
+    def confirm(self, ticket: Ticket, timeout: float) -> None:
+        """Wait until the server has the update of ``ticket``; LiveConnectionError if not."""
         if self.wait(lambda: ticket.done, timeout):
             return
         with self.cond:
