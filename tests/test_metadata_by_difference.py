@@ -20,9 +20,7 @@ KEYS = st.sampled_from(["a", "b", "plans", "steps", "status"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
 JSON = st.recursive(
     SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)),
     max_leaves=12,
 )
 CHANGES = st.dictionaries(

@@ -279,6 +279,9 @@ class LiveNotebook:
             return ""
         deadline = time.monotonic() + (self.confirm_timeout if timeout is None else timeout)
         status = "no answer"
+        failed = self._confirm_last(deadline)
+        if failed:
+            return failed
         while True:
             try:
                 status = self._room.save(max(0.1, deadline - time.monotonic()))
@@ -462,6 +465,20 @@ class LiveNotebook:
             self._room.send(update, ops, self.confirm_timeout)
         else:
             self._unconfirmed = self._room.post(update, ops)
+
+    def _confirm_last(self, deadline: float) -> str:
+        """Before a save: wait for the last commit's confirmation as the commit itself used
+        to, so whoever asks for durability (the executor, before code runs) decides on the
+        same facts: "" when the server has it, else why not (and then the change is not
+        pushed again later: the room is reloaded on reconnect, and reconciled)."""
+        last = self._unconfirmed
+        if last is None or last.done:
+            return ""
+        try:
+            self._room.confirm(last, max(0.1, deadline - time.monotonic()))
+        except LiveConnectionError as exc:
+            return str(exc)
+        return ""
 
     def _take_back_if_merged(self, watch: _SourceWatch, own: bytes) -> None:
         """An edit someone made while this change travelled merges with it at the server
