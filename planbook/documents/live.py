@@ -6,8 +6,15 @@ as they arrive. A ``transaction()`` is buffered: its operations change an overla
 ``cells()`` shows inside the transaction, and at the end they are checked against the current
 shared document and applied in ONE pycrdt transaction, so the room gets one update: every open
 page shows the whole change or none of it. The update is confirmed by a sync request sent right
-after it (the server answers requests in order, so the answer proves it has the update); the
-server then saves the file (jupyter-collaboration's save delay, about a second).
+after it (the server answers requests in order, so the answer proves it has the update). A
+commit waits for that answer only when it rewrote a cell's text; otherwise the next commit's
+own sync, a save (``make_durable``) or ``close()`` waits for it, so a run of steps costs one
+round trip per step. The server saves the file on request, and on its own about a second
+after the last change (jupyter-collaboration's save delay).
+
+Metadata is written by difference: an entry written again becomes shared maps and arrays, one
+level at a time, and only the parts that changed travel (a step's status, not its plan). What
+the metadata holds is cached as JSON until someone else changes it.
 
 Number caveat: the shared document stores JSON numbers as floats; integral floats are read back
 as ints (as the server does when it saves the file).
