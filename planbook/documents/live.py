@@ -69,6 +69,9 @@ class _Txn:
     parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[_Op] = field(default_factory=list)
     depth: int = 0
+    #: The sync request sent when the transaction began, and when (see ``_fresh``).
+    asked: tuple[int, int] | None = None
+    asked_at: float = 0.0
 
 
 def _ints(value: Any) -> Any:
@@ -351,6 +354,7 @@ class LiveNotebook:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             cells = list(self._shared_cells())
             txn = _Txn(cells=cells, base={c.id: c for c in cells})
+            txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
             self._local.txn = txn
             try:
                 yield
@@ -442,7 +446,7 @@ class LiveNotebook:
     def _commit(self, txn: _Txn) -> None:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
-        if not self._room.sync(self.confirm_timeout):
+        if not self._fresh(txn) and not self._room.sync(self.confirm_timeout):
             raise LiveConnectionError.nothing_applied(
                 f"the collaboration room of {self.address.path!r} is unreachable "
                 f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
@@ -461,6 +465,21 @@ class LiveNotebook:
                 raise
         if watch.targets:
             self._take_back_if_merged(watch, update)
+
+    #: A sync request sent when a transaction began serves its commit if it is younger than
+    #: this (seconds); else the commit asks again.
+    FRESH_FOR = 0.25
+
+    def _fresh(self, txn: _Txn) -> bool:
+        """Whether the answer to the request sent when ``txn`` began came, on the same
+        connection, and the request is recent. Its round trip then overlapped the
+        transaction's own work instead of adding to it. The check at commit sees what the
+        server had when the transaction began and every update that arrived since (the server
+        sends each one at once); asking at commit time narrows that only by the transaction's
+        duration, bounded by FRESH_FOR."""
+        if txn.asked is None or time.monotonic() - txn.asked_at > self.FRESH_FOR:
+            return False
+        return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
 
     def _hand_over(self, update: bytes, ops: list[_Op], *, confirm_now: bool) -> None:
         """Send a commit's update. Its confirmation is awaited here only when the commit

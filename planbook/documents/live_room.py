@@ -189,14 +189,37 @@ class Room:
         with self.cond:
             if not self.wait(lambda: self.connected, 0 if mine else timeout):
                 return False
+            asked = self.ask()
+        return asked is not None and self.answered(asked, timeout)
+
+    def ask(self) -> tuple[int, int] | None:
+        """Send a sync request now, without waiting (None when not connected): its answer
+        brings what the server had when it got the request, and confirms everything sent
+        before it. Wait for it with ``answered``."""
+        with self.cond:
+            if not self.connected:
+                return None
             try:
-                number = self._ask()
+                return self._generation, self._ask()
             except Exception:
-                return False
-            generation = self._generation
+                return None
+
+    def answered(
+        self, asked: tuple[int, int], timeout: float, *, while_connected: bool = False
+    ) -> bool:
+        """Whether the answer to ``ask()``'s request came (waiting up to ``timeout``, or only
+        while connected), on the same connection."""
+        generation, number = asked
+
+        def settled() -> bool:
+            if while_connected and not self.connected:
+                return True
+            return self._generation != generation or self._answered >= number
+
         return (
-            self.wait(lambda: self._generation != generation or self._answered >= number, timeout)
+            self.wait(settled, timeout)
             and self._generation == generation
+            and self._answered >= number
         )
 
     def send(self, update: bytes, payload: Any, timeout: float) -> None:
