@@ -6,8 +6,15 @@ as they arrive. A ``transaction()`` is buffered: its operations change an overla
 ``cells()`` shows inside the transaction, and at the end they are checked against the current
 shared document and applied in ONE pycrdt transaction, so the room gets one update: every open
 page shows the whole change or none of it. The update is confirmed by a sync request sent right
-after it (the server answers requests in order, so the answer proves it has the update); the
-server then saves the file (jupyter-collaboration's save delay, about a second).
+after it (the server answers requests in order, so the answer proves it has the update). A
+commit waits for that answer only when it rewrote a cell's text; otherwise the next commit's
+own sync, a save (``make_durable``) or ``close()`` waits for it, so a run of steps costs one
+round trip per step. The server saves the file on request, and on its own about a second
+after the last change (jupyter-collaboration's save delay).
+
+Metadata is written by difference: an entry written again becomes shared maps and arrays, one
+level at a time, and only the parts that changed travel (a step's status, not its plan). What
+the metadata holds is cached as JSON until someone else changes it.
 
 Number caveat: the shared document stores JSON numbers as floats; integral floats are read back
 as ints (as the server does when it saves the file).
@@ -16,6 +23,7 @@ as ints (as the server does when it saves the file).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import threading
 import time
@@ -30,11 +38,11 @@ from planbook.documents.base import (
     apply_metadata_changes,
     index_of,
 )
-from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress
+from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress, Ticket
 from planbook.errors import ConflictError, UnknownCell
 
 if TYPE_CHECKING:
-    from pycrdt import Map
+    from pycrdt import Array, Map
 
 __all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
@@ -61,6 +69,9 @@ class _Txn:
     parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[_Op] = field(default_factory=list)
     depth: int = 0
+    #: The sync request sent when the transaction began, and when (see ``_fresh``).
+    asked: tuple[int, int] | None = None
+    asked_at: float = 0.0
 
 
 def _ints(value: Any) -> Any:
@@ -87,6 +98,16 @@ def _to_cell(raw: dict[str, Any]) -> Cell:
         execution_count=raw.get("execution_count") if cell_type == "code" else None,
         attachments=raw.get("attachments") or None,
     )
+
+
+def _own_copy(cell: Cell) -> Cell:
+    """A copy of ``cell`` with its own metadata dict and outputs list. (The engine reads the
+    cells several times per step: ``copy.copy`` is a third of ``model_copy(update=...)``.)"""
+    new = copy.copy(cell)
+    fields = new.__dict__
+    fields["metadata"] = dict(cell.metadata)
+    fields["outputs"] = list(cell.outputs)
+    return new
 
 
 def _normal(cell: Cell) -> Cell:
@@ -147,8 +168,12 @@ class LiveNotebook:
         self._writer = threading.RLock()  # one transaction at a time
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
+        #: metadata[key] as JSON, per key, with the room's meta_version it was read at: the
+        #: plan is read at every step, and converting the shared maps back is O(plan)
+        self._meta_cache: dict[str, tuple[int, Any]] = {}
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
+        self._unconfirmed: Ticket | None = None  # the last commit's, while not confirmed
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -200,10 +225,7 @@ class LiveNotebook:
         cells = txn.cells if txn is not None else self._shared_cells()
         # the cached cells are shared: callers get their own objects and top-level containers
         # (as the file backend gives them), without the cost of a deep copy of every output
-        return [
-            c.model_copy(update={"metadata": dict(c.metadata), "outputs": list(c.outputs)})
-            for c in cells
-        ]
+        return [_own_copy(c) for c in cells]
 
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
@@ -218,13 +240,21 @@ class LiveNotebook:
 
     def _shared_metadata(self, key: str) -> Any | None:
         """``metadata[key]`` as JSON, whether it is one value (a whole-value write, from an
-        older planbook or JupyterLab's metadata editor) or shared maps written by part."""
-        with self._room.cond:
-            meta = self._room.meta.get("metadata")
+        older planbook or JupyterLab's metadata editor) or shared maps written by part.
+
+        The value is cached until the metadata changes, and shared: callers treat it as
+        read-only (as with the file backend)."""
+        room = self._room
+        with room.cond:
+            hit = self._meta_cache.get(key)
+            if hit is not None and hit[0] == room.meta_version:
+                return hit[1]
+            meta = room.meta.get("metadata")
             value = None if meta is None else meta.get(key)
-            if value is None:
-                return None
-            return _ints(value.to_py() if hasattr(value, "to_py") else value)
+            if value is not None:
+                value = _ints(value.to_py() if hasattr(value, "to_py") else value)
+            self._meta_cache[key] = (room.meta_version, value)
+            return value
 
     def _shared_cells(self) -> list[Cell]:
         room = self._room
@@ -259,6 +289,9 @@ class LiveNotebook:
             return ""
         deadline = time.monotonic() + (self.confirm_timeout if timeout is None else timeout)
         status = "no answer"
+        failed = self._confirm_last(deadline)
+        if failed:
+            return failed
         while True:
             try:
                 status = self._room.save(max(0.1, deadline - time.monotonic()))
@@ -321,6 +354,7 @@ class LiveNotebook:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             cells = list(self._shared_cells())
             txn = _Txn(cells=cells, base={c.id: c for c in cells})
+            txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
             self._local.txn = txn
             try:
                 yield
@@ -340,12 +374,17 @@ class LiveNotebook:
     def update_metadata(self, key: str, changes: Mapping[MetadataPath, Any]) -> None:
         """Each object on a path becomes a shared map of its own (metadata[key] too), so the
         update carries only the entries named here: a step's cost does not grow with the plan.
-        A whole value found on the way (a whole-value write) is turned into maps once."""
+        A whole value found on the way (a whole-value write) is turned into maps once.
+
+        The values are kept as given, not copied (as the file backend does): the caller hands
+        over fresh JSON it will not change. A copy cost an encode and a decode of the whole
+        plan at every save; and parts the caller shares with its previous save are then the
+        same objects here, so finding what differs skips them at once."""
         private: dict[MetadataPath, Any] = {}
         for path, value in changes.items():
             if not path or not all(isinstance(part, str) for part in path):
                 raise ValueError(f"a metadata path is a non-empty tuple of strings, not {path!r}")
-            private[tuple(path)] = value if value is DELETE else json.loads(json.dumps(value))
+            private[tuple(path)] = value
         if not private:
             return
         with self.transaction():
@@ -407,7 +446,7 @@ class LiveNotebook:
     def _commit(self, txn: _Txn) -> None:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
-        if not self._room.sync(self.confirm_timeout):
+        if not self._fresh(txn) and not self._room.sync(self.confirm_timeout):
             raise LiveConnectionError.nothing_applied(
                 f"the collaboration room of {self.address.path!r} is unreachable "
                 f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
@@ -420,12 +459,52 @@ class LiveNotebook:
             try:
                 update = self._apply(txn.ops, strict=True)
                 self._cache = (self._room.cells_version, after)  # what the update made
-                self._room.send(update, txn.ops, self.confirm_timeout)
+                self._hand_over(update, txn.ops, confirm_now=bool(watch.targets))
             except BaseException:
                 watch.stop()
                 raise
         if watch.targets:
             self._take_back_if_merged(watch, update)
+
+    #: A sync request sent when a transaction began serves its commit if it is younger than
+    #: this (seconds); else the commit asks again.
+    FRESH_FOR = 0.25
+
+    def _fresh(self, txn: _Txn) -> bool:
+        """Whether the answer to the request sent when ``txn`` began came, on the same
+        connection, and the request is recent. Its round trip then overlapped the
+        transaction's own work instead of adding to it. The check at commit sees what the
+        server had when the transaction began and every update that arrived since (the server
+        sends each one at once); asking at commit time narrows that only by the transaction's
+        duration, bounded by FRESH_FOR."""
+        if txn.asked is None or time.monotonic() - txn.asked_at > self.FRESH_FOR:
+            return False
+        return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
+
+    def _hand_over(self, update: bytes, ops: list[_Op], *, confirm_now: bool) -> None:
+        """Send a commit's update. Its confirmation is awaited here only when the commit
+        rewrote a cell's text (a merge must be looked for at once); otherwise the next commit's
+        sync, a save or ``close()`` confirms it (the server answers in order), so a run of
+        steps costs one round trip each instead of two. Until confirmed, the update (the change
+        and its record, together) is resent after a reconnect or replayed after a reload."""
+        if confirm_now:
+            self._room.send(update, ops, self.confirm_timeout)
+        else:
+            self._unconfirmed = self._room.post(update, ops)
+
+    def _confirm_last(self, deadline: float) -> str:
+        """Before a save: wait for the last commit's confirmation as the commit itself used
+        to, so whoever asks for durability (the executor, before code runs) decides on the
+        same facts: "" when the server has it, else why not (and then the change is not
+        pushed again later: the room is reloaded on reconnect, and reconciled)."""
+        last = self._unconfirmed
+        if last is None or last.done:
+            return ""
+        try:
+            self._room.confirm(last, max(0.1, deadline - time.monotonic()))
+        except LiveConnectionError as exc:
+            return str(exc)
+        return ""
 
     def _take_back_if_merged(self, watch: _SourceWatch, own: bytes) -> None:
         """An edit someone made while this change travelled merges with it at the server
@@ -462,6 +541,14 @@ class LiveNotebook:
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
 
+    def _cell_ids(self) -> list[str]:
+        """The ids of the shared cells in order (call holding the room's ``cond``): from the
+        cached cells when they are current, since reading each shared cell is O(notebook)."""
+        cache = self._cache
+        if cache is not None and cache[0] == self._room.cells_version:
+            return [c.id for c in cache[1]]
+        return [str(c.get("id")) for c in self._room.cells]
+
     def _replay(self, payloads: list[Any]) -> bytes:
         """After a reload: re-apply changes the server never confirmed (idempotently)."""
         return self._apply([op for ops in payloads for op in ops], strict=False)
@@ -475,13 +562,11 @@ class LiveNotebook:
         doc, ycells = self._room.doc, self._room.cells
         ynb = YNotebook(doc)
         before = doc.get_state()
-        stale = False  # the cell list changed since ``ids`` was read
+        #: metadata[key] as JSON after the ops so far, for each key they change
+        views: dict[str, Any] = {}
         with doc.transaction(origin="planbook"):
-            ids = [str(c.get("id")) for c in ycells]
+            ids = self._cell_ids()  # kept in step with ``ycells`` below, never read again
             for op in ops:
-                if op.kind != "meta":
-                    ids = [str(c.get("id")) for c in ycells] if stale else ids
-                    stale = op.kind != "replace"
                 if op.kind == "meta":
                     assert op.key is not None
                     meta = self._room.meta.get("metadata")
@@ -490,9 +575,12 @@ class LiveNotebook:
                     if op.key in meta:  # replacing a key in place is not seen by every reader
                         del meta[op.key]
                     meta[op.key] = op.value
+                    views[op.key] = op.value
                 elif op.kind == "meta_part":
                     assert op.key is not None
-                    _apply_parts(self._room.meta, op.key, op.value)
+                    if op.key not in views:
+                        views[op.key] = self._shared_metadata(op.key)
+                    views[op.key] = _apply_parts(self._room.meta, op.key, op.value, views[op.key])
                 elif op.kind == "insert":
                     assert op.cell is not None
                     if op.cell.id in ids:
@@ -503,9 +591,11 @@ class LiveNotebook:
                     if op.after is not None and op.after not in ids:
                         at = len(ids)
                     ycells.insert(at, ynb.create_ycell(_cell_dict(op.cell)))
+                    ids.insert(at, op.cell.id)
                 elif op.kind == "delete":
                     if op.cell_id in ids:
                         del ycells[ids.index(op.cell_id)]
+                        ids.remove(op.cell_id)
                 elif op.kind == "move":
                     if op.cell_id not in ids:
                         continue
@@ -516,18 +606,27 @@ class LiveNotebook:
                     at = ids.index(op.after) + 1 if op.after in ids else 0
                     # a fresh copy: Yjs arrays have no move the frontend understands
                     ycells.insert(at, ynb.create_ycell(_cell_dict(moved)))
+                    ids.insert(at, op.cell_id)
                 elif op.kind == "replace":
                     assert op.cell is not None
                     if op.cell.id in ids:
                         _replace(ynb, ids.index(op.cell.id), op.cell)
                     elif not strict:
                         ycells.append(ynb.create_ycell(_cell_dict(op.cell)))
+                        ids.append(op.cell.id)
+        # what the shared metadata holds now, without reading it back (O(plan))
+        for key, value in views.items():
+            self._meta_cache[key] = (self._room.meta_version, value)
         self._room.changed()
         update: bytes = doc.get_update(before)
         return update
 
     def close(self) -> None:
-        """Leave the room and stop the sync thread (the shared document stays on the server)."""
+        """Leave the room and stop the sync thread (the shared document stays on the server),
+        once the server has the last commit (bounded: ``confirm_timeout``)."""
+        last = self._unconfirmed
+        if last is not None and not last.done and self._room.connected:
+            self._room.wait(lambda: last.done, self.confirm_timeout)
         self._room.close()
 
     def __enter__(self) -> LiveNotebook:
@@ -716,8 +815,10 @@ def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
     return found
 
 
-def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any]) -> None:
-    """``update_metadata`` on the shared document: maps down each path, the value at its end."""
+def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], old: Any) -> Any:
+    """``update_metadata`` on the shared document: maps down each path, the value at its end,
+    written as its difference from what is there (``old``: metadata[key] as JSON now). The
+    JSON after the changes is returned."""
     from pycrdt import Map
 
     metadata = _shared_map(ymeta, "metadata")
@@ -729,10 +830,109 @@ def _apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any])
             node = _shared_map(node, part)
         else:
             last = path[-1]
-            if last in node:  # delete then set: every reader sees a replaced key
-                del node[last]
-            if value is not DELETE:
-                node[last] = value
+            if value is DELETE:
+                if last in node:
+                    del node[last]
+            else:
+                _write_entry(node, last, _json_at(old, path), value)
+        old = apply_metadata_changes(old, {path: value})
+    return old
+
+
+# -- writing metadata by difference ----------------------------------------------------------
+# A plan is one entry (plans/<id>) that every step rewrites; written whole, each step's update
+# would carry the whole plan (35 KB at 100 steps, 3.4 MB for the run), and the server, every
+# page and every other client would decode it. Instead an entry written a second time becomes
+# a shared map (or array) of its parts, one level at a time, and from then on only the parts
+# that differ travel: a step's update carries its status and its result.
+
+_ABSENT: Any = object()
+
+
+def _json_at(root: Any, path: MetadataPath) -> Any:
+    """The JSON value at ``path`` below ``root``, or _ABSENT."""
+    node = root
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def _same(old: Any, new: Any) -> bool:
+    return old is new or (old is not _ABSENT and old == new)
+
+
+def _shared_level(value: Any) -> Any:
+    """A dict as a shared map, a list as a shared array (their items stay plain values)."""
+    from pycrdt import Array, Map
+
+    if isinstance(value, dict):
+        return Map(value)
+    if isinstance(value, list):
+        return Array(value)
+    return value
+
+
+def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
+    """``parent[key] = new``, where ``parent[key]`` holds the JSON ``old`` (or _ABSENT):
+    nothing when equal; into the shared map/array by difference when there is one; else the
+    value, as shared parts when it replaces an object or a list (it will change again)."""
+    from pycrdt import Array, Map
+
+    if _same(old, new):
+        return
+    current = parent.get(key) if old is not _ABSENT else None
+    if isinstance(current, Map) and isinstance(old, dict) and isinstance(new, dict):
+        _merge_map(current, old, new)
+        return
+    # (an array whose length differs from ``old`` is not what it describes: written whole)
+    if (
+        isinstance(current, Array)
+        and isinstance(old, list)
+        and isinstance(new, list)
+        and len(current) == len(old)
+    ):
+        _merge_array(current, old, new)
+        return
+    if key in parent:  # delete then set: every reader sees a replaced key
+        del parent[key]
+    rewrite = isinstance(old, dict | list) and isinstance(new, dict | list)
+    parent[key] = _shared_level(new) if rewrite else new
+
+
+def _merge_map(ymap: Map[Any], old: dict[str, Any], new: dict[str, Any]) -> None:
+    for gone in old.keys() - new.keys():
+        if gone in ymap:
+            del ymap[gone]
+    for k, v in new.items():
+        _write_entry(ymap, k, old.get(k, _ABSENT), v)
+
+
+def _merge_array(yarray: Array[Any], old: list[Any], new: list[Any]) -> None:
+    """Items that differ in place, then what was appended or cut off (lists in a plan grow
+    at their end)."""
+    from pycrdt import Array, Map
+
+    for i in range(min(len(old), len(new))):
+        o, v = old[i], new[i]
+        if _same(o, v):
+            continue
+        current = yarray[i]
+        if isinstance(current, Map) and isinstance(o, dict) and isinstance(v, dict):
+            _merge_map(current, o, v)
+        elif isinstance(current, Array) and isinstance(o, list) and isinstance(v, list):
+            if len(current) == len(o):
+                _merge_array(current, o, v)
+            else:
+                yarray[i] = _shared_level(v)
+        else:
+            rewrite = isinstance(o, dict | list) and isinstance(v, dict | list)
+            yarray[i] = _shared_level(v) if rewrite else v
+    if len(new) > len(old):
+        yarray.extend(new[len(old) :])
+    elif len(old) > len(new):
+        del yarray[len(new) : len(old)]
 
 
 def _replace(ynb: Any, index: int, cell: Cell) -> None:

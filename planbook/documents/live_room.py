@@ -189,19 +189,49 @@ class Room:
         with self.cond:
             if not self.wait(lambda: self.connected, 0 if mine else timeout):
                 return False
+            asked = self.ask()
+        return asked is not None and self.answered(asked, timeout)
+
+    def ask(self) -> tuple[int, int] | None:
+        """Send a sync request now, without waiting (None when not connected): its answer
+        brings what the server had when it got the request, and confirms everything sent
+        before it. Wait for it with ``answered``."""
+        with self.cond:
+            if not self.connected:
+                return None
             try:
-                number = self._ask()
+                return self._generation, self._ask()
             except Exception:
-                return False
-            generation = self._generation
+                return None
+
+    def answered(
+        self, asked: tuple[int, int], timeout: float, *, while_connected: bool = False
+    ) -> bool:
+        """Whether the answer to ``ask()``'s request came (waiting up to ``timeout``, or only
+        while connected), on the same connection."""
+        generation, number = asked
+
+        def settled() -> bool:
+            if while_connected and not self.connected:
+                return True
+            return self._generation != generation or self._answered >= number
+
         return (
-            self.wait(lambda: self._generation != generation or self._answered >= number, timeout)
+            self.wait(settled, timeout)
             and self._generation == generation
+            and self._answered >= number
         )
 
     def send(self, update: bytes, payload: Any, timeout: float) -> None:
         """Send an update the owner just applied to ``doc`` (holding ``cond``... or not) and
         wait until the server confirms it. Raises LiveConnectionError when it does not."""
+        self.confirm(self.post(update, payload), timeout)
+
+    def post(self, update: bytes, payload: Any) -> Ticket:
+        """Send an update the owner just applied to ``doc`` without waiting for it: its ticket
+        is done once the server answers the sync request sent right after it, or any later
+        request (the server answers a client's messages in order). Until then it is replayed
+        after a reload, like any unconfirmed update."""
         with self.cond:
             ticket = Ticket(payload=payload, generation=self._generation)
             self._tickets.append(ticket)
@@ -209,6 +239,10 @@ class Room:
                 self._send_update_and_ask(update, [ticket])
             except Exception as exc:  # the socket broke: the reconnect sends it again
                 log.debug("send failed, waiting for the reconnect: %r", exc)
+        return ticket
+
+    def confirm(self, ticket: Ticket, timeout: float) -> None:
+        """Wait until the server has the update of ``ticket``; LiveConnectionError if not."""
         if self.wait(lambda: ticket.done, timeout):
             return
         with self.cond:
@@ -292,6 +326,9 @@ class Room:
         #: Grows with every change of the cells (not of metadata or state): a cache key.
         self.cells_version = getattr(self, "cells_version", 0) + 1
         self._cells_subscription = self.cells.observe_deep(self._on_cells)
+        #: Grows with every change of the notebook metadata (a cache key, as cells_version).
+        self.meta_version = getattr(self, "meta_version", 0) + 1
+        self._meta_subscription = self.meta.observe_deep(self._on_meta)
         # The server deletes the saved file's hash from "state" when it reloads the room from
         # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
         # (pycrdt drops an observer with the Python object of its map: keep both)
@@ -300,6 +337,9 @@ class Room:
 
     def _on_cells(self, _events: Any) -> None:
         self.cells_version += 1
+
+    def _on_meta(self, _events: Any) -> None:
+        self.meta_version += 1
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}

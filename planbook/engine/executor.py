@@ -104,6 +104,15 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+#: Seconds between the saves a run of cell-only steps asks for (issue 10 item 8). Such a step's
+#: change and its "done" travel in one room update, so a server stop before the next save
+#: loses both together (the step is approved again, not done; no code ran, none runs twice);
+#: the approval was saved before the run, code steps save before their code runs, and the
+#: run's end saves. A save costs 20-200 ms of server time, which a run of a hundred steps
+#: paid several times; this bounds what a stop can undo in a long run of cell-only steps.
+CELL_ONLY_SAVE_EVERY = 5.0
+
+
 class Executor:
     def __init__(
         self,
@@ -468,11 +477,12 @@ class Executor:
     # --- the live room's faults (issue 15) --------------------------------------------------
     def _durable_step(self, plan_id: str, outcome: StepOutcome) -> None:
         """After a done step the server saves the room: at once when code ran (it must never
-        run twice), else at most once a second (a lost step goes with its record: reconcile
-        says so)."""
+        run twice), else at most every CELL_ONLY_SAVE_EVERY seconds (a lost step goes with
+        its record: reconcile says so); the run's end saves in any case."""
         step = self.store.plan_by_id(plan_id).find_step(outcome.step_id)
         runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell))
-        warning = make_durable(self.document, unless_saved_within=0.0 if runs else 1.0)
+        every = 0.0 if runs else CELL_ONLY_SAVE_EVERY
+        warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
 

@@ -3,6 +3,7 @@ planbook's LiveNotebook: it plays the other person in the room, and the benchmar
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -12,7 +13,9 @@ import websocket
 from jupyter_ydoc import YNotebook
 from pycrdt import (
     Array,
+    Decoder,
     Doc,
+    Encoder,
     Map,
     create_sync_message,
     create_update_message,
@@ -38,6 +41,7 @@ class YClient:
         self.lock = threading.Condition()
         self.answers = 0
         self.updates = 0  # update messages received from the room
+        self.replies: list[dict[str, Any]] = []  # the server's answers to save()
         url = server.ws_url(
             f"api/collaboration/room/json:notebook:{info['fileId']}?sessionId={info['sessionId']}"
         )
@@ -54,6 +58,11 @@ class YClient:
             except Exception:
                 return
             quick_ack(self.ws)  # as LiveNotebook does: tornado leaves Nagle on
+            if opcode == 2 and data and data[0] == 2:  # a reply to save()
+                with self.lock:
+                    self.replies.append(json.loads(Decoder(bytes(data[1:])).read_var_string()))
+                    self.lock.notify_all()
+                continue
             if opcode != 2 or not data or data[0] != 0:
                 continue
             with self.lock:
@@ -89,6 +98,26 @@ class YClient:
             target = self.answers + 1
             self.ws.send_binary(create_sync_message(self.doc))
         assert self.wait(lambda: self.answers >= target, 10)
+
+    def save(self, timeout: float = 10.0) -> str:
+        """Ask the server to save the room now, as JupyterLab's save does, and wait for its
+        answer ("success", "skipped", "failed"; "" when none came): it comes after everything
+        sent before it was applied (the server handles a client's messages in order)."""
+        number = len(self.replies) + 1000
+        encoder = Encoder()
+        encoder.write_var_uint(2)
+        encoder.write_var_string("save")
+        encoder.write_var_uint(number)
+        with self.lock:
+            self.ws.send_binary(encoder.to_bytes())
+        found: list[str] = []
+
+        def answered() -> bool:
+            found[:] = [str(r.get("status")) for r in self.replies if r.get("responseTo") == number]
+            return bool(found)
+
+        self.wait(answered, timeout)
+        return found[0] if found else ""
 
     def cells(self) -> list[dict[str, Any]]:
         with self.lock:
