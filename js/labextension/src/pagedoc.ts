@@ -2,7 +2,11 @@
  * The page as planbook's notebook, for a server without jupyter-collaboration
  * (planbook/documents/page.py): the kernel keeps a mirror of this page's cells, which this
  * module fills (a snapshot when asked, then the cells the person changes), and sends each
- * approved change as one `apply` message, applied here in one model transaction and saved.
+ * approved change as one `apply` message, applied here in one model transaction. The page is
+ * then dirty like after any edit: the person's save (or JupyterLab's autosave) writes it. The
+ * extension does not save by itself: two saves in flight make JupyterLab ask "File Changed"
+ * (the second compares the file's hash with the one the first has not reported yet), so a
+ * save of its own would race the person's Ctrl+S.
  *
  * The kernel does not wait for the answer (its shell is busy while `%approve` runs), so each
  * change says what the kernel expected of the cells it touches; a cell the person changed
@@ -21,8 +25,6 @@ import {
 
 /** Milliseconds the person's typing is gathered before the kernel hears of it. */
 const FLUSH_DELAY = 150;
-/** Milliseconds after the last applied change before the page saves. */
-const SAVE_DELAY = 200;
 
 type Json = any;
 
@@ -61,9 +63,6 @@ export class PageDocument {
   dispose(): void {
     NotebookActions.executionScheduled.disconnect(this.onExecution, this);
     this.cancelFlush();
-    if (this.saveTimer !== null) {
-      clearTimeout(this.saveTimer);
-    }
   }
 
   private get shared(): ISharedNotebook | null {
@@ -154,6 +153,7 @@ export class PageDocument {
   }
 
   private apply(message: IApplyMessage): void {
+    console.debug('PBDEBUG apply', JSON.stringify(message).slice(0, 600), this.applied);
     if (message.base !== this.applied) {
       // built on a change this page refused (or never saw): refused with it
       this.send({
@@ -199,9 +199,9 @@ export class PageDocument {
       return;
     }
     this.applied = message.seq;
+    console.debug('PBDEBUG applied', JSON.stringify(this.cellsNow().map(c => c.source)));
     this.remember();
     this.send({ type: 'applied', seq: message.seq, order: this.knownOrder });
-    this.scheduleSave();
   }
 
   private snapshotMessage(): ICellsMessage {
@@ -312,21 +312,6 @@ export class PageDocument {
     }
   }
 
-  /** Planbook's change is on disk as soon as it is in the page, as with collaboration. */
-  private scheduleSave(): void {
-    if (this.saveTimer !== null) {
-      clearTimeout(this.saveTimer);
-    }
-    this.saveTimer = window.setTimeout(() => {
-      this.saveTimer = null;
-      void this.panel.context.save().catch(error => {
-        Notification.error(`planbook: the page could not save the notebook: ${error}`, {
-          autoClose: 8000
-        });
-      });
-    }, SAVE_DELAY);
-  }
-
   private active = false;
   private applying = false;
   private applied = 0;
@@ -334,7 +319,6 @@ export class PageDocument {
   private knownOrder: string[] = [];
   private watched: unknown = null;
   private flushTimer: number | null = null;
-  private saveTimer: number | null = null;
 }
 
 function setPath(root: Json, path: string[], value: Json, remove: boolean): void {
