@@ -344,3 +344,87 @@ def test_a_lost_page_refuses_the_transaction(nb_path: Path) -> None:
     with pytest.raises(TransactionFailed, match="could not be reached"):
         document.insert_cell(0, Cell(id="zz", source="a"))
     assert [c.id for c in document.cells()] == ["c1", "c2", "new1"]
+
+
+def test_the_page_backend_needs_the_extension_where_the_server_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planbook.documents.locate import labextension_enabled, page_document
+
+    data, config = tmp_path / "data", tmp_path / "config"
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    monkeypatch.delenv("JUPYTER_PATH", raising=False)
+    assert not labextension_enabled()
+    (data / "labextensions" / "planbook").mkdir(parents=True)
+    (data / "labextensions" / "planbook" / "package.json").write_text("{}")
+    assert labextension_enabled()
+    (config / "labconfig").mkdir(parents=True)
+    disabled = {"disabledExtensions": {"planbook": True}}
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(disabled))
+    assert not labextension_enabled()
+    # no server, or not in a kernel: never the page
+    assert page_document(None, tmp_path / "x.ipynb", "given") is None
+
+
+# -- property: whatever the interleaving, the page and the mirror agree and no typing is lost --
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from planbook.documents.base import Cell  # noqa: E402
+
+ACTIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("type"), st.integers(0, 2), st.sampled_from(["a", "b", "c"])),
+        st.tuples(st.just("change"), st.integers(0, 2), st.sampled_from(["K1", "K2"])),
+        st.tuples(st.just("insert"), st.integers(0, 3), st.just("")),
+        st.tuples(st.just("to_page"), st.just(0), st.just("")),
+        st.tuples(st.just("to_kernel"), st.just(0), st.just("")),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ACTIONS)
+def test_any_interleaving_converges_and_keeps_what_the_person_typed(actions: list[Any]) -> None:
+    """The person types, the kernel changes cells, messages travel late and in any mix: once
+    everything is delivered the mirror is the page, and the person's last text of a cell is
+    only ever replaced by a kernel change made after the kernel had heard of it."""
+    page = Page([code("c1", "1"), code("c2", "2"), code("c3", "3")])
+    document = PageNotebook()
+    comm = Comm(page)
+    link = CellReviewLink.__new__(CellReviewLink)  # the comm half only: no Session needed
+    comm.callback = lambda msg: document.receive(msg["content"]["data"], link, page.send)
+    document.receive(page.snapshot(), link, page.send)
+    typed: dict[str, str] = {}  # cell id -> the person's last text, not yet heard by the kernel
+    inserted = 0
+    for kind, n, text in actions:
+        if kind == "type":
+            cell = page.cells[n % len(page.cells)]
+            page.outbox.append(page.edit(cell["id"], cell["source"] + text))
+            typed[cell["id"]] = cell["source"]
+        elif kind == "change":
+            cells = document.cells()
+            target = cells[n % len(cells)]
+            document.replace_cell(target.model_copy(update={"source": text}))
+        elif kind == "insert":
+            inserted += 1
+            document.insert_cell(n, Cell(id=f"k{inserted}", source=f"new {inserted}"))
+        elif kind == "to_page":
+            page.process()
+        else:
+            heard = [m for m in page.outbox if m["type"] == "cells"]
+            comm.deliver()
+            for message in heard:
+                for cell in message["cells"]:
+                    if typed.get(cell["id"]) == cell["source"]:
+                        typed.pop(cell["id"])
+        for cell_id, text in typed.items():
+            now = next((c["source"] for c in page.cells if c["id"] == cell_id), None)
+            assert now == text, f"the person's text of {cell_id} was overwritten"
+    comm.round_trip()
+    assert [(c.id, c.source) for c in document.cells()] == [
+        (c["id"], c["source"]) for c in page.cells
+    ]

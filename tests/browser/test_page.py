@@ -73,11 +73,7 @@ def page(tmp_path: Path) -> Iterator[Any]:
             context.close()
 
 
-CONSOLE: list[str] = []
-
-
 def open_notebook(page: Any, server: RunningServer, notebook: str, cells: int) -> Any:
-    page.on("console", lambda m: CONSOLE.append(m.text))
     page.goto(f"{server.url}lab/tree/{notebook}?reset&token={server.token}")
     panel = page.locator(".jp-NotebookPanel")
     expect(panel.locator(".jp-Cell")).to_have_count(cells, timeout=90_000)
@@ -111,9 +107,7 @@ def run_cell(panel: Any, index: int, text: str) -> Any:
     type_into(panel, index, text)
     panel.page.keyboard.press("Shift+Enter")
     out = output(panel, index)
-    expect(panel.locator(".jp-Cell").nth(index).locator(".jp-InputPrompt")).not_to_have_text(
-        "[*]:"
-    )
+    expect(panel.locator(".jp-Cell").nth(index).locator(".jp-InputPrompt")).not_to_have_text("[*]:")
     return out
 
 
@@ -218,7 +212,6 @@ def test_a_target_edited_after_staging_is_refused_and_the_text_kept(
     out = run_cell(panel, 5, "%approve")
     expect(out.first).to_contain_text("c2")
     report = out.first.inner_text().strip().splitlines()
-    print("REPORT", out.all_inner_texts())
     assert len(report) == 1 and "c2" in report[0], report
     expect(editor(panel, 1)).to_have_text("print('mine')")
     no_file_changed_dialog(page)

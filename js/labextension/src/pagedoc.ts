@@ -153,7 +153,6 @@ export class PageDocument {
   }
 
   private apply(message: IApplyMessage): void {
-    console.debug('PBDEBUG apply', JSON.stringify(message).slice(0, 600), this.applied);
     if (message.base !== this.applied) {
       // built on a change this page refused (or never saw): refused with it
       this.send({
@@ -199,7 +198,6 @@ export class PageDocument {
       return;
     }
     this.applied = message.seq;
-    console.debug('PBDEBUG applied', JSON.stringify(this.cellsNow().map(c => c.source)));
     this.remember();
     this.send({ type: 'applied', seq: message.seq, order: this.knownOrder });
   }
