@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
 from planbook.comm import CellReviewLink
+from planbook.documents.base import Cell
 from planbook.documents.page import PageNotebook
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
@@ -339,8 +342,6 @@ def test_a_lost_page_refuses_the_transaction(nb_path: Path) -> None:
 
     document.receive(page.snapshot(), owner="p", send=page.send)
     document.attach(broken, owner="p")
-    from planbook.documents.base import Cell
-
     with pytest.raises(TransactionFailed, match="could not be reached"):
         document.insert_cell(0, Cell(id="zz", source="a"))
     assert [c.id for c in document.cells()] == ["c1", "c2", "new1"]
@@ -368,11 +369,6 @@ def test_the_page_backend_needs_the_extension_where_the_server_looks(
 
 
 # -- property: whatever the interleaving, the page and the mirror agree and no typing is lost --
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from planbook.documents.base import Cell  # noqa: E402
 
 ACTIONS = st.lists(
     st.one_of(

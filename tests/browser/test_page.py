@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,12 +103,16 @@ def type_into(panel: Any, index: int, text: str, *, replace: bool = True) -> Non
     keyboard.insert_text(text)
 
 
-def run_cell(panel: Any, index: int, text: str) -> Any:
-    """Type ``text`` into cell ``index``, run it (Shift+Enter); its output area."""
+def run_cell(panel: Any, index: int, text: str, *, moves: int = 0) -> Any:
+    """Type ``text`` into cell ``index``, run it (Shift+Enter); its output area. ``moves``:
+    how far the cell moves meanwhile (a step inserts or removes a cell above it)."""
     type_into(panel, index, text)
     panel.page.keyboard.press("Shift+Enter")
+    index += moves
     out = output(panel, index)
-    expect(panel.locator(".jp-Cell").nth(index).locator(".jp-InputPrompt")).not_to_have_text("[*]:")
+    # ran: a number in its prompt (a cell not yet run shows "[ ]:", a running one "[*]:")
+    prompt = panel.locator(".jp-Cell").nth(index).locator(".jp-InputPrompt")
+    expect(prompt).to_have_text(re.compile(r"\[\d+\]:"))
     return out
 
 
@@ -142,11 +147,10 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     type_into(panel, 1, " # mine", replace=False)
     expect(editor(panel, 1)).to_have_text("print(x) # mine")
     # `%approve` runs step 1: a new cell after c1, run, its output in the page
-    run_cell(panel, 6, "%approve")
+    approved = run_cell(panel, 6, "%approve", moves=1)
     expect(editor(panel, 1)).to_have_text("print('inserted', x + 41)")
-    approved = panel.locator(".jp-Cell").nth(7).locator(".jp-OutputArea-output")
-    expect(approved.first).to_contain_text("step 1")  # the new cell moved it down one
-    assert approved.count() == 1, approved.all_inner_texts()
+    expect(approved.first).to_contain_text("step 1")
+    assert approved.count() == 1, approved.all_inner_texts()  # nothing on stderr
     expect(output(panel, 1)).to_contain_text("inserted 42")
     no_file_changed_dialog(page)
 
@@ -181,9 +185,8 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     assert labels == ["before step 1 (insert_cell)", "before step 2 (edit_cell)"], labels
 
     # roll back the last step (the insert): gone from the page, and from the file it saves
-    run_cell(panel, 8, "%rollback")
-    rolled = panel.locator(".jp-OutputArea-output", has_text="rolled back 1 step")
-    expect(rolled).to_have_count(1)  # its cell moved up one: the insert is gone
+    rolled = run_cell(panel, 8, "%rollback", moves=-1)
+    expect(rolled).to_contain_text("rolled back 1 step")
     expect(editor(panel, 1)).to_have_text("print(x) # mine")
     no_file_changed_dialog(page)
     page.keyboard.press("Escape")

@@ -36,6 +36,7 @@ export class PageDocument {
     private readonly send: (message: PageMessage) => boolean
   ) {
     NotebookActions.executionScheduled.connect(this.onExecution, this);
+    panel.sessionContext.statusChanged.connect(this.onStatus, this);
   }
 
   /** The kernel's message about the page's notebook; false if it was not one. */
@@ -62,6 +63,7 @@ export class PageDocument {
 
   dispose(): void {
     NotebookActions.executionScheduled.disconnect(this.onExecution, this);
+    this.panel.sessionContext.statusChanged.disconnect(this.onStatus, this);
     this.cancelFlush();
   }
 
@@ -86,6 +88,12 @@ export class PageDocument {
     }
   }
 
+  private onStatus(_: unknown, status: string): void {
+    if (status === 'idle' && this.heldWhileBusy) {
+      this.scheduleFlush();
+    }
+  }
+
   private cellsNow(): IPageCell[] {
     const shared = this.shared;
     return shared ? (shared.cells.map(c => c.toJSON()) as unknown as IPageCell[]) : [];
@@ -95,6 +103,13 @@ export class PageDocument {
     if (!this.active || this.applying) {
       return;
     }
+    if (this.panel.sessionContext.session?.kernel?.status === 'busy') {
+      // The kernel reads nothing of ours until its cell ends: gather the changes (a cell's
+      // streaming outputs above all) and send them once, when it is idle.
+      this.heldWhileBusy = true;
+      return;
+    }
+    this.heldWhileBusy = false;
     this.cancelFlush();
     this.flushTimer = window.setTimeout(() => this.flush(), FLUSH_DELAY);
   }
@@ -109,6 +124,7 @@ export class PageDocument {
   /** Send the cells that changed since the kernel last heard of them. */
   private flush(): void {
     this.cancelFlush();
+    this.heldWhileBusy = false;
     if (this.active) {
       this.sendCells(false);
     }
@@ -312,6 +328,7 @@ export class PageDocument {
 
   private active = false;
   private applying = false;
+  private heldWhileBusy = false;
   private applied = 0;
   private known = new Map<string, string>();
   private knownOrder: string[] = [];
