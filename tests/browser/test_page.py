@@ -229,10 +229,15 @@ def test_a_target_edited_after_staging_is_refused_and_the_text_kept(
     run_cell(panel, 3, "%load_ext planbook")
     out = run_cell(panel, 4, "%%propose --replace c2\nprint('planned')")
     expect(out).to_contain_text("staged step 1")
+    # the kernel reads the page, not the file: unsaved text and cells are listed
+    out = run_cell(panel, 5, "%plan cells")
+    expect(out).to_contain_text("%load_ext planbook")
+    expect(out).to_contain_text("%%propose --replace c2")
     type_into(panel, 1, "print('mine')")
-    out = run_cell(panel, 5, "%approve")
+    out = run_cell(panel, 6, "%approve")
     expect(out.first).to_contain_text("c2")
     report = out.first.inner_text().strip().splitlines()
     assert len(report) == 1 and "c2" in report[0], report
     expect(editor(panel, 1)).to_have_text("print('mine')")
     no_file_changed_dialog(page)
+    assert saved(server, notebook)["cells"][1]["source"] == "print(x)"  # nothing written
