@@ -277,6 +277,11 @@ def test_a_change_the_page_refuses_is_settled_and_nothing_is_lost(nb_path: Path)
         "y = 2",
     ]
     assert [c.source for c in session.cells()][1] == "x = 'typed during the run'"
+    # what the person does next reaches the mirror as usual (no change of the kernel's since)
+    page.cells.append(code("later", "v = 1"))
+    page.outbox.append(page.edit("later", "v = 2"))
+    comm.deliver()
+    assert [c.id for c in session.cells()][-1] == "later"
     # the kernel's record is the page's again (approved, never run: the run that approved
     # them is over, so the next operation settles them as pending), no checkpoint
     assert any("refused" in w and "\n" not in w for w in session.warnings)

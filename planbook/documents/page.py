@@ -248,9 +248,11 @@ class PageNotebook(NodeNotebook):
     def _take_changes(self, message: PageCells) -> None:
         current = {str(raw.get("id")): raw for raw in self._nb["cells"]}
         changed = {c.id: c.cell() for c in message.cells}
-        if message.seen != self._seq or self._base != self._seq:
-            # Written before the page applied what the kernel sent since: keep its news about
-            # cells no change in flight touches; the order comes with the page's answer.
+        if message.seen != self._base:
+            # Written before the page applied what the kernel sent since (``_base`` is the
+            # change the page's next apply builds on; after a refusal, the page's own last):
+            # keep its news about cells no change in flight touches; the order comes with the
+            # page's answer.
             busy = set().union(*self._unacked.values()) if self._unacked else set()
             cells = list(self._nb["cells"])
             for i, raw in enumerate(cells):
