@@ -429,3 +429,25 @@ def test_any_interleaving_converges_and_keeps_what_the_person_typed(actions: lis
     assert [(c.id, c.source) for c in document.cells()] == [
         (c["id"], c["source"]) for c in page.cells
     ]
+
+
+def test_a_page_reloaded_without_saving_is_the_notebook_again(nb_path: Path) -> None:
+    """The person reloads the page and drops what was not saved (approved changes included):
+    the kernel believes the reloaded page, cells and planbook's record alike."""
+    session = open_session(nb_path)
+    page = page_with_unsaved_cell()
+    connect(session, page)
+    session.propose.edit_cell("c2", "x = 2", reason="two")
+    assert session.approve().ok
+    page.process()
+    assert page.cells[1]["source"] == "x = 2"
+    # the reloaded page holds the file as it was saved: no new cell, no plan
+    fresh = Page([code("c1", "import math"), code("c2", "x = 1")])
+    connect(session, fresh)
+    assert [(c.id, c.source) for c in session.cells()] == [("c1", "import math"), ("c2", "x = 1")]
+    assert session.current_plan() is None
+    # and the next change goes to the new page, built on what it holds
+    session.propose.edit_cell("c2", "x = 3", reason="three")
+    assert session.approve().ok
+    fresh.process()
+    assert fresh.cells[1]["source"] == "x = 3" and fresh.refusals == []
