@@ -390,7 +390,7 @@ def page_document(server: ServerInfo | None, path: Path, why: str) -> NotebookDo
         path,
         description=(
             f"page: {path.name} in its open JupyterLab page ({why}; no collaboration on "
-            f"{server.url}: approved changes are applied in the page, which saves them)"
+            f"{server.url}: approved changes are applied in the page; saving the page saves them)"
         ),
     )
 

@@ -5,7 +5,10 @@ is only what the person saved last), so planbook never writes the file. The kern
 mirror of the page's cells and metadata, which the page fills when it connects and keeps up to
 date as the person edits (ids of unsaved cells included, so they can be targeted); every read
 comes from it. A transaction changes the mirror and is sent to the page as ONE ``apply``
-message, which the page applies in one model transaction and then saves.
+message, which the page applies in one model transaction. The page is then unsaved, as after
+any edit: the person's save (or JupyterLab's autosave) writes it. The extension never saves on
+its own: a second save while one is in flight makes JupyterLab ask "File Changed" (it compares
+the file's hash with one the first save has not reported yet), so it would race Ctrl+S.
 
 Why the kernel does not wait for the page's answer: while a cell runs (``%approve``) the shell
 channel is busy, so no message of the page is read until the cell ends, and a step that waited
@@ -152,7 +155,7 @@ class PageNotebook(NodeNotebook):
         name = path.name if path is not None else "the notebook"
         self.description = description or (
             f"page: {name} in the open JupyterLab page (no collaboration on the server: "
-            "approved changes are applied in the page, which saves them)"
+            "approved changes are applied in the page; saving the page saves them)"
         )
         self._send: Send | None = None
         self._owner: object | None = None
