@@ -241,3 +241,35 @@ def test_a_target_edited_after_staging_is_refused_and_the_text_kept(
     expect(editor(panel, 1)).to_have_text("print('mine')")
     no_file_changed_dialog(page)
     assert saved(server, notebook)["cells"][1]["source"] == "print(x)"  # nothing written
+
+
+def test_a_target_typed_into_while_the_run_is_under_way_refuses_in_the_page(
+    server: RunningServer, notebook: str, page: Any
+) -> None:
+    """The kernel cannot hear the page while `%approve` runs: the page itself refuses the
+    change whose target the person is typing into, in one line, and keeps their text."""
+    panel = open_notebook(page, server, notebook, 4)
+    first_run(panel)
+    run_cell(panel, 3, "%load_ext planbook")
+    out = run_cell(
+        panel, 4, "%%propose --after c1 --run\nimport time; time.sleep(4); print('slept')"
+    )
+    expect(out).to_contain_text("staged step 1")
+    out = run_cell(panel, 5, "%%propose --replace c3\nz = 'planned'")
+    expect(out).to_contain_text("staged step 2")
+    type_into(panel, 6, "%approve")
+    page.keyboard.press("Shift+Enter")
+    # step 1's cell is in the page and sleeping: the person types into c3 meanwhile
+    expect(editor(panel, 1)).to_contain_text("time.sleep(4)")
+    type_into(panel, 3, "z = 'typed meanwhile'")
+    toast = page.locator(".Toastify__toast", has_text="was not applied")
+    expect(toast).to_have_count(1)
+    line = toast.inner_text().strip()
+    assert "\n" not in line and "'c3'" in line, line
+    expect(output(panel, 1)).to_contain_text("slept")
+    expect(editor(panel, 3)).to_have_text("z = 'typed meanwhile'")
+    page.keyboard.press("Escape")
+    page.keyboard.press("ControlOrMeta+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0)
+    no_file_changed_dialog(page)
+    assert "".join(saved(server, notebook)["cells"][3]["source"]) == "z = 'typed meanwhile'"
