@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from planbook.comm_view import PROTOCOL, plan_message
+from planbook.documents.page import PAGE_TYPES
 from planbook.errors import PlanbookError, UsageMistake, first_problem
 from planbook.events import Event
 from planbook.panel.batch import Batch
 from planbook.panel.mainloop import call_on_main, running_main_loop, start_on_main
 
 if TYPE_CHECKING:
+    from planbook.documents.page import PageNotebook
     from planbook.session import Session
 
 log = logging.getLogger("planbook")
@@ -112,6 +114,9 @@ class CellReviewLink:
         if isinstance(content, dict) and set(content) <= {"protocol"}:
             call_on_main(self.send_plan, self._home)  # the page asks for the plan again
             return
+        if isinstance(content, dict) and content.get("type") in PAGE_TYPES:
+            call_on_main(lambda: self.page_message(content), self._home)
+            return
         step_id = content.get("step_id") if isinstance(content, dict) else None
         try:
             decision = parse(content)
@@ -119,6 +124,33 @@ class CellReviewLink:
             self.send_error(str(exc), step_id if isinstance(step_id, str) else None)
             return
         call_on_main(lambda: self.decide(decision), self._home)
+
+    # --- the page's notebook (documents/page.py) ---------------------------------------------
+    def page_document(self) -> PageNotebook | None:
+        from planbook.documents.page import PageNotebook
+
+        document = self.session.document
+        return document if isinstance(document, PageNotebook) else None
+
+    def ask_for_cells(self) -> None:
+        """Where the page is the notebook (no collaboration), ask it for its cells."""
+        if self.page_document() is not None:
+            self.comm.send({"type": "resync"})
+
+    def page_message(self, content: dict[str, Any]) -> None:
+        """The page's cells, or its answer to a change (main thread); a bad one: one line."""
+        document = self.page_document()
+        if document is None:
+            return  # live or file backend: the page's own copy is not needed
+        try:
+            note = document.receive(content, self, self.comm.send)
+        except PlanbookError as exc:
+            self.send_error(str(exc))
+            return
+        if note is not None:  # the page showed it; the kernel's record now follows the page's
+            if note not in self.session.warnings:
+                self.session.warnings.append(note)
+            self.send_plan()
 
     def decide(self, decision: ApproveStep | RejectStep) -> None:
         """Carry out one decision (main thread); a refusal goes back to the page as one line."""
@@ -191,6 +223,9 @@ class CellReviewLink:
         self.send_plan()
 
     def close(self) -> None:
+        document = self.page_document()
+        if document is not None:
+            document.detach(self)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -206,6 +241,7 @@ def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
     _links(session).append(link)
     link.send_plan()
+    link.ask_for_cells()
     return link
 
 

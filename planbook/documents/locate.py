@@ -300,6 +300,9 @@ def open_document(
             if live:
                 raise
             reason = f"the collaboration room did not open: {exc}"
+    page = None if live else page_document(server, path, why)
+    if page is not None:
+        return Located(page, path)
     if live and reason:
         from planbook.documents.live import LiveConnectionError
 
@@ -370,6 +373,56 @@ def _live_reason(
             f"{INSTALL_LIVE}"
         )
     return None
+
+
+def page_document(server: ServerInfo | None, path: Path, why: str) -> NotebookDocument | None:
+    """The open page as the notebook (documents/page.py) when it is where the notebook lives:
+    this kernel belongs to a Jupyter server without collaboration, whose pages load planbook's
+    extension (installed where the server looks, not disabled), and the kernel has a comm to
+    reach them. None otherwise (the file then, or the live room)."""
+    if server is None or not _has_comm() or not labextension_enabled():
+        return None
+    if server.has_collaboration():
+        return None
+    from planbook.documents.page import PageNotebook
+
+    return PageNotebook.from_file(
+        path,
+        description=(
+            f"page: {path.name} in its open JupyterLab page ({why}; no collaboration on "
+            f"{server.url}: approved changes are applied in the page; saving the page saves them)"
+        ),
+    )
+
+
+def _has_comm() -> bool:
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:
+        return False
+    return bool(Kernel.initialized())
+
+
+def labextension_enabled(name: str = "planbook") -> bool:
+    """planbook's JupyterLab extension is installed where the server looks for prebuilt
+    extensions, and no page_config.json disables it."""
+    try:
+        from jupyter_core.paths import jupyter_config_path, jupyter_path
+    except ImportError:
+        return False
+    if not any((Path(d) / name / "package.json").is_file() for d in jupyter_path("labextensions")):
+        return False
+    for folder in jupyter_config_path():
+        config = Path(folder) / "labconfig" / "page_config.json"
+        try:
+            disabled = json.loads(config.read_text()).get("disabledExtensions") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if (isinstance(disabled, dict) and disabled.get(name)) or (
+            isinstance(disabled, list) and name in disabled
+        ):
+            return False
+    return True
 
 
 def _vscode_path(user_ns: dict[str, Any] | None) -> Path | None:

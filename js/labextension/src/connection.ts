@@ -8,7 +8,13 @@
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { CommsOverSubshells, Kernel, KernelMessage } from '@jupyterlab/services';
-import { COMM_TARGET, IDecision, KernelMessage as PlanbookMessage, PROTOCOL } from './protocol';
+import {
+  COMM_TARGET,
+  IDecision,
+  KernelMessage as PlanbookMessage,
+  PageMessage,
+  PROTOCOL
+} from './protocol';
 
 export class KernelLink {
   constructor(
@@ -26,7 +32,7 @@ export class KernelLink {
     return this.comm !== null && !this.comm.isDisposed;
   }
 
-  send(decision: IDecision): boolean {
+  send(decision: IDecision | PageMessage): boolean {
     if (!this.connected) {
       return false;
     }

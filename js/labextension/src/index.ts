@@ -13,6 +13,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { CellReview } from './cellreview';
 import { KernelLink } from './connection';
+import { PageDocument } from './pagedoc';
 import { PROTOCOL } from './protocol';
 
 /** Sent by the plan panel's step rows: select this cell. */
@@ -35,22 +36,31 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     tracker.widgetAdded.connect((_, panel) => {
       let review: CellReview;
+      let page: PageDocument;
       const link = new KernelLink(
         panel.sessionContext,
         message => {
+          if (page.handle(message)) {
+            return; // the page's notebook (no collaboration): pagedoc.ts
+          }
           if (message.type === 'plan') {
             review.show(message.protocol === PROTOCOL ? message : null);
           } else if (message.type === 'error' && !review.showError(message.step_id, message.message)) {
             Notification.error(`planbook: ${message.message}`, { autoClose: 8000 });
           }
         },
-        () => review?.show(null)
+        () => {
+          review?.show(null);
+          page?.reset();
+        }
       );
       review = new CellReview(panel, decision => link.send(decision), trans);
+      page = new PageDocument(panel, message => link.send(message));
       reviews.set(panel, review);
       panel.disposed.connect(() => {
         link.dispose();
         review.dispose();
+        page.dispose();
         reviews.delete(panel);
       });
     });

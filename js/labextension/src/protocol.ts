@@ -73,7 +73,59 @@ export interface IErrorMessage {
   step_id: string | null;
 }
 
-export type KernelMessage = IPlanMessage | IErrorMessage;
+/** The kernel asks for this page's cells (no collaboration: the page is the notebook). */
+export interface IResyncMessage {
+  type: 'resync';
+}
+
+/** One approved change to apply to the page's model (planbook/documents/page.py). */
+export interface IApplyMessage {
+  type: 'apply';
+  seq: number;
+  /** The change the page must have applied last for this one to apply. */
+  base: number;
+  ops: any[];
+  /** What the kernel read of each cell it changes. */
+  expect: { [id: string]: { source: string; cell_type: string } };
+  /** Cells that must still be there (where inserted or moved cells go). */
+  anchors: string[];
+}
+
+export type KernelMessage = IPlanMessage | IErrorMessage | IResyncMessage | IApplyMessage;
+
+/** A cell as the page's model gives it (nbformat JSON). */
+export interface IPageCell {
+  id: string;
+  cell_type: string;
+  source: string | string[];
+  [key: string]: any;
+}
+
+export interface ICellsMessage {
+  type: 'cells';
+  full: boolean;
+  seen: number;
+  order: string[];
+  cells: IPageCell[];
+  metadata?: { [key: string]: any };
+}
+
+export interface IAppliedMessage {
+  type: 'applied';
+  seq: number;
+  order: string[];
+}
+
+export interface IRefusedMessage {
+  type: 'refused';
+  seq: number;
+  applied: number;
+  message: string;
+  snapshot: ICellsMessage | null;
+}
+
+/** What the page tells the kernel about its notebook. */
+export type PageMessage = ICellsMessage | IAppliedMessage | IRefusedMessage;
 
 /** What the page asks of the kernel. */
 export interface IDecision {
