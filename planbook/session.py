@@ -118,7 +118,8 @@ class Session:
         with self._lock:
             reloaded = watch.reloaded()
             reason = watch.reason if reloaded else "the room was unreachable at the end of a run"
-            choose_record(self.store)
+            chosen = choose_record(self.store)
+            executor.put_back_unrecorded(fresh=chosen == "room")
             notes = reconcile(self.store, self.document, reason)
             notes += executor.recover()
             try:
@@ -129,6 +130,7 @@ class Session:
                 return  # still unreachable: settled on the next call
             watch.acknowledge()
             executor.unsaved = False
+            executor.unrecorded.clear()  # the saved record holds them now
             make_durable(self.document)
         for note in notes:
             self.warnings.append(note)

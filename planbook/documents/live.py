@@ -72,6 +72,9 @@ class _Txn:
     #: The sync request sent when the transaction began, and when (see ``_fresh``).
     asked: tuple[int, int] | None = None
     asked_at: float = 0.0
+    #: The room's reload count when the transaction began: its changes were made against
+    #: that copy of the document (metadata by part: against the record read from it).
+    reloads: int = 0
 
 
 def _ints(value: Any) -> Any:
@@ -295,12 +298,13 @@ class LiveNotebook:
         while True:
             try:
                 status = self._room.save(max(0.1, deadline - time.monotonic()))
-            except LiveConnectionError as exc:
+            except LiveConnectionError as exc:  # unreachable until the deadline
                 status = str(exc)
                 break
             if status == "success":
                 self._saved_version, self._saved_at = version, time.monotonic()
                 return ""
+            # skipped, not written (cancelled by another change), lost: ask again
             if time.monotonic() + 0.2 >= deadline:
                 break
             time.sleep(0.2)
@@ -353,7 +357,7 @@ class LiveNotebook:
         with self._writer:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             cells = list(self._shared_cells())
-            txn = _Txn(cells=cells, base={c.id: c for c in cells})
+            txn = _Txn(cells=cells, base={c.id: c for c in cells}, reloads=self._room.reloads)
             txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
             self._local.txn = txn
             try:
@@ -453,6 +457,14 @@ class LiveNotebook:
                 "Jupyter server or retry when it is back"
             )
         with self._room.cond:  # held until the update is handed over: no reload in between
+            if self._room.reloads != txn.reloads:
+                # made against a copy the server has replaced since (restart, file changed on
+                # disk): its record parts would land on a record they were not computed from
+                raise LiveConnectionError.nothing_applied(
+                    f"the collaboration room of {self.address.path!r} was reloaded while this "
+                    f"change was prepared ({self._room.reload_reason}); nothing was applied: "
+                    "retry"
+                )
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
             watch = _SourceWatch(self._room, txn.ops)

@@ -140,6 +140,10 @@ class Executor:
         #: The end of the last run could not be saved (room unreachable): the session settles
         #: and saves it when the room is back.
         self.unsaved = False
+        #: Results of steps whose code ran here while the room could not take them (keyed by
+        #: step id): only this process knows them. Put back on every fresh read of the record
+        #: until the room's record has them (see ``put_back_unrecorded``).
+        self.unrecorded: dict[str, StepResult] = {}
         self._reloads_at_start = self.watch.count()
 
     def _reloaded(self) -> bool:
@@ -155,9 +159,42 @@ class Executor:
     def _saved_state(self) -> Iterator[None]:
         """Hold the notebook and start from what is saved (another process may have saved)."""
         with self.document.locked():
-            if not self._reloaded():
-                self.store.sync()
+            self._catch_up()
             yield
+
+    def _catch_up(self, *, load: bool = False) -> None:
+        """Start from the saved record (``load``: read it even if it looks unchanged) plus
+        what only this process knows; after a reload, memory is this run's record and stays
+        (reconcile decides once the run stops)."""
+        if self._reloaded():
+            return
+        before = self.store.state
+        if load:
+            self.store.load()
+        else:
+            self.store.sync()
+        self.put_back_unrecorded(fresh=self.store.state is not before)
+
+    def put_back_unrecorded(self, *, fresh: bool) -> None:
+        """Record again the results of code that ran here but that the room lacks (its commit
+        failed while the room was unreachable): a step the record shows "running" with the
+        same checkpoint gets its result back, so it is neither run again nor taken as cut
+        off. ``fresh``: the record was just read from the room, so a step it shows settled
+        otherwise needs nothing more from memory (its entry goes)."""
+        for step_id, result in list(self.unrecorded.items()):
+            plan, step = _find(self.store.state.plans, step_id)
+            if (
+                plan is None
+                or step is None
+                or (step.status != "running" or step.checkpoint != result.checkpoint)
+            ):
+                if fresh:
+                    del self.unrecorded[step_id]
+                continue
+            step.status = result.status  # type: ignore[assignment]
+            step.error = None if result.status == "done" else result.message
+            step.run_by = None
+            plan.results.append(result.model_copy())
 
     def _tell(self, event: Event) -> None:
         """Surfaces only observe: one that raises never changes what a run does."""
@@ -220,16 +257,21 @@ class Executor:
         executing refuses changes until the next transaction settles it."""
         for attempt in (1, 2):
             try:
+                if self._reloaded():  # also during the first attempt's commit
+                    self._settle_reload(plan_id, report)
                 with self._saved_state():
                     plan = self.store.plan_by_id(plan_id)
                     self._wrap_up(plan, report, set(own))
                     self.store.save()
                 self.unsaved = False
+                self.unrecorded.clear()  # confirmed: the room's record holds them now
                 warning = make_durable(self.document)
                 if warning:
                     report.notes.append(warning)
                 return
             except Exception as exc:
+                if _retryable(exc) and attempt == 1 and self._reloaded():
+                    continue  # reloaded under the commit: settle, then try once more
                 if _retryable(exc):  # keep memory: it is settled when the room is back
                     self.unsaved = True
                     report.notes.append(
@@ -439,8 +481,7 @@ class Executor:
         status = "conflict" if isinstance(exc, ConflictError) else "failed"
         reason = one_line(exc)
         with self.document.locked():
-            if not self._reloaded():  # after a reload, memory is this run's record
-                self.store.load()
+            self._catch_up(load=True)  # what the failed transaction left in memory goes
             plan, step = self._mine(plan_id, step_id)
             if step.status not in ("approved", "running") and not getattr(exc, "landed", False):
                 number = plan.steps.index(step) + 1
@@ -490,7 +531,8 @@ class Executor:
         """The run stopped because the document was reloaded: keep the richer record, mark
         what the reload undid, and free the steps whose conflict the reload caused."""
         with self.document.locked():
-            choose_record(self.store)
+            chosen = choose_record(self.store)
+            self.put_back_unrecorded(fresh=chosen == "room")
             report.notes += reconcile(self.store, self.document, self.watch.reason)
             plan = self.store.plan_by_id(plan_id)
             for outcome in report.outcomes:
@@ -531,17 +573,20 @@ class Executor:
             f"its code ran{'' if run.error is None else ' and raised ' + run.error}, but its "
             f"outputs may not be in the notebook ({one_line(exc)})"
         )
+        result = StepResult(
+            step_id=step.id,
+            status=status,
+            message=message,
+            checkpoint=step.checkpoint,
+            seconds=time.monotonic() - started,
+        )
         step.status = status
         step.error = None if status == "done" else message
-        plan.results.append(
-            StepResult(
-                step_id=step.id,
-                status=status,
-                message=message,
-                checkpoint=step.checkpoint,
-                seconds=time.monotonic() - started,
-            )
-        )
+        step.run_by = None
+        plan.results.append(result)
+        # The next read of the record from the room would drop this (it says "running"
+        # there): keep it apart until the room has it.
+        self.unrecorded[step.id] = result
         self.unsaved = True
         outcome = StepOutcome(
             plan.steps.index(step) + 1, step.id, step.operation.kind, status, message
@@ -730,6 +775,14 @@ class Executor:
                 plan.steps.index(step) + 1, step.id, step.operation.kind, step.status, "interrupted"
             )
         )
+
+
+def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:
+    for plan in plans:
+        step = plan.find_step(step_id)
+        if step is not None:
+            return plan, step
+    return None, None
 
 
 def _retryable(exc: BaseException) -> bool:
