@@ -569,9 +569,13 @@ class Executor:
         while plan.results and plan.results[-1].step_id == step.id:
             plan.results.pop()
         status: Literal["done", "failed"] = "done" if run.error is None else "failed"
+        # what was applied, never "nothing" (the exception's own text says nothing was
+        # applied of the outputs' write, which is all it knows)
         message = (
-            f"its code ran{'' if run.error is None else ' and raised ' + run.error}, but its "
-            f"outputs may not be in the notebook ({one_line(exc)})"
+            f"its change is in the notebook and its code ran"
+            f"{'' if run.error is None else ' and raised ' + run.error}, but its outputs could "
+            "not be written (the collaboration room was unreachable): run the cell again to "
+            "see them"
         )
         result = StepResult(
             step_id=step.id,
