@@ -14,7 +14,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, NotebookDocument, close_document, make_durable
+from planbook.documents.base import (
+    Cell,
+    NotebookDocument,
+    catch_up,
+    close_document,
+    make_durable,
+)
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
@@ -148,6 +154,7 @@ class Session:
         the saved state; a run a dead process left behind is settled first. If it fails,
         whatever it changed in memory is dropped: the saved state was never touched."""
         with self._lock, self.document.locked():
+            catch_up(self.document)  # a reload the reconnect brings is settled just below
             self._settle_reload()
             self.store.sync()
             try:

@@ -272,6 +272,20 @@ class LiveNotebook:
         its conflict check sees what others did up to then."""
         return self._room.sync(timeout)
 
+    def catch_up(self) -> None:
+        """Before a change is prepared: when the connection is down, wait for it (bounded) so
+        that a reload it brings (server restarted) happens before the record is read, not
+        under the commit; LiveConnectionError (nothing applied) when the room stays away."""
+        if not self._room.connected and not self._room.sync(self.confirm_timeout):
+            raise self._unreachable()
+
+    def _unreachable(self) -> LiveConnectionError:
+        return LiveConnectionError.nothing_applied(
+            f"the collaboration room of {self.address.path!r} is unreachable "
+            f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
+            "Jupyter server or retry when it is back"
+        )
+
     def save(self, timeout: float = 10.0) -> str:
         """Ask the server to save the file now ("success", "skipped" or "failed"); it also
         saves on its own about a second after each change."""
@@ -451,11 +465,7 @@ class LiveNotebook:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
         if not self._fresh(txn) and not self._room.sync(self.confirm_timeout):
-            raise LiveConnectionError.nothing_applied(
-                f"the collaboration room of {self.address.path!r} is unreachable "
-                f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
-                "Jupyter server or retry when it is back"
-            )
+            raise self._unreachable()
         with self._room.cond:  # held until the update is handed over: no reload in between
             if self._room.reloads != txn.reloads:
                 # made against a copy the server has replaced since (restart, file changed on
