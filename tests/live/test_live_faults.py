@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from planbook.documents.base import Cell
 from planbook.documents.live import LiveNotebook, open_live
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError
@@ -450,3 +451,35 @@ def test_a_full_replacement_racing_approve_is_a_conflict_never_a_mixture(
             trial.close()
     tally(f"race 0.02 s ({dict(outcomes)})", trials, total)
     assert total == Audit(), str(total)
+
+
+def test_a_save_another_change_cancelled_is_not_taken_as_saved(server: RunningServer) -> None:
+    """jupyter-collaboration answers "success" to a save whenever its save task ends, and a
+    change arriving before the write starts cancels that task (which swallows the cancel): the
+    file then lacks the change. Another client edits while planbook asks for each save; every
+    save planbook takes as done must have the change on disk at that moment."""
+    name = f"saves{next(_trial)}.ipynb"
+    path = server.write_notebook(name, ["a = 1"])
+    doc = open_live(server.url, server.token, name)
+    other = YClient(server, name)
+    answers: Counter[str] = Counter()
+    wrong = []
+    try:
+        for n in range(12):
+            doc.insert_cell(1, Cell(id=f"mark{n}", cell_type="code", source=f"b = {n}"))
+            assert doc.sync(10)
+            edit = functools.partial(other.set_source, other.ids()[0], f"a = {n}")
+            thread = during(0.001 * (n % 4), edit)
+            status = doc._room.save(10)  # the primitive make_durable relies on
+            on_disk = f"mark{n}" in path.read_text()
+            thread.join(10)
+            answers[status] += 1
+            if status == "success" and not on_disk:
+                wrong.append(n)
+            assert doc.make_durable(timeout=20) == ""
+            assert f"mark{n}" in path.read_text()
+    finally:
+        other.close()
+        doc.close()
+    print(f"\nFAULTS save raced by another client's change: {dict(answers)}")
+    assert not wrong, f"saves taken as done without the change on disk: {wrong} ({answers})"
