@@ -483,3 +483,35 @@ def test_a_save_another_change_cancelled_is_not_taken_as_saved(server: RunningSe
         doc.close()
     print(f"\nFAULTS save raced by another client's change: {dict(answers)}")
     assert not wrong, f"saves taken as done without the change on disk: {wrong} ({answers})"
+
+
+def test_a_code_step_whose_outputs_the_room_missed_is_done_and_never_runs_again(
+    server: RunningServer, proxy: TcpProxy, runner: IPythonRunner
+) -> None:
+    """The room goes away while a step's code runs (the code itself breaks the network), for
+    longer than the step's result may wait, and comes back during the next step: the step is
+    done (its code ran once), says what was applied, and the plan goes on."""
+    trial = Trial(server, runner, proxy)
+    runner.shell.user_ns["break_the_network"] = lambda: proxy.outage(3.0)
+    try:
+        anchor = trial.doc.cells()[0].id
+        sources = [
+            "v1 = 1",
+            f"break_the_network(); open({str(trial.ran)!r}, 'a').write('s2\\n')",
+            "v3 = 3",
+        ]
+        for number, source in enumerate(sources, 1):
+            step = trial.session.propose.insert_cell(source, after=anchor, run=number == 2)
+            assert isinstance(step.operation, InsertCell)
+            anchor = step.operation.cell_id
+        said = trial.approve()
+        assert "its change is in the notebook and its code ran" in said, said
+        assert "nothing was applied" not in said.splitlines()[1], said
+        found = trial.audit(finished=trial.finish())
+        assert found == Audit(), str(found)
+        plan = trial.session.current_plan()
+        assert plan is not None and [s.status for s in plan.steps] == ["done"] * 3
+        assert trial.ran.read_text() == "s2\n"
+    finally:
+        runner.shell.user_ns.pop("break_the_network", None)
+        trial.close()
