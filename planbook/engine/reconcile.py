@@ -99,7 +99,8 @@ def _present(step: Step, checkpoint: Checkpoint | None, cells: list[Cell]) -> bo
 
 def reconcile(store: Store, document: NotebookDocument, reason: str) -> list[str]:
     """Settle every step with what the cells say, after ``reason`` (a reload); one line per
-    plan that changed. Call under the session lock, then save the store."""
+    plan that changed, or one saying they agree. Call under the session lock, then save the
+    store."""
     cells = document.cells()
     checkpoints = {c.id: c for c in store.state.checkpoints}
     notes = []
@@ -124,6 +125,8 @@ def reconcile(store: Store, document: NotebookDocument, reason: str) -> list[str
         notes.append(f"plan {plan.id}: {reason}; " + "; ".join(parts))
     if notes:
         store.log("reconciled", " | ".join(notes))
+    elif store.state.plans:  # what it found is worth a line too: nothing to settle
+        notes.append(f"{reason}; the plan was checked against the notebook: they agree")
     return notes
 
 
