@@ -1,8 +1,11 @@
 """Live editing under real faults (issue 15): a real JupyterLab + jupyter-collaboration server,
-a real Session in this process on a LiveNotebook, real code run by IPython. The websocket is cut
-at random moments, the server is stopped (SIGTERM) or killed (SIGKILL) and started again, the
-file is rewritten on disk mid-run. After each trial the plan is driven to its end the way a
-person would (``approve`` again until nothing is pending) and audited:
+a real Session in this process on a LiveNotebook, real code run by IPython. Each fault strikes
+after a random number of steps: the network between kernel and server (a TCP proxy,
+tests/support/tcp_proxy.py) is cut, loses the server's answers, or goes away; the server is
+stopped (SIGTERM) or killed (SIGKILL) and started again; the file is rewritten on disk; another
+client replaces the step's target cell 0.02 s after the approval. After each trial the plan is
+driven to its end the way a person would (``approve`` again until nothing is pending) and
+audited:
 
 - phantom: a step recorded done whose cell is missing in the room or on disk, or a step not done
   whose cell is there;
@@ -10,7 +13,9 @@ person would (``approve`` again until nothing is pending) and audited:
 - double run: a step's code ran more than once (each code step appends its name to a log file);
 - dead end: the plan cannot be finished by approving again once the server is back;
 - lost approval: a staged or approved plan missing after the server came back.
-Every count must be 0.
+Every count must be 0. ``pytest -s`` prints one FAULTS line per fault class (trials, how many
+runs the fault disturbed, the counts); PLANBOOK_FAULT_TRIALS=N multiplies the trials and
+PLANBOOK_FAULT_STORIES=1 prints every trial's story.
 """
 
 from __future__ import annotations
