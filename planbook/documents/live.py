@@ -542,7 +542,11 @@ class LiveNotebook:
                 merged = watch.merged()
                 if not merged:
                     return
-                theirs = watch.theirs(own)
+                theirs, after_ours = watch.theirs(own)
+                if after_ours:
+                    # their edit was made on this step's text (it came after the step, it did
+                    # not race it): the step is done and their later edit stands
+                    return
                 room = self._room
                 before = room.doc.get_state()
                 ynb = YNotebook(room.doc)
@@ -704,11 +708,13 @@ class _SourceWatch:
                 found.append(cell_id)
         return found
 
-    def theirs(self, own: bytes) -> dict[str, str]:
+    def theirs(self, own: bytes) -> tuple[dict[str, str], bool]:
         """Each target's text as the others left it: the document before this transaction
         plus what the room sent since, leaving out every update that brings this client's
         items (the room's echo of this transaction; an update that builds on it cannot apply
-        without it, so none of it leaks in)."""
+        without it, so none of it leaks in). And whether an edit of theirs was made on this
+        transaction's text (it changes the target with this transaction, and nothing
+        without it): then it came after the change, it did not race it."""
         from pycrdt import Array, Doc
 
         mine = self.room.doc.client_id
@@ -731,15 +737,18 @@ class _SourceWatch:
         with_own = rebuilt([own])
         seen = texts(with_own)
         kept: list[bytes] = []
+        after_ours = False
         for update in self.received:
             if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
                 continue  # brings this transaction's items
             with_own.apply_update(update)
             now = texts(with_own)
             if now != seen:  # else: only what this transaction did already (its echo)
+                if texts(rebuilt([*kept, update])) == texts(rebuilt(kept)):
+                    after_ours = True  # it touched only this transaction's text
                 kept.append(update)
             seen = now
-        return texts(rebuilt(kept))
+        return texts(rebuilt(kept)), after_ours
 
 
 def _clocks(state: bytes) -> dict[int, int]:
