@@ -119,7 +119,11 @@ class Session:
         on disk) or a run's end could not be saved, settle the record with the cells before
         believing it (engine/reconcile.py); say what was found."""
         watch, executor = self.executor.watch, self.executor
-        if executor.active or not (watch.reloaded() or executor.unsaved):
+        if executor.active:
+            return
+        if not executor.unsaved:  # (else memory holds what the room lacks: kept below)
+            self.store.sync()  # a record put back to an older copy is noticed here (a rewind)
+        if not (watch.reloaded() or executor.unsaved):
             return
         with self._lock:
             reloaded = watch.reloaded()

@@ -136,7 +136,7 @@ class Executor:
         #: the ones after it go back to pending). The agent's decision points plug in here.
         self.before_step: Callable[[Plan, Step], str | None] | None = None
         #: Notices a reload of the document (live room) under a run; see engine/reconcile.py.
-        self.watch = ReloadWatch(document)
+        self.watch = ReloadWatch(document, store)
         #: The end of the last run could not be saved (room unreachable): the session settles
         #: and saves it when the room is back.
         self.unsaved = False
@@ -273,6 +273,7 @@ class Executor:
                 if _retryable(exc) and attempt == 1 and self._reloaded():
                     continue  # reloaded under the commit: settle, then try once more
                 if _retryable(exc):  # keep memory: it is settled when the room is back
+                    self.store.save_lost()
                     self.unsaved = True
                     report.notes.append(
                         f"the end of the run could not be saved ({one_line(exc)}); it is "
@@ -565,6 +566,7 @@ class Executor:
         """The code ran but the room could not take its result: settle the step in memory as
         it ended (never pending: that would run it again); the session saves it, and
         reconciles it with the room, once the room is back."""
+        self.store.save_lost()
         plan, step = self._mine(plan_id, step_id)
         while plan.results and plan.results[-1].step_id == step.id:
             plan.results.pop()
@@ -602,6 +604,7 @@ class Executor:
         the step, so it waits, pending, to be approved again as it is. What its attempt put
         in memory is dropped, except its checkpoint when the change may have landed:
         reconcile records it done, or drops the checkpoint, once the room is back."""
+        self.store.save_lost()
         plan, step = self._mine(plan_id, step_id)
         while plan.results and plan.results[-1].step_id == step.id:
             plan.results.pop()
