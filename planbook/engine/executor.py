@@ -145,6 +145,8 @@ class Executor:
         #: until the room's record has them (see ``put_back_unrecorded``).
         self.unrecorded: dict[str, StepResult] = {}
         self._reloads_at_start = self.watch.count()
+        #: Log entries of the record read at the start of the current step (all saved).
+        self._log_saved = 0
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -174,6 +176,7 @@ class Executor:
         else:
             self.store.sync()
         self.put_back_unrecorded(fresh=self.store.state is not before)
+        self._log_saved = len(self.store.state.log)
 
     def put_back_unrecorded(self, *, fresh: bool) -> None:
         """Record again the results of code that ran here but that the room lacks (its commit
@@ -482,7 +485,15 @@ class Executor:
         status = "conflict" if isinstance(exc, ConflictError) else "failed"
         reason = one_line(exc)
         with self.document.locked():
+            memory, saved_before = self.store.state, self._log_saved
             self._catch_up(load=True)  # what the failed transaction left in memory goes
+            log = self.store.state.log
+            if len(log) < saved_before and log == memory.log[: len(log)]:
+                # the saved record lost entries saved before this step began: it was put
+                # back underneath (the server reloaded the file; the reload itself may be
+                # noticed a moment later): memory stays, the run stops and reconciles
+                self.store.state = memory
+                self.store.rewinds += 1
             plan, step = self._mine(plan_id, step_id)
             if step.status not in ("approved", "running") and not getattr(exc, "landed", False):
                 number = plan.steps.index(step) + 1

@@ -342,15 +342,22 @@ def test_server_stopped_mid_run_and_started_again(
 
 
 def test_file_rewritten_on_disk_mid_run(server: RunningServer, runner: IPythonRunner) -> None:
+    rng = random.Random("issue-15-rewrite")
     total = Audit()
     notes: list[str] = []
-    moments = [0.4, 0.8, 1.6] * SCALE  # the issue's 0.8 s and 1.6 s, and earlier
+    # the issue's 0.8 s and 1.6 s into the run, and after a random number of steps (a short
+    # run may be over by 0.8 s)
+    moments: list[float | None] = [0.8, 1.6, None] * SCALE
     for when in moments:
         trial = Trial(server, runner)
         try:
             trial.stage()
             # the person's `git checkout nb.ipynb` while the plan runs
-            thread = during(when, functools.partial(trial.path.write_bytes, trial.original))
+            rewrite = functools.partial(trial.path.write_bytes, trial.original)
+            if when is None:
+                thread = after_steps(trial.session, rng.randrange(STEPS), 0.0, rewrite)
+            else:
+                thread = during(when, rewrite)
             said = trial.approve()
             thread.join(10)
             # the server notices the file within about a second and reloads the room
