@@ -14,7 +14,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell, NotebookDocument, close_document, make_durable
+from planbook.documents.base import (
+    Cell,
+    NotebookDocument,
+    catch_up,
+    close_document,
+    make_durable,
+)
 from planbook.engine import planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
@@ -113,12 +119,17 @@ class Session:
         on disk) or a run's end could not be saved, settle the record with the cells before
         believing it (engine/reconcile.py); say what was found."""
         watch, executor = self.executor.watch, self.executor
-        if executor.active or not (watch.reloaded() or executor.unsaved):
+        if executor.active:
+            return
+        if not executor.unsaved:  # (else memory holds what the room lacks: kept below)
+            self.store.sync()  # a record put back to an older copy is noticed here (a rewind)
+        if not (watch.reloaded() or executor.unsaved):
             return
         with self._lock:
             reloaded = watch.reloaded()
             reason = watch.reason if reloaded else "the room was unreachable at the end of a run"
-            choose_record(self.store)
+            chosen = choose_record(self.store)
+            executor.put_back_unrecorded(fresh=chosen == "room")
             notes = reconcile(self.store, self.document, reason)
             notes += executor.recover()
             try:
@@ -129,6 +140,7 @@ class Session:
                 return  # still unreachable: settled on the next call
             watch.acknowledge()
             executor.unsaved = False
+            executor.unrecorded.clear()  # the saved record holds them now
             make_durable(self.document)
         for note in notes:
             self.warnings.append(note)
@@ -146,6 +158,7 @@ class Session:
         the saved state; a run a dead process left behind is settled first. If it fails,
         whatever it changed in memory is dropped: the saved state was never touched."""
         with self._lock, self.document.locked():
+            catch_up(self.document)  # a reload the reconnect brings is settled just below
             self._settle_reload()
             self.store.sync()
             try:

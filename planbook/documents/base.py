@@ -102,6 +102,15 @@ def close_document(document: NotebookDocument) -> None:
         close()
 
 
+def catch_up(document: NotebookDocument) -> None:
+    """Before a change is prepared: let a document that lost its connection get it back, so a
+    reload it brings is settled before the record is read (the live room; it raises its
+    "unreachable, nothing applied" error when the room stays away). Others have nothing to do."""
+    fetch = getattr(document, "catch_up", None)
+    if callable(fetch):
+        fetch()
+
+
 def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0) -> str:
     """Make sure what was committed survives a stop of whoever holds the document (the live
     room: the server saves it now, unless it did less than ``unless_saved_within`` seconds

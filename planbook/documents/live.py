@@ -72,6 +72,9 @@ class _Txn:
     #: The sync request sent when the transaction began, and when (see ``_fresh``).
     asked: tuple[int, int] | None = None
     asked_at: float = 0.0
+    #: The room's reload count when the transaction began: its changes were made against
+    #: that copy of the document (metadata by part: against the record read from it).
+    reloads: int = 0
 
 
 def _ints(value: Any) -> Any:
@@ -269,6 +272,20 @@ class LiveNotebook:
         its conflict check sees what others did up to then."""
         return self._room.sync(timeout)
 
+    def catch_up(self) -> None:
+        """Before a change is prepared: when the connection is down, wait for it (bounded) so
+        that a reload it brings (server restarted) happens before the record is read, not
+        under the commit; LiveConnectionError (nothing applied) when the room stays away."""
+        if not self._room.connected and not self._room.sync(self.confirm_timeout):
+            raise self._unreachable()
+
+    def _unreachable(self) -> LiveConnectionError:
+        return LiveConnectionError.nothing_applied(
+            f"the collaboration room of {self.address.path!r} is unreachable "
+            f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
+            "Jupyter server or retry when it is back"
+        )
+
     def save(self, timeout: float = 10.0) -> str:
         """Ask the server to save the file now ("success", "skipped" or "failed"); it also
         saves on its own about a second after each change."""
@@ -295,12 +312,13 @@ class LiveNotebook:
         while True:
             try:
                 status = self._room.save(max(0.1, deadline - time.monotonic()))
-            except LiveConnectionError as exc:
+            except LiveConnectionError as exc:  # unreachable until the deadline
                 status = str(exc)
                 break
             if status == "success":
                 self._saved_version, self._saved_at = version, time.monotonic()
                 return ""
+            # skipped, not written (cancelled by another change), lost: ask again
             if time.monotonic() + 0.2 >= deadline:
                 break
             time.sleep(0.2)
@@ -353,7 +371,7 @@ class LiveNotebook:
         with self._writer:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             cells = list(self._shared_cells())
-            txn = _Txn(cells=cells, base={c.id: c for c in cells})
+            txn = _Txn(cells=cells, base={c.id: c for c in cells}, reloads=self._room.reloads)
             txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
             self._local.txn = txn
             try:
@@ -447,12 +465,16 @@ class LiveNotebook:
         # Fetch what the server has first: an edit someone made before this commit is then
         # seen by the check below (a conflict), not merged over.
         if not self._fresh(txn) and not self._room.sync(self.confirm_timeout):
-            raise LiveConnectionError.nothing_applied(
-                f"the collaboration room of {self.address.path!r} is unreachable "
-                f"({self._room.last_error or 'no answer'}); nothing was applied: restart the "
-                "Jupyter server or retry when it is back"
-            )
+            raise self._unreachable()
         with self._room.cond:  # held until the update is handed over: no reload in between
+            if self._room.reloads != txn.reloads:
+                # made against a copy the server has replaced since (restart, file changed on
+                # disk): its record parts would land on a record they were not computed from
+                raise LiveConnectionError.nothing_applied(
+                    f"the collaboration room of {self.address.path!r} was reloaded while this "
+                    f"change was prepared ({self._room.reload_reason}); nothing was applied: "
+                    "retry"
+                )
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
             watch = _SourceWatch(self._room, txn.ops)
@@ -520,7 +542,11 @@ class LiveNotebook:
                 merged = watch.merged()
                 if not merged:
                     return
-                theirs = watch.theirs(own)
+                theirs, after_ours = watch.theirs(own)
+                if after_ours:
+                    # their edit was made on this step's text (it came after the step, it did
+                    # not race it): the step is done and their later edit stands
+                    return
                 room = self._room
                 before = room.doc.get_state()
                 ynb = YNotebook(room.doc)
@@ -682,11 +708,13 @@ class _SourceWatch:
                 found.append(cell_id)
         return found
 
-    def theirs(self, own: bytes) -> dict[str, str]:
+    def theirs(self, own: bytes) -> tuple[dict[str, str], bool]:
         """Each target's text as the others left it: the document before this transaction
         plus what the room sent since, leaving out every update that brings this client's
         items (the room's echo of this transaction; an update that builds on it cannot apply
-        without it, so none of it leaks in)."""
+        without it, so none of it leaks in). And whether an edit of theirs was made on this
+        transaction's text (it changes the target with this transaction, and nothing
+        without it): then it came after the change, it did not race it."""
         from pycrdt import Array, Doc
 
         mine = self.room.doc.client_id
@@ -709,15 +737,18 @@ class _SourceWatch:
         with_own = rebuilt([own])
         seen = texts(with_own)
         kept: list[bytes] = []
+        after_ours = False
         for update in self.received:
             if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
                 continue  # brings this transaction's items
             with_own.apply_update(update)
             now = texts(with_own)
             if now != seen:  # else: only what this transaction did already (its echo)
+                if texts(rebuilt([*kept, update])) == texts(rebuilt(kept)):
+                    after_ours = True  # it touched only this transaction's text
                 kept.append(update)
             seen = now
-        return texts(rebuilt(kept))
+        return texts(rebuilt(kept)), after_ours
 
 
 def _clocks(state: bytes) -> dict[int, int]:

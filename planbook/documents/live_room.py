@@ -132,6 +132,9 @@ class Room:
         self.reload_reason = ""
         #: Lists that collect every update received from the room while they are in here.
         self.recorders: list[list[bytes]] = []
+        #: How often the server set the saved file's hash in the room's state (it does after
+        #: each save that wrote the file, and only then).
+        self.hash_writes = 0
         self.doc: Doc[Any]
         self.cells: Array[Any]
         self.meta: Map[Any]
@@ -184,13 +187,36 @@ class Room:
 
     def sync(self, timeout: float) -> bool:
         """Fetch everything the server has now (one round trip, after waiting up to
-        ``timeout`` for a connection); False when that fails."""
+        ``timeout`` for a connection); False when that fails. A connection lost during the
+        round trip is waited for and asked again (within ``timeout``): a short cut is not an
+        unreachable room."""
         mine = threading.current_thread() is self._thread
-        with self.cond:
-            if not self.wait(lambda: self.connected, 0 if mine else timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.cond:
+                left = 0.0 if mine else max(0.0, deadline - time.monotonic())
+                if not self.wait(lambda: self.connected, left):
+                    return False
+                generation = self._generation
+                try:
+                    number: int | None = self._ask()
+                except Exception:  # the socket broke: the sync thread reconnects
+                    number = None
+            if number is not None and self._answer(generation, number, deadline):
+                return True
+            if mine or time.monotonic() >= deadline:
                 return False
-            asked = self.ask()
-        return asked is not None and self.answered(asked, timeout)
+            with self.cond:  # let the broken connection be noticed before asking again
+                if self._generation == generation and self.connected:
+                    self.cond.wait(0.05)
+
+    def _answer(self, generation: int, number: int, deadline: float) -> bool:
+        """Wait for the answer to sync request ``number`` of connection ``generation``."""
+        self.wait(
+            lambda: self._generation != generation or self._answered >= number,
+            max(0.0, deadline - time.monotonic()),
+        )
+        return self._generation == generation and self._answered >= number
 
     def ask(self) -> tuple[int, int] | None:
         """Send a sync request now, without waiting (None when not connected): its answer
@@ -260,9 +286,15 @@ class Room:
         )
 
     def save(self, timeout: float) -> str:
-        """Ask the server to save the room to disk now; its status ("success", "skipped"
-        when the room was busy loading, or "failed"). jupyter-collaboration 5 answers once the
-        file is written; a stop cancels only its own delayed autosave, never this one."""
+        """Ask the server to save the room to disk now; its status: "success" (the file was
+        written), "skipped" (the room was busy loading), "failed", "not written" or "lost"
+        (the connection broke before the answer: ask again).
+
+        "success" alone proves nothing: jupyter-collaboration 5 answers it whenever its save
+        task ENDS, and that task swallows its own cancellation (a stop of the room, or any
+        change arriving before the write starts, cancels it) and its errors. Only a save that
+        wrote the file sets the room's state ``hash``; so a "success" counts only when a sync
+        round trip after it shows a ``hash`` written since the request."""
         from pycrdt import Encoder
 
         with self.cond:
@@ -271,6 +303,7 @@ class Room:
                     f"could not ask the server to save {self.address.path!r}: the room is "
                     f"unreachable ({self.last_error or 'no answer'})"
                 )
+            generation, writes = self._generation, self.hash_writes
             save_id = len(self._saves) + 1
             self._saves[save_id] = None
             encoder = Encoder()
@@ -283,12 +316,20 @@ class Room:
                 raise LiveConnectionError(
                     f"could not ask the server to save {self.address.path!r} ({exc})"
                 ) from None
-        if not self.wait(lambda: self._saves.get(save_id) is not None, timeout):
+        if not self.wait(
+            lambda: self._saves.get(save_id) is not None or self._generation != generation,
+            timeout,
+        ):
             raise LiveConnectionError(
                 f"the server did not confirm saving {self.address.path!r}; it saves on its "
                 "own about a second after each change"
             )
-        return str(self._saves[save_id])
+        status = self._saves.get(save_id)
+        if status is None:
+            return "lost"
+        if status == "success" and not (self.sync(timeout) and self.hash_writes != writes):
+            return "not written"
+        return status
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         self._listeners.append(callback)
@@ -346,6 +387,8 @@ class Room:
         change = keys.get("hash")
         if isinstance(change, dict) and change.get("action") == "delete":
             self._reloaded("the file changed on disk and the server reloaded the notebook from it")
+        elif isinstance(change, dict):  # the server wrote the file (see ``save``)
+            self.hash_writes += 1
 
     def _reloaded(self, reason: str) -> None:
         self.reloads += 1

@@ -136,11 +136,17 @@ class Executor:
         #: the ones after it go back to pending). The agent's decision points plug in here.
         self.before_step: Callable[[Plan, Step], str | None] | None = None
         #: Notices a reload of the document (live room) under a run; see engine/reconcile.py.
-        self.watch = ReloadWatch(document)
+        self.watch = ReloadWatch(document, store)
         #: The end of the last run could not be saved (room unreachable): the session settles
         #: and saves it when the room is back.
         self.unsaved = False
+        #: Results of steps whose code ran here while the room could not take them (keyed by
+        #: step id): only this process knows them. Put back on every fresh read of the record
+        #: until the room's record has them (see ``put_back_unrecorded``).
+        self.unrecorded: dict[str, StepResult] = {}
         self._reloads_at_start = self.watch.count()
+        #: Log entries of the record read at the start of the current step (all saved).
+        self._log_saved = 0
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -155,9 +161,43 @@ class Executor:
     def _saved_state(self) -> Iterator[None]:
         """Hold the notebook and start from what is saved (another process may have saved)."""
         with self.document.locked():
-            if not self._reloaded():
-                self.store.sync()
+            self._catch_up()
             yield
+
+    def _catch_up(self, *, load: bool = False) -> None:
+        """Start from the saved record (``load``: read it even if it looks unchanged) plus
+        what only this process knows; after a reload, memory is this run's record and stays
+        (reconcile decides once the run stops)."""
+        if self._reloaded():
+            return
+        before = self.store.state
+        if load:
+            self.store.load()
+        else:
+            self.store.sync()
+        self.put_back_unrecorded(fresh=self.store.state is not before)
+        self._log_saved = len(self.store.state.log)
+
+    def put_back_unrecorded(self, *, fresh: bool) -> None:
+        """Record again the results of code that ran here but that the room lacks (its commit
+        failed while the room was unreachable): a step the record shows "running" with the
+        same checkpoint gets its result back, so it is neither run again nor taken as cut
+        off. ``fresh``: the record was just read from the room, so a step it shows settled
+        otherwise needs nothing more from memory (its entry goes)."""
+        for step_id, result in list(self.unrecorded.items()):
+            plan, step = _find(self.store.state.plans, step_id)
+            if (
+                plan is None
+                or step is None
+                or (step.status != "running" or step.checkpoint != result.checkpoint)
+            ):
+                if fresh:
+                    del self.unrecorded[step_id]
+                continue
+            step.status = result.status  # type: ignore[assignment]
+            step.error = None if result.status == "done" else result.message
+            step.run_by = None
+            plan.results.append(result.model_copy())
 
     def _tell(self, event: Event) -> None:
         """Surfaces only observe: one that raises never changes what a run does."""
@@ -220,17 +260,23 @@ class Executor:
         executing refuses changes until the next transaction settles it."""
         for attempt in (1, 2):
             try:
+                if self._reloaded():  # also during the first attempt's commit
+                    self._settle_reload(plan_id, report)
                 with self._saved_state():
                     plan = self.store.plan_by_id(plan_id)
                     self._wrap_up(plan, report, set(own))
                     self.store.save()
                 self.unsaved = False
+                self.unrecorded.clear()  # confirmed: the room's record holds them now
                 warning = make_durable(self.document)
                 if warning:
                     report.notes.append(warning)
                 return
             except Exception as exc:
+                if _retryable(exc) and attempt == 1 and self._reloaded():
+                    continue  # reloaded under the commit: settle, then try once more
                 if _retryable(exc):  # keep memory: it is settled when the room is back
+                    self.store.save_lost()
                     self.unsaved = True
                     report.notes.append(
                         f"the end of the run could not be saved ({one_line(exc)}); it is "
@@ -439,8 +485,15 @@ class Executor:
         status = "conflict" if isinstance(exc, ConflictError) else "failed"
         reason = one_line(exc)
         with self.document.locked():
-            if not self._reloaded():  # after a reload, memory is this run's record
-                self.store.load()
+            memory, saved_before = self.store.state, self._log_saved
+            self._catch_up(load=True)  # what the failed transaction left in memory goes
+            log = self.store.state.log
+            if len(log) < saved_before and log == memory.log[: len(log)]:
+                # the saved record lost entries saved before this step began: it was put
+                # back underneath (the server reloaded the file; the reload itself may be
+                # noticed a moment later): memory stays, the run stops and reconciles
+                self.store.state = memory
+                self.store.rewinds += 1
             plan, step = self._mine(plan_id, step_id)
             if step.status not in ("approved", "running") and not getattr(exc, "landed", False):
                 number = plan.steps.index(step) + 1
@@ -490,7 +543,8 @@ class Executor:
         """The run stopped because the document was reloaded: keep the richer record, mark
         what the reload undid, and free the steps whose conflict the reload caused."""
         with self.document.locked():
-            choose_record(self.store)
+            chosen = choose_record(self.store)
+            self.put_back_unrecorded(fresh=chosen == "room")
             report.notes += reconcile(self.store, self.document, self.watch.reason)
             plan = self.store.plan_by_id(plan_id)
             for outcome in report.outcomes:
@@ -523,25 +577,33 @@ class Executor:
         """The code ran but the room could not take its result: settle the step in memory as
         it ended (never pending: that would run it again); the session saves it, and
         reconciles it with the room, once the room is back."""
+        self.store.save_lost()
         plan, step = self._mine(plan_id, step_id)
         while plan.results and plan.results[-1].step_id == step.id:
             plan.results.pop()
         status: Literal["done", "failed"] = "done" if run.error is None else "failed"
+        # what was applied, never "nothing" (the exception's own text says nothing was
+        # applied of the outputs' write, which is all it knows)
         message = (
-            f"its code ran{'' if run.error is None else ' and raised ' + run.error}, but its "
-            f"outputs may not be in the notebook ({one_line(exc)})"
+            f"its change is in the notebook and its code ran"
+            f"{'' if run.error is None else ' and raised ' + run.error}, but its outputs could "
+            "not be written (the collaboration room was unreachable): run the cell again to "
+            "see them"
+        )
+        result = StepResult(
+            step_id=step.id,
+            status=status,
+            message=message,
+            checkpoint=step.checkpoint,
+            seconds=time.monotonic() - started,
         )
         step.status = status
         step.error = None if status == "done" else message
-        plan.results.append(
-            StepResult(
-                step_id=step.id,
-                status=status,
-                message=message,
-                checkpoint=step.checkpoint,
-                seconds=time.monotonic() - started,
-            )
-        )
+        step.run_by = None
+        plan.results.append(result)
+        # The next read of the record from the room would drop this (it says "running"
+        # there): keep it apart until the room has it.
+        self.unrecorded[step.id] = result
         self.unsaved = True
         outcome = StepOutcome(
             plan.steps.index(step) + 1, step.id, step.operation.kind, status, message
@@ -553,6 +615,7 @@ class Executor:
         the step, so it waits, pending, to be approved again as it is. What its attempt put
         in memory is dropped, except its checkpoint when the change may have landed:
         reconcile records it done, or drops the checkpoint, once the room is back."""
+        self.store.save_lost()
         plan, step = self._mine(plan_id, step_id)
         while plan.results and plan.results[-1].step_id == step.id:
             plan.results.pop()
@@ -730,6 +793,14 @@ class Executor:
                 plan.steps.index(step) + 1, step.id, step.operation.kind, step.status, "interrupted"
             )
         )
+
+
+def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:
+    for plan in plans:
+        step = plan.find_step(step_id)
+        if step is not None:
+            return plan, step
+    return None, None
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -14,50 +14,45 @@ from __future__ import annotations
 from planbook.documents.base import Cell, NotebookDocument
 from planbook.engine.checkpoints import cell_state_hash
 from planbook.engine.hashing import cell_hash
-from planbook.engine.store import Store
+from planbook.engine.store import Store, older_copy
 from planbook.errors import MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.model.plan import Plan, Step, StepResult
-from planbook.model.store import PlanbookState
 from planbook.words import plural
 
 _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
 
 
 class ReloadWatch:
-    """Notices when a document was reloaded (only the live backend ever is)."""
+    """Notices when a document was reloaded (only the live backend ever is), or its saved
+    record was found put back to an older copy (``Store.rewinds``)."""
 
-    def __init__(self, document: NotebookDocument) -> None:
+    def __init__(self, document: NotebookDocument, store: Store | None = None) -> None:
         self.document = document
+        self.store = store
         self.seen = self.count()
+        self._seen_reloads = self._reloads()
+
+    def _reloads(self) -> int:
+        return int(getattr(self.document, "reloads", 0) or 0)
 
     def count(self) -> int:
-        return int(getattr(self.document, "reloads", 0) or 0)
+        return self._reloads() + (self.store.rewinds if self.store is not None else 0)
 
     def reloaded(self) -> bool:
         return self.count() != self.seen
 
     @property
     def reason(self) -> str:
-        why = getattr(self.document, "reload_reason", "") or ""
-        return str(why) or "the notebook was reloaded"
+        why = str(getattr(self.document, "reload_reason", "") or "")
+        if self._reloads() == self._seen_reloads and self.reloaded():  # a rewind alone
+            return "the plan record was put back to an older copy (the server reloaded the file)"
+        return why or "the notebook was reloaded"
 
     def acknowledge(self) -> None:
         self.seen = self.count()
-
-
-def _behind(room: PlanbookState, memory: PlanbookState) -> bool:
-    """The room's record is an older copy of the one in memory (its log a prefix, fewer
-    entries or fewer step results): the reload lost saves this kernel made, so memory is the
-    record to keep."""
-    if room.log != memory.log[: len(room.log)]:
-        return False  # someone else wrote the room's record: it is the one to believe
-    return len(room.log) < len(memory.log) or _results(room) < _results(memory)
-
-
-def _results(state: PlanbookState) -> int:
-    return sum(len(plan.results) for plan in state.plans)
+        self._seen_reloads = self._reloads()
 
 
 def choose_record(store: Store) -> str:
@@ -70,7 +65,7 @@ def choose_record(store: Store) -> str:
     except MetadataError:
         store.state = memory
         return "memory (the room's record is unreadable)"
-    if _behind(store.state, memory):
+    if older_copy(store.state, memory):
         store.state = memory
         return "memory"
     return "room"
@@ -99,7 +94,8 @@ def _present(step: Step, checkpoint: Checkpoint | None, cells: list[Cell]) -> bo
 
 def reconcile(store: Store, document: NotebookDocument, reason: str) -> list[str]:
     """Settle every step with what the cells say, after ``reason`` (a reload); one line per
-    plan that changed. Call under the session lock, then save the store."""
+    plan that changed, or one saying they agree. Call under the session lock, then save the
+    store."""
     cells = document.cells()
     checkpoints = {c.id: c for c in store.state.checkpoints}
     notes = []
@@ -124,6 +120,8 @@ def reconcile(store: Store, document: NotebookDocument, reason: str) -> list[str
         notes.append(f"plan {plan.id}: {reason}; " + "; ".join(parts))
     if notes:
         store.log("reconciled", " | ".join(notes))
+    elif store.state.plans:  # what it found is worth a line too: nothing to settle
+        notes.append(f"{reason}; the plan was checked against the notebook: they agree")
     return notes
 
 

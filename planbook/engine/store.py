@@ -121,6 +121,11 @@ class Store:
         self._raw: Any = None
         self._saved = _Saved()
         self.user = _user()
+        #: How often ``sync`` found the saved record put back to an older copy of this one
+        #: (the live server overwrote the room with the file); memory was kept each time and
+        #: the record must be reconciled with the cells (engine/reconcile.py).
+        self.rewinds = 0
+        self._save_failed = False
         self.load()
 
     def load(self) -> None:
@@ -128,16 +133,34 @@ class Store:
         self.state = parse_state(raw, _where(self.document))
         self._raw = raw
         self._saved = _Saved.of(raw, self.state)
+        self._save_failed = False
 
     def sync(self) -> None:
-        """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor)."""
+        """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor).
+        A saved record that is an older copy of the one in memory, although the last save
+        went through, was put back underneath (the live server overwrote the room with the
+        file): memory is kept and ``rewinds`` grows, so the caller reconciles."""
         raw = self.document.get_metadata(METADATA_KEY)
         if raw is not self._raw and raw != self._raw:
+            memory, failed = self.state, self._save_failed
             self.load()
+            if not failed and older_copy(self.state, memory):
+                self.state = memory  # the next save writes what the older copy lacks
+                self.rewinds += 1
         self._raw = raw
 
     def save(self) -> None:
         """Write what changed since the last save, entry by entry (see the module docstring)."""
+        self._save_failed = True  # until it went through: the saved record may lag memory
+        self._write()
+        self._save_failed = False
+
+    def save_lost(self) -> None:
+        """The transaction holding the last save did not commit: the saved record lags
+        memory on purpose (not a rewind) until the next save or load."""
+        self._save_failed = True
+
+    def _write(self) -> None:
         if not self._saved.layout:
             whole = self.layout()
             self.document.set_metadata(METADATA_KEY, whole)
@@ -181,6 +204,18 @@ class Store:
             if plan.id == plan_id:
                 return plan
         raise MetadataError(f"plan {plan_id} disappeared from the notebook metadata")
+
+
+def older_copy(saved: PlanbookState, memory: PlanbookState) -> bool:
+    """``saved`` is an older copy of ``memory`` (its log a strict prefix, or the same log and
+    fewer step results): saves made from memory were lost, nobody else wrote it."""
+    if saved.log != memory.log[: len(saved.log)]:
+        return False  # someone else wrote the saved record: it is the one to believe
+    return len(saved.log) < len(memory.log) or _results(saved) < _results(memory)
+
+
+def _results(state: PlanbookState) -> int:
+    return sum(len(plan.results) for plan in state.plans)
 
 
 class _Saved:

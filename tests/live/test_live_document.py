@@ -307,3 +307,38 @@ def test_an_edit_racing_the_step_s_text_is_a_conflict_with_their_text(
     assert other.sources()[1] == expected
     assert live.cells()[1].source == expected
     assert session.step_views()[0].status == "conflict"
+
+
+def test_a_replacement_made_on_the_step_s_text_is_a_later_edit_not_a_conflict(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person replaces the whole cell right after the step's text reached them (before
+    planbook looked for a merge): their edit came after the step, it did not race it. The
+    step is done and the cell keeps their text; it is not put back to the text before."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    ours = "x = 'ours'\nmore = 1"
+    session.propose.edit_cell("c2", ours, reason="r")
+    send = Room.send
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]
+        del text[0 : len(text)]
+        text.insert(0, "y = 'later'")
+
+    def then_theirs(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        send(self, update, payload, timeout)
+        if payload and any(op.kind == "replace" for op in payload):
+            assert other.wait_for(lambda o: o.sources()[1] == ours)
+            other.edit(replace_all)  # made on the step's text
+            other.flush()
+
+    monkeypatch.setattr(Room, "send", then_theirs)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["done"], report.lines()
+    other.flush()
+    assert other.sources()[1] == "y = 'later'"
+    assert live.cells()[1].source == "y = 'later'"
