@@ -23,16 +23,17 @@ a newer planbook, is refused with a message and left exactly as it is: nothing i
 from __future__ import annotations
 
 import getpass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument
 from planbook.engine.blobs import BlobStore
 from planbook.errors import MetadataError, first_problem
 from planbook.model.checkpoint import Checkpoint
-from planbook.model.plan import Plan
+from planbook.model.plan import Approval, Plan, Revision, Step, StepResult
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
 METADATA_KEY = "planbook"
@@ -154,7 +155,8 @@ class Store:
         whole = state.model_dump(mode="json", exclude=set(_BY_PART))
         whole["schema_version"] = SCHEMA_VERSION
         whole["plan_order"] = [p.id for p in state.plans]
-        whole["plans"] = {p.id: p.model_dump(mode="json") for p in state.plans}
+        dumps = PlanDumps()
+        whole["plans"] = {p.id: dumps.plan(p) for p in state.plans}
         whole["checkpoints"] = {}
         for c in state.checkpoints:
             whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(c)
@@ -192,6 +194,7 @@ class _Saved:
         self.rest: dict[str, Any] = {}
         self.plan_order: list[str] = []
         self.plans: dict[str, Any] = {}
+        self.dumps = PlanDumps()
         #: checkpoint id -> (what it looked like when dumped, its dump)
         self.checkpoints: dict[str, tuple[tuple[Any, ...] | None, Any]] = {}
         self.blobs: set[str] = set()
@@ -213,6 +216,8 @@ class _Saved:
         saved.blobs = set(raw.get("blobs", {}))
         if state is not None:
             saved.log = list(state.log)
+            for plan in state.plans:
+                saved.dumps.seed(plan, saved.plans.get(plan.id))
             for cp in state.checkpoints:
                 if cp.id in saved.checkpoints:
                     saved.checkpoints[cp.id] = (_looks(cp), saved.checkpoints[cp.id][1])
@@ -241,12 +246,12 @@ class _Saved:
                 del self.plans[gone]
             self.plan_order = order
         for plan in state.plans:
-            dumped = plan.model_dump(mode="json")
+            dumped = self.dumps.plan(plan)
             old = self.plans.get(plan.id)
-            if dumped != old:
-                dumped = share(old, dumped)
+            if dumped != old:  # parts unchanged since the last save are the same objects
                 changes[("plans", plan.id)] = dumped
                 self.plans[plan.id] = dumped
+        self.dumps.prune()
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.
@@ -291,6 +296,77 @@ class _Saved:
             changes[("log",)] = bucketed_log(log)
         self.log = list(log)
         return changes
+
+
+class PlanDumps:
+    """``plan.model_dump(mode="json")``, made of the dumps of its steps, approvals and results
+    as they were last time where they did not change since, so saving a plan after one step
+    dumps that step, not the plan. The parts are the very objects saved last time (the
+    serializer has their text already), or what the plan was loaded from where equal."""
+
+    def __init__(self) -> None:
+        #: id -> (the part, the field values it was dumped from, its dump)
+        self._parts: dict[int, tuple[BaseModel, tuple[Any, ...], Any]] = {}
+        #: id -> (the part, what it was loaded from): its dump, where equal
+        self._seeds: dict[int, tuple[BaseModel, Any]] = {}
+        #: ids of the parts dumped since the last ``prune``
+        self._used: set[int] = set()
+
+    def seed(self, plan: Plan, raw: Any) -> None:
+        """``plan`` was parsed from ``raw`` (the stored plan)."""
+        if not isinstance(raw, dict):
+            return
+        self._pair(plan.approvals, raw.get("approvals"))
+        self._pair(plan.results, raw.get("results"))
+        revisions = raw.get("revisions")
+        if isinstance(revisions, list) and len(revisions) == len(plan.revisions):
+            for revision, raw_revision in zip(plan.revisions, revisions, strict=True):
+                if isinstance(raw_revision, dict):
+                    self._pair(revision.steps, raw_revision.get("steps"))
+
+    def _pair(self, parts: Sequence[BaseModel], raws: Any) -> None:
+        if isinstance(raws, list) and len(raws) == len(parts):
+            for part, raw in zip(parts, raws, strict=True):
+                self._seeds[id(part)] = (part, raw)
+
+    def plan(self, plan: Plan) -> dict[str, Any]:
+        head = plan.model_dump(mode="json", exclude={"revisions", "approvals", "results"})
+        lists = {
+            "revisions": [self._revision(r) for r in plan.revisions],
+            "approvals": [self._part(a) for a in plan.approvals],
+            "results": [self._part(r) for r in plan.results],
+        }
+        # the order model_dump gives (a notebook kept with keys in their own order keeps it)
+        return {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
+
+    def _revision(self, revision: Revision) -> dict[str, Any]:
+        head = revision.model_dump(mode="json", exclude={"steps"})
+        steps = [self._part(s) for s in revision.steps]
+        return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
+
+    def _part(self, part: Step | Approval | StepResult) -> Any:
+        """A step, approval or result: every field holds an immutable value (steps' operations
+        are frozen models), so equal field values mean an equal dump."""
+        self._used.add(id(part))
+        values = tuple(part.__dict__.values())
+        hit = self._parts.get(id(part))
+        if hit is not None and hit[0] is part and hit[1] == values:
+            return hit[2]
+        dumped = part.model_dump(mode="json")
+        seed = self._seeds.pop(id(part), None)
+        if seed is not None and seed[0] is part:
+            dumped = share(seed[1], dumped)
+        elif hit is not None and hit[0] is part:
+            dumped = share(hit[2], dumped)
+        self._parts[id(part)] = (part, values, dumped)
+        return dumped
+
+    def prune(self) -> None:
+        """Forget the parts no plan held in this round (now and then: when they are many)."""
+        if len(self._parts) > 2 * len(self._used) + 64:
+            self._parts = {k: v for k, v in self._parts.items() if k in self._used}
+            self._seeds = {k: v for k, v in self._seeds.items() if k in self._used}
+        self._used = set()
 
 
 def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
