@@ -80,11 +80,55 @@ def from_layout(raw: dict[str, Any]) -> dict[str, Any]:
     else:
         out["plans"] = list(plans.values())
     out["checkpoints"] = sorted(
-        checkpoints.values(), key=lambda c: c.get("seq", 0) if isinstance(c, dict) else 0
+        _with_derived(checkpoints, plans),
+        key=lambda c: c.get("seq", 0) if isinstance(c, dict) else 0,
     )
     out["log"] = [log[k] for k in sorted(log)]
     out["blobs"] = raw.get("blobs", {})
     return out
+
+
+def _with_derived(checkpoints: dict[str, Any], plans: dict[str, Any]) -> list[Any]:
+    """The stored checkpoints with what a save leaves out because it is stored elsewhere (see
+    ``dump_checkpoint``): the id (the entry's key), the plan (the one holding the step) and
+    the default label (the step's number and kind)."""
+    steps: dict[str, tuple[str, int, str]] | None = None
+    out = []
+    for key, cp in checkpoints.items():
+        if not isinstance(cp, dict) or ("id" in cp and "plan" in cp and "label" in cp):
+            out.append(cp)
+            continue
+        cp = {"id": key, **cp}
+        if isinstance(cp.get("step"), str) and ("plan" not in cp or "label" not in cp):
+            if steps is None:
+                steps = _steps_by_id(plans)
+            found = steps.get(cp["step"])
+            if found is not None:
+                cp.setdefault("plan", found[0])
+                cp.setdefault("label", default_label(found[1], found[2]))
+        out.append(cp)
+    return out
+
+
+def _steps_by_id(plans: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
+    """step id -> (plan id, its number, its kind), from the newest revision that holds it."""
+    out: dict[str, tuple[str, int, str]] = {}
+    for plan_id, plan in plans.items():
+        revisions = plan.get("revisions") if isinstance(plan, dict) else None
+        for revision in reversed(revisions if isinstance(revisions, list) else []):
+            steps = revision.get("steps") if isinstance(revision, dict) else None
+            for number, step in enumerate(steps if isinstance(steps, list) else [], start=1):
+                if isinstance(step, dict) and isinstance(step.get("id"), str):
+                    op = step.get("operation")
+                    kind = op.get("kind") if isinstance(op, dict) else None
+                    out.setdefault(step["id"], (str(plan_id), number, str(kind)))
+    return out
+
+
+def default_label(number: int, kind: str) -> str:
+    """The label the executor gives the checkpoint it writes before step ``number``."""
+    label = f"before step {number} ({kind})"
+    return label + (": shell commands are not undone by rollback" if kind == "shell" else "")
 
 
 def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
@@ -159,7 +203,9 @@ class Store:
         whole["plans"] = {p.id: dumps.plan(p) for p in state.plans}
         whole["checkpoints"] = {}
         for c in state.checkpoints:
-            whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(c)
+            whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
+                c, state.plans
+            )
         whole["blobs"] = dict(state.blobs)
         whole["log"] = bucketed_log(state.log)
         return whole
@@ -271,7 +317,7 @@ class _Saved:
             seen = self.checkpoints.get(cp.id)
             if seen is not None and _same_looks(seen[0], looks):
                 continue
-            dumped = dump_checkpoint(cp)
+            dumped = dump_checkpoint(cp, state.plans)
             if seen is None or seen[1] != dumped:
                 changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
             self.checkpoints[cp.id] = (looks, dumped)
@@ -376,10 +422,37 @@ def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def dump_checkpoint(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as stored: fields at their default are left out (a checkpoint is written
-    with every step, so its fixed size counts)."""
-    return cp.model_dump(mode="json", exclude_defaults=True)
+def dump_checkpoint(cp: Checkpoint, plans: Sequence[Plan] = ()) -> dict[str, Any]:
+    """A checkpoint as stored: a checkpoint is written with every step, so its fixed size
+    counts. Left out: fields at their default, the id (the entry's key), and for a step's
+    checkpoint the plan and the label when the plan holding the step and the step's number
+    and kind give them back (``from_layout``)."""
+    dumped = cp.model_dump(mode="json", exclude_defaults=True, exclude={"id"})
+    if "at" not in dumped:  # equal to what its default factory gives now: kept all the same
+        at = cp.model_dump(mode="json", include={"at"})["at"]
+        dumped = {
+            k: at if k == "at" else dumped[k]
+            for k in Checkpoint.model_fields
+            if k in dumped or k == "at"
+        }
+    if cp.step is not None and cp.plan is not None:
+        plan = next((p for p in plans if p.id == cp.plan), None)
+        number = None if plan is None else _number_of(plan, cp.step)
+        if plan is not None and number is not None:
+            dumped.pop("plan", None)
+            kind = plan.steps[number - 1].operation.kind
+            if cp.label == default_label(number, kind):
+                dumped.pop("label", None)
+    return dumped
+
+
+def _number_of(plan: Plan, step_id: str) -> int | None:
+    """The step's number in the newest revision that holds it (what ``from_layout`` finds)."""
+    for revision in reversed(plan.revisions):
+        for number, step in enumerate(revision.steps, start=1):
+            if step.id == step_id:
+                return number if revision is plan.current else None
+    return None
 
 
 def _looks(cp: Checkpoint) -> tuple[Any, ...]:
