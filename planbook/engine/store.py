@@ -23,6 +23,7 @@ a newer planbook, is refused with a message and left exactly as it is: nothing i
 from __future__ import annotations
 
 import getpass
+import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -357,6 +358,9 @@ class PlanDumps:
         self._seeds: dict[int, tuple[BaseModel, Any]] = {}
         #: ids of the parts dumped since the last ``prune``
         self._used: set[int] = set()
+        #: id -> (a list of frozen parts, the parts it held, their dumps); see ``_grown``
+        self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any]]] = {}
+        self._lists_used: set[int] = set()
 
     def seed(self, plan: Plan, raw: Any) -> None:
         """``plan`` was parsed from ``raw`` (the stored plan)."""
@@ -379,8 +383,8 @@ class PlanDumps:
         head = plan.model_dump(mode="json", exclude={"revisions", "approvals", "results"})
         lists = {
             "revisions": [self._revision(r) for r in plan.revisions],
-            "approvals": [self._part(a) for a in plan.approvals],
-            "results": [self._part(r) for r in plan.results],
+            "approvals": self._grown(plan.approvals),
+            "results": self._grown(plan.results),
         }
         # the order model_dump gives (a notebook kept with keys in their own order keeps it)
         return {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
@@ -389,6 +393,24 @@ class PlanDumps:
         head = revision.model_dump(mode="json", exclude={"steps"})
         steps = [self._part(s) for s in revision.steps]
         return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
+
+    def _grown(self, items: Sequence[Approval | StepResult]) -> list[Any]:
+        """A plan's approvals or results: frozen, and appended to (or cut back at the end), so
+        the dumps of the items it held last time, in the same places, are reused without a
+        look at each (a plan's results grow with every step)."""
+        hit = self._lists.get(id(items))
+        self._lists_used.add(id(items))
+        if hit is not None and hit[0] is items:
+            seen, dumps = hit[1], hit[2]
+            n = len(seen)
+            if len(items) >= n and all(map(operator.is_, items[:n], seen)):
+                if len(items) > n:
+                    dumps = dumps + [self._part(x) for x in items[n:]]
+                    self._lists[id(items)] = (items, list(items), dumps)
+                return dumps
+        dumps = [self._part(x) for x in items]
+        self._lists[id(items)] = (items, list(items), dumps)
+        return dumps
 
     def _part(self, part: Step | Approval | StepResult) -> Any:
         """A step, approval or result: every field holds an immutable value (steps' operations
@@ -408,11 +430,16 @@ class PlanDumps:
         return dumped
 
     def prune(self) -> None:
-        """Forget the parts no plan held in this round (now and then: when they are many)."""
+        """Forget the parts no plan held in this round (now and then: when they are many).
+        Items of a list reused whole were not looked at: forgetting them costs nothing, the
+        list's own entry keeps their dumps."""
         if len(self._parts) > 2 * len(self._used) + 64:
             self._parts = {k: v for k, v in self._parts.items() if k in self._used}
             self._seeds = {k: v for k, v in self._seeds.items() if k in self._used}
+        if len(self._lists) > 2 * len(self._lists_used) + 16:
+            self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
         self._used = set()
+        self._lists_used = set()
 
 
 def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
