@@ -297,7 +297,7 @@ class _Saved:
             old = self.plans.get(plan.id)
             if dumped != old:  # parts unchanged since the last save are the same objects
                 changes[("plans", plan.id)] = dumped
-                self.plans[plan.id] = dumped
+            self.plans[plan.id] = dumped  # equal or new: the next look compares by identity
         self.dumps.prune()
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
