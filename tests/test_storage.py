@@ -104,6 +104,23 @@ def test_a_checkpoint_stores_nothing_the_file_holds_elsewhere(tmp_path: Path) ->
     assert [c.source for c in nbformat.read(path, as_version=4).cells][1] == code
 
 
+def test_a_checkpoint_kept_after_its_plan_is_dropped_keeps_its_plan_and_label(
+    tmp_path: Path,
+) -> None:
+    """What a checkpoint leaves to its plan is written out when gc drops the plan."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1"])
+    session = open_session(path)
+    for n in (2, 3):  # two plans, each completed
+        session.propose.edit_cell("c1", f"a = {n}", reason="r")
+        assert session.approve().ok
+    assert len(session.store.state.plans) == 2
+    session.gc(keep_checkpoints=10, keep_plans=1)
+    assert len(session.store.state.plans) == 1 and len(session.checkpoints()) == 2
+    reread = {cp.id: cp for cp in open_session(path).checkpoints()}
+    for cp in session.checkpoints():
+        assert reread[cp.id].plan == cp.plan and reread[cp.id].label == cp.label
+
+
 def test_rolling_back_an_edit_leaves_the_cell_where_it_was_moved_since(tmp_path: Path) -> None:
     """An edit's checkpoint holds no place (the edit did not move the cell); a delete's does."""
     path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2", "c = 3"])

@@ -286,11 +286,14 @@ class _Saved:
         self.rest = rest
 
         order = [p.id for p in state.plans]
+        #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
+        dropped: set[str] = set()
         if order != self.plan_order:
             changes[("plan_order",)] = order
             for gone in self.plans.keys() - set(order):
                 changes[("plans", gone)] = DELETE
                 del self.plans[gone]
+                dropped.add(gone)
             self.plan_order = order
         for plan in state.plans:
             dumped = self.dumps.plan(plan)
@@ -303,8 +306,10 @@ class _Saved:
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.
         saved_ids = list(map(id, self.checkpoint_objects))
-        if list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids and (
-            Checkpoint.changes == self.checkpoint_changes
+        if (
+            list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids
+            and (Checkpoint.changes == self.checkpoint_changes)
+            and not dropped
         ):
             fresh = state.checkpoints[len(saved_ids) :]
         else:
@@ -316,7 +321,7 @@ class _Saved:
         for cp in fresh:
             looks = _looks(cp)
             seen = self.checkpoints.get(cp.id)
-            if seen is not None and _same_looks(seen[0], looks):
+            if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
                 continue
             dumped = dump_checkpoint(cp, state.plans)
             if seen is None or seen[1] != dumped:
