@@ -11,8 +11,10 @@ medians. Kernel start-up is excluded on both sides.
    and 2,000 small cells.
 3. A 50-step plan of small cells approved in a real kernel, against nbclient executing the
    same cells and saving after each one (with fsync: the same durability), and saving once.
-4. Checkpoint size on an outputs-heavy notebook, against the zlib size of what the step changed.
-5. ``%load_ext planbook`` in a fresh kernel, against ``%load_ext`` of a trivial extension.
+4. Checkpoint size on an outputs-heavy notebook, against the zlib size of what the step changed
+   (a checkpoint counted as its entry in the file, key included, plus the blobs it added).
+5. ``%load_ext planbook`` in a fresh kernel, against ``%load_ext`` of a trivial extension
+   (modules compiled once beforehand, as an installed package has them).
 
 Run: ``python benchmarks/bench_core.py`` (or ``python benchmarks/run.py core``). ``main()``
 returns the goal rows that ``benchmarks/run.py`` prints at the end.
@@ -249,11 +251,14 @@ def entry_bytes(value: Any) -> int:
 
 
 def checkpoint_bytes(path: Path, before: dict[str, Any]) -> int:
+    """The new checkpoint entries, each with its key (the checkpoint's id), and new blobs."""
     meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["planbook"]
     old = {k for b in before["checkpoints"].values() for k in b}
-    new = [cp for b in meta["checkpoints"].values() for k, cp in b.items() if k not in old]
+    new = [(k, cp) for b in meta["checkpoints"].values() for k, cp in b.items() if k not in old]
     blobs = [(k, v) for k, v in meta["blobs"].items() if k not in before["blobs"]]
-    return sum(entry_bytes(cp) for cp in new) + sum(len(k) + len(v) + 6 for k, v in blobs)
+    return sum(len(k) + 4 + entry_bytes(cp) for k, cp in new) + sum(
+        len(k) + len(v) + 6 for k, v in blobs
+    )
 
 
 def zlib_size(value: Any) -> int:
@@ -272,6 +277,10 @@ def checkpoint_sizes(folder: Path) -> list[Row]:
             lambda s: s.propose.edit_cell("c5", "x = 1", reason="bench"),
             None,
         ),
+        "edit 2 KB of real code beside a plot": (
+            lambda s: s.propose.edit_cell("c11", "y = 2", reason="bench"),
+            None,
+        ),
         "move a cell with a plot": (
             lambda s: s.propose.move_cell("c7", after="c9", reason="bench"),
             None,
@@ -280,11 +289,15 @@ def checkpoint_sizes(folder: Path) -> list[Row]:
     # a long source for the edit case, so the change is not a few bytes
     long_source = "\n".join(f"value_{j} = compute({j}) * {j} + offset" for j in range(60))
     nb.cells[5].source = long_source
+    # and 2 KB of real code (less repetitive than the line above: it compresses less)
+    real_code = Path(json.__file__).with_name("encoder.py").read_text()[3000:5100]
+    nb.cells[11].source = real_code
     nbformat.write(nb, path)
-    cases["edit a 2 KB source beside a plot"] = (
-        cases["edit a 2 KB source beside a plot"][0],
-        long_source,
-    )
+    for name, text in (
+        ("edit a 2 KB source beside a plot", long_source),
+        ("edit 2 KB of real code beside a plot", real_code),
+    ):
+        cases[name] = (cases[name][0], text)
     session = open_session(path)
     rows = []
     print("4. checkpoint bytes (as written in the file) against the zlib size of the change")
@@ -317,12 +330,21 @@ def load_ext(folder: Path) -> Row:
         "get_ipython().run_line_magic('load_ext', {name!r})\n"
         "print('SECONDS', time.perf_counter() - t)\n"
     )
-    env = {"JPY_SESSION_NAME": str(nb), "PYTHONPATH": os.pathsep.join([str(folder), *sys.path])}
+    env = {
+        "JPY_SESSION_NAME": str(nb),
+        "PYTHONPATH": os.pathsep.join([str(folder), *sys.path]),
+        # Compiled modules, as an installed package has them (pip compiles on install): a
+        # source checkout run with PYTHONDONTWRITEBYTECODE would compile planbook's source in
+        # every kernel. Kept out of the repository; the first round (not counted) fills it.
+        "PYTHONDONTWRITEBYTECODE": "",
+        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
+    }
     ours, plain = [], []
-    for _ in range(ROUNDS):
+    for r in range(ROUNDS + 1):
         for name, into in (("planbook", ours), ("trivial_ext", plain)):
             text = run_in_kernel(folder, code.format(name=name), env)
-            into.append(float(text.split("SECONDS")[1].split()[0]))
+            if r:
+                into.append(float(text.split("SECONDS")[1].split()[0]))
     median = statistics.median(ours)
     print("5. %load_ext in a fresh kernel (the notebook found through JPY_SESSION_NAME)")
     print(f"   %load_ext planbook           : {spread(ours)}")

@@ -25,6 +25,47 @@ export const PATHS = {
   warning: ["M8 2 1.5 13.5h13z", "M8 6v4M8 11.5v.5"],
 };
 
+/** Each icon is built once per document, then cloned: a plan of 300 steps draws over a
+ * thousand icons, and building each from its paths cost more than the rest of its row.
+ * @type {WeakMap<Document, Map<string, SVGSVGElement>>} */
+const TEMPLATES = new WeakMap();
+
+/**
+ * @param {Document} doc
+ * @param {string} name
+ * @returns {SVGSVGElement}
+ */
+function template(doc, name) {
+  let byName = TEMPLATES.get(doc);
+  if (!byName) {
+    byName = new Map();
+    TEMPLATES.set(doc, byName);
+  }
+  let svg = byName.get(name);
+  if (!svg) {
+    svg = /** @type {SVGSVGElement} */ (doc.createElementNS(SVG, "svg"));
+    svg.setAttribute("viewBox", "0 0 16 16");
+    svg.setAttribute("width", "14");
+    svg.setAttribute("height", "14");
+    svg.setAttribute("class", `pb-icon-svg pb-icon-${name}`);
+    svg.setAttribute("aria-hidden", "true");
+    const paths = PATHS[/** @type {keyof typeof PATHS} */ (name)] ?? ["M4 8h8"];
+    for (const spec of paths) {
+      const path = doc.createElementNS(SVG, "path");
+      const filled = spec.startsWith("fill:");
+      path.setAttribute("d", filled ? spec.slice(5) : spec);
+      path.setAttribute("fill", filled ? "currentColor" : "none");
+      path.setAttribute("stroke", filled ? "none" : "currentColor");
+      path.setAttribute("stroke-width", "1.5");
+      path.setAttribute("stroke-linecap", "round");
+      path.setAttribute("stroke-linejoin", "round");
+      svg.append(path);
+    }
+    byName.set(name, svg);
+  }
+  return svg;
+}
+
 /**
  * An inline SVG icon; decorative (aria-hidden) unless a label is given.
  * @param {Document} doc
@@ -33,28 +74,11 @@ export const PATHS = {
  * @returns {SVGSVGElement}
  */
 export function icon(doc, name, label) {
-  const svg = /** @type {SVGSVGElement} */ (doc.createElementNS(SVG, "svg"));
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("width", "14");
-  svg.setAttribute("height", "14");
-  svg.setAttribute("class", `pb-icon-svg pb-icon-${name}`);
+  const svg = /** @type {SVGSVGElement} */ (template(doc, name).cloneNode(true));
   if (label) {
+    svg.removeAttribute("aria-hidden");
     svg.setAttribute("role", "img");
     svg.setAttribute("aria-label", label);
-  } else {
-    svg.setAttribute("aria-hidden", "true");
-  }
-  const paths = PATHS[/** @type {keyof typeof PATHS} */ (name)] ?? ["M4 8h8"];
-  for (const spec of paths) {
-    const path = doc.createElementNS(SVG, "path");
-    const filled = spec.startsWith("fill:");
-    path.setAttribute("d", filled ? spec.slice(5) : spec);
-    path.setAttribute("fill", filled ? "currentColor" : "none");
-    path.setAttribute("stroke", filled ? "none" : "currentColor");
-    path.setAttribute("stroke-width", "1.5");
-    path.setAttribute("stroke-linecap", "round");
-    path.setAttribute("stroke-linejoin", "round");
-    svg.append(path);
   }
   return svg;
 }

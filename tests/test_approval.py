@@ -139,3 +139,26 @@ def test_any_argument_either_selects_existing_steps_or_changes_nothing(spec: Any
         else:
             assert done, spec
             assert all(1 <= n <= 3 for n in done)
+
+
+def test_the_approval_hash_binds_every_change_to_an_approved_step(tmp_path: Path) -> None:
+    """The hash is over the canonical JSON of the approved steps, whatever was cached from an
+    earlier check: changing a step's base, operation or id after a check changes it."""
+    from planbook.engine.approval import approval_hash, step_payload
+    from planbook.engine.hashing import canonical_json, sha256
+    from planbook.model.operations import InsertCell
+
+    session = staged(tmp_path, 3)
+    steps = session.plan.steps
+    first = approval_hash(steps)
+    assert first == sha256(canonical_json([step_payload(s) for s in steps]))
+    assert approval_hash(steps) == first  # from the remembered texts: the same
+    steps[1].base = "0" * 64
+    changed = approval_hash(steps)
+    assert changed != first
+    assert changed == sha256(canonical_json([step_payload(s) for s in steps]))
+    op = steps[2].operation
+    assert isinstance(op, InsertCell)
+    steps[2].operation = op.model_copy(update={"source": "import os"})
+    assert approval_hash(steps) not in (first, changed)
+    assert approval_hash(steps) == sha256(canonical_json([step_payload(s) for s in steps]))

@@ -42,6 +42,12 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
             "mode plan" in loaded.stdout
             and "file: sales.ipynb (from JPY_SESSION_NAME" in loaded.stdout
         )
+        # %load_ext stays fast (issue 10, item 7): no validator stack, no agent until asked
+        heavy = k.run(
+            "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('nbformat', 'jsonschema', 'pydantic_ai') or m == 'planbook.agent.run'))"
+        )
+        assert heavy.stdout.strip() == "[]"
         k.run("x = 21")
         staged = k.run(
             '%%propose --after c2 --run --reason "show doubled"\nprint("doubled", x * 2)'

@@ -23,7 +23,7 @@ from planbook.engine.store import METADATA_KEY
 from planbook.errors import UsageMistake
 from planbook.session import Session
 from planbook.workspace import Workspace
-from tests.conftest import make_notebook
+from tests.conftest import make_notebook, sources
 from tests.kernel_helper import kernel
 
 
@@ -75,6 +75,66 @@ def test_an_edit_beside_a_large_plot_stores_the_old_source_not_the_plot(tmp_path
     assert set(edit.cells[0].parts or {}) == {"source"}  # not the 400 KB of outputs
     assert move.cells[0].parts == {}  # a move keeps only the position
     assert metadata_size(path) - before < 4_000
+
+
+def test_a_checkpoint_stores_nothing_the_file_holds_elsewhere(tmp_path: Path) -> None:
+    """An edit's checkpoint is its old source and where to check drift: its id is its key,
+    its plan and label come from the step; a fresh reader gets every field back."""
+    import inspect
+    import json.encoder
+
+    code = inspect.getsource(json.encoder)[3000:5100]  # 2 KB of real code
+    path = make_notebook(tmp_path / "n.ipynb", ["x = 1", code, "y = 2"])
+    session = open_session(path)
+    session.propose.edit_cell("c2", "z = 3", reason="r")
+    assert session.approve().ok
+    stored = json.loads(path.read_text())["metadata"][METADATA_KEY]["checkpoints"]["0000"]
+    ((key, entry),) = stored.items()
+    assert set(entry) == {"at", "cells", "seq", "step"}
+    assert set(entry["cells"][0]) == {"cell_id", "index", "after_hash", "parts"}
+    z = entry["cells"][0]["parts"]["source"]["z"]
+    assert z.startswith("brotli:")  # smaller than zlib on code
+    entry_bytes = len(key) + 4 + len(json.dumps(entry, indent=1))
+    assert entry_bytes <= 1.5 * len(zlib.compress(json.dumps(code).encode(), 9))
+    again = open_session(path).checkpoints()[0]
+    assert again.model_dump() == session.checkpoints()[0].model_dump()
+    assert again.id == key and again.plan == session.plan.id
+    assert again.label == "before step 1 (edit_cell)"
+    open_session(path).rollback()
+    assert [c.source for c in nbformat.read(path, as_version=4).cells][1] == code
+
+
+def test_a_checkpoint_kept_after_its_plan_is_dropped_keeps_its_plan_and_label(
+    tmp_path: Path,
+) -> None:
+    """What a checkpoint leaves to its plan is written out when gc drops the plan."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1"])
+    session = open_session(path)
+    for n in (2, 3):  # two plans, each completed
+        session.propose.edit_cell("c1", f"a = {n}", reason="r")
+        assert session.approve().ok
+    assert len(session.store.state.plans) == 2
+    session.gc(keep_checkpoints=10, keep_plans=1)
+    assert len(session.store.state.plans) == 1 and len(session.checkpoints()) == 2
+    reread = {cp.id: cp for cp in open_session(path).checkpoints()}
+    for cp in session.checkpoints():
+        assert reread[cp.id].plan == cp.plan and reread[cp.id].label == cp.label
+
+
+def test_rolling_back_an_edit_leaves_the_cell_where_it_was_moved_since(tmp_path: Path) -> None:
+    """An edit's checkpoint holds no place (the edit did not move the cell); a delete's does."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2", "c = 3"])
+    session = open_session(path)
+    session.propose.edit_cell("c2", "b = 20", reason="r")
+    assert session.approve().ok
+    with session.document.transaction():  # the person moves it to the top meanwhile
+        session.document.move_cell("c2", 0)
+    session.rollback()
+    assert sources(path) == [("c2", "b = 2"), ("c1", "a = 1"), ("c3", "c = 3")]
+    session.propose.delete_cell("c1", reason="r")
+    assert session.approve().ok
+    session.rollback()
+    assert sources(path) == [("c2", "b = 2"), ("c1", "a = 1"), ("c3", "c = 3")]
 
 
 @pytest.mark.kernel
@@ -163,12 +223,15 @@ def schema_1(path: Path) -> None:
     nb = json.loads(path.read_text(encoding="utf-8"))
     meta = nb["metadata"][METADATA_KEY]
     cells = {c["id"]: c for c in nb["cells"]}
-    flat = [cp for b in meta["checkpoints"].values() for cp in b.values()]
-    checkpoints = sorted(flat, key=lambda c: c["seq"])
+    from planbook.engine.store import from_layout
+
+    # with what schema 2 leaves out for the reader to derive (id, plan, label, exists)
+    checkpoints = from_layout(meta)["checkpoints"]
     blobs = {}
     for cp in checkpoints:
         for snap in cp["cells"]:
             parts = snap.pop("parts")
+            snap.setdefault("exists", True)
             if snap["exists"]:
                 cell = {"id": snap["cell_id"], "cell_type": "code", "metadata": {}, "outputs": []}
                 cell["source"] = json.loads(parts["source"]["json"])
@@ -317,5 +380,10 @@ def test_what_is_saved_by_part_is_always_the_whole_state(actions: list[str]) -> 
         saved = doc.get_metadata(METADATA_KEY)
         if saved is not None:
             assert saved == session.store.layout()
+            # plans dumped from their reused parts are what pydantic dumps, in its key order
+            for plan in session.store.state.plans:
+                assert json.dumps(saved["plans"][plan.id]) == json.dumps(
+                    plan.model_dump(mode="json")
+                )
             again = Store(doc).state
             assert again.model_dump() == session.store.state.model_dump()

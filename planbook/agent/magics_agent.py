@@ -17,12 +17,10 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
-from planbook.agent import view
-from planbook.agent.config import config_of
-from planbook.agent.context import Activity, decisions_of
-from planbook.agent.run import AgentRun, continue_task, plan_task, revise_task, stop_run
-
+# The agent's modules load when a magic first needs them, not on `%load_ext planbook`.
 if TYPE_CHECKING:
+    from planbook.agent.context import Activity
+    from planbook.agent.run import AgentRun
     from planbook.session import Session
 
 __all__ = [
@@ -49,9 +47,13 @@ class LiveView:
         self._handle: Any = None
 
     def _repr_markdown_(self) -> str:
+        from planbook.agent import view
+
         return view.markdown(self.run)
 
     def __repr__(self) -> str:
+        from planbook.agent import view
+
         return view.text(self.run)
 
     def show(self) -> None:
@@ -69,6 +71,8 @@ class LiveView:
 
 def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
     """``%plan "task"``: start the agent on the kernel's loop and show its live output."""
+    from planbook.agent.run import plan_task
+
     run = plan_task(session, task)
     session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
     if show:
@@ -78,6 +82,8 @@ def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
 
 def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentRun:
     """``%plan revise "feedback"`` with an agent configured: the agent makes the next revision."""
+    from planbook.agent.run import revise_task
+
     run = revise_task(session, feedback)
     if show:
         LiveView(run).show()
@@ -86,6 +92,8 @@ def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentR
 
 def stop_plan(session: Session) -> str:
     """``%plan stop``: end the agent run (the staged plan is kept)."""
+    from planbook.agent.run import stop_run
+
     stopped = stop_run(session)
     return (
         "planbook: agent stopped; the plan staged so far is kept"
@@ -100,6 +108,7 @@ def answer_line(session: Session, line: str) -> str:
     import json
 
     from planbook.agent import memory, step_questions
+    from planbook.agent.context import decisions_of
     from planbook.agent.decisions import Decisions
     from planbook.errors import UsageMistake
 
@@ -165,12 +174,16 @@ def answer_line(session: Session, line: str) -> str:
 
 
 def _running(session: Session) -> bool:
+    from planbook.agent.run import AgentRun
+
     current = session.extras.get("agent_run")
     return isinstance(current, AgentRun) and not current.done()
 
 
 def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
     """``%plan continue``: resume the agent's last run where it stopped."""
+    from planbook.agent.run import continue_task
+
     run = continue_task(session)
     session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
     if show:
@@ -181,7 +194,7 @@ def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
 def conversation_text(session: Session, *, lines: int = 8) -> str | None:
     """What ``%plan`` adds about the agent: an interrupted run, todos, open questions and the
     latest activity, from the notebook (so it shows after a restart too). None: nothing."""
-    from planbook.agent import memory
+    from planbook.agent import memory, view
     from planbook.agent.context import todos_of
 
     if _running(session):
@@ -279,7 +292,7 @@ class Planbook(Configurable):
     @observe("model", "base_url", "stream", "context_tokens", "summarise_at")
     def _apply(self, change: dict[str, Any]) -> None:
         import planbook
-        from planbook.agent.config import KERNEL_SETTINGS
+        from planbook.agent.config import KERNEL_SETTINGS, config_of
 
         KERNEL_SETTINGS[change["name"]] = change["new"]
         config = config_of(planbook.session())

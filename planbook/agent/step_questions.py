@@ -12,17 +12,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planbook.agent import memory
-from planbook.agent.context import decisions_of
 from planbook.errors import UsageMistake
 from planbook.model.conversation import Conversation, StepQuestion
 
 if TYPE_CHECKING:
-    from planbook.agent.decisions import Answer, Decision
+    from planbook.agent.decisions import Answer, Decision, Decisions
     from planbook.model.plan import Plan, Step
     from planbook.session import Session
 
 STOP = "stop here"
+
+
+def decisions_of(session: Session) -> Decisions:
+    """The session's open decisions; the agent's modules load when a question is first asked,
+    not on `%load_ext planbook` (``install`` runs there)."""
+    from planbook.agent.context import decisions_of
+
+    return decisions_of(session)
 
 
 def ask_before(session: Session, number: int, question: str, options: list[str]) -> StepQuestion:
@@ -44,6 +50,8 @@ def ask_before(session: Session, number: int, question: str, options: list[str])
         conversation.step_questions = [
             q for q in conversation.step_questions if q.step_id != step.id
         ] + [asked]
+
+    from planbook.agent import memory
 
     memory.update(session, put)
     install(session)
@@ -106,6 +114,8 @@ def _answered(session: Session, step_id: str, answer: Answer) -> None:
                 resume.extend(question.resume)
                 question.resume = []
         session.store.log("answered", f"step {step_id}: {answer.choice}")
+
+    from planbook.agent import memory
 
     memory.update(session, put)
     if answer.choice == STOP:

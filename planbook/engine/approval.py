@@ -123,8 +123,32 @@ def step_payload(step: Step) -> dict[str, object]:
 
 
 def approval_hash(steps: Sequence[Step]) -> str:
-    """SHA-256 over the canonical JSON of exactly these steps, in this order."""
-    return sha256(canonical_json([step_payload(s) for s in steps]))
+    """SHA-256 over the canonical JSON of exactly these steps, in this order.
+
+    The same bytes as ``canonical_json([step_payload(s) for s in steps])`` (a compact JSON
+    list is its items' texts joined by commas), with each step's text reused while what it
+    hashes is unchanged: the check before every step of a run then costs a join, not a dump
+    of every approved step."""
+    return sha256(b"[" + b",".join(map(_payload_text, steps)) + b"]")
+
+
+#: id(step) -> (the step, what its text was made from, the text); see ``_payload_text``.
+_TEXTS: dict[int, tuple[Step, tuple[object, ...], bytes]] = {}
+
+
+def _payload_text(step: Step) -> bytes:
+    """``canonical_json(step_payload(step))``, remembered per step. The operation is frozen
+    (pydantic ``frozen``, its parts too), so the same operation object always dumps the same;
+    the other parts are compared by value, so any assignment to them makes a fresh text."""
+    made_of = (step.operation, step.id, step.base, step.run_at_approval)
+    hit = _TEXTS.get(id(step))
+    if hit is not None and hit[0] is step and hit[1][0] is made_of[0] and hit[1] == made_of:
+        return hit[2]
+    text = canonical_json(step_payload(step))
+    if len(_TEXTS) > 10_000:  # steps of plans long gone: start afresh
+        _TEXTS.clear()
+    _TEXTS[id(step)] = (step, made_of, text)
+    return text
 
 
 def steps_for(plan: Plan, step_ids: Sequence[str]) -> list[Step]:

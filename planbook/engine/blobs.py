@@ -2,7 +2,8 @@
 
 A blob is ``"b85:" + base85(zlib(bytes))`` (base85 costs 25% over the compressed bytes where
 base64 costs 33%, and its alphabet needs no escaping in JSON); blobs written by planbook
-before schema 2 are plain base64 and are still read.
+before schema 2 are plain base64 and are still read. Text kept inside a checkpoint may also be
+``"brotli:" + base85(brotli(bytes))``, where that is the smaller (``encode_smallest``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,30 @@ def encode_blob(data: bytes) -> str:
     return _B85 + base64.b85encode(zlib.compress(data, 9)).decode("ascii")
 
 
+_BROTLI = "brotli:"
+
+
+def encode_smallest(data: bytes) -> str:
+    """``encode_blob``, or ``"brotli:" + base85(brotli(bytes))`` where that is smaller (most
+    text of a few KB: brotli's built-in dictionary knows code and prose). Only for text kept
+    in a checkpoint (an old source): output items are mostly compressed images already."""
+    import brotli
+
+    deflated = encode_blob(data)
+    quality = 11 if len(data) <= 1 << 16 else 9  # 11 is slow; a large text gains little more
+    packed = brotli.compress(data, quality=quality, mode=brotli.MODE_TEXT)
+    if len(_BROTLI) + (len(packed) * 5 + 3) // 4 >= len(deflated):
+        return deflated
+    return _BROTLI + base64.b85encode(packed).decode("ascii")
+
+
 def decode_blob(text: str) -> bytes:
     if text.startswith(_B85):
         return zlib.decompress(base64.b85decode(text[len(_B85) :]))
+    if text.startswith(_BROTLI):
+        import brotli
+
+        return bytes(brotli.decompress(base64.b85decode(text[len(_BROTLI) :])))
     return zlib.decompress(base64.b64decode(text))
 
 

@@ -2,7 +2,8 @@
 
 A checkpoint holds, for each target, only what its step changes: for a cell the parts that
 differ after the change (the old source for an edit, the old outputs and count for a run, the
-whole cell for a delete, nothing but the position for a move), for a file its bytes and mode.
+whole cell for a delete, nothing but the position for a move) and its place only when the
+change moved it (or deleted it), for a file its bytes and mode.
 Large parts and every output item are content-addressed blobs, stored once however many
 checkpoints name them. Rolling back restores those parts newest first. Rollback is itself a
 checkpoint, so it can be undone the same way. Schema 1 checkpoints (a blob of the whole cell)
@@ -15,7 +16,7 @@ import json
 from typing import Any
 
 from planbook.documents.base import Cell, NotebookDocument, index_of
-from planbook.engine.blobs import BlobStore, decode_blob, encode_blob
+from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.workspace import Workspace
@@ -90,6 +91,9 @@ class CheckpointWriter:
             if snap.exists and snap.blob is None and before is not None:
                 i = index_of(cells, snap.cell_id)
                 update["parts"] = self._parts(before[0], None if i is None else cells[i], before[1])
+                above = None if i is None or i == 0 else cells[i - 1].id
+                if i is not None and snap.after is not None and above == snap.after:
+                    update["after"] = None  # not moved: its number (index) is kept for names
             snaps.append(snap.model_copy(update=update))
         checkpoint.cells = snaps
         checkpoint.files = [
@@ -112,7 +116,7 @@ class CheckpointWriter:
             if len(text) <= INLINE_LIMIT:
                 parts[name] = {"json": text}
             else:  # compressed in place: an old source is seldom shared, a blob key costs 128
-                parts[name] = {"z": encode_blob(text.encode())}
+                parts[name] = {"z": encode_smallest(text.encode())}
         return parts
 
     def old_fields(self, snap: CellSnapshot) -> dict[str, Any]:
@@ -145,6 +149,8 @@ class CheckpointWriter:
             self.document.replace_cell(
                 Cell.model_validate({**current.model_dump(), **fields, "id": snap.cell_id})
             )
+        if not has_position(snap):
+            return  # the step left the cell where it was
         cells = self.document.cells()
         without = [c for c in cells if c.id != snap.cell_id]
         target = self._position(without, snap)
@@ -154,11 +160,10 @@ class CheckpointWriter:
     @staticmethod
     def _position(cells: list[Cell], snap: CellSnapshot) -> int:
         """Where the cell goes among ``cells`` (which do not include it)."""
-        if snap.after is None:
-            return 0
-        anchor = index_of(cells, snap.after)
-        if anchor is not None:
-            return anchor + 1
+        if snap.after is not None:
+            anchor = index_of(cells, snap.after)
+            if anchor is not None:
+                return anchor + 1
         return min(snap.index or 0, len(cells))
 
     def restore_file(self, snap: FileSnapshot) -> None:
@@ -169,6 +174,14 @@ class CheckpointWriter:
         self.workspace.write_bytes(snap.path, self.blobs.get(snap.blob))
         if snap.mode is not None:
             self.workspace.check_writable(snap.path).chmod(snap.mode)
+
+
+def has_position(snap: CellSnapshot) -> bool:
+    """Whether rolling back puts the cell back in its place: a step that moved or deleted it
+    records the cell above it (``after``; none for the top cell, at index 0). A snapshot with
+    only an index (an edit, a run) left the cell where it was; every snapshot written before
+    this distinction has ``after`` wherever its index is not 0, so it reads the same."""
+    return snap.after is not None or not snap.index
 
 
 def old_fields(blobs: BlobStore, snap: CellSnapshot) -> dict[str, Any]:

@@ -23,6 +23,7 @@ a newer planbook, is refused with a message and left exactly as it is: nothing i
 from __future__ import annotations
 
 import getpass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument
 from planbook.engine.blobs import BlobStore
+from planbook.engine.plan_dumps import PlanDumps
 from planbook.errors import MetadataError, first_problem
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
@@ -79,11 +81,55 @@ def from_layout(raw: dict[str, Any]) -> dict[str, Any]:
     else:
         out["plans"] = list(plans.values())
     out["checkpoints"] = sorted(
-        checkpoints.values(), key=lambda c: c.get("seq", 0) if isinstance(c, dict) else 0
+        _with_derived(checkpoints, plans),
+        key=lambda c: c.get("seq", 0) if isinstance(c, dict) else 0,
     )
     out["log"] = [log[k] for k in sorted(log)]
     out["blobs"] = raw.get("blobs", {})
     return out
+
+
+def _with_derived(checkpoints: dict[str, Any], plans: dict[str, Any]) -> list[Any]:
+    """The stored checkpoints with what a save leaves out because it is stored elsewhere (see
+    ``dump_checkpoint``): the id (the entry's key), the plan (the one holding the step) and
+    the default label (the step's number and kind)."""
+    steps: dict[str, tuple[str, int, str]] | None = None
+    out = []
+    for key, cp in checkpoints.items():
+        if not isinstance(cp, dict) or ("id" in cp and "plan" in cp and "label" in cp):
+            out.append(cp)
+            continue
+        cp = {"id": key, **cp}
+        if isinstance(cp.get("step"), str) and ("plan" not in cp or "label" not in cp):
+            if steps is None:
+                steps = _steps_by_id(plans)
+            found = steps.get(cp["step"])
+            if found is not None:
+                cp.setdefault("plan", found[0])
+                cp.setdefault("label", default_label(found[1], found[2]))
+        out.append(cp)
+    return out
+
+
+def _steps_by_id(plans: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
+    """step id -> (plan id, its number, its kind), from the newest revision that holds it."""
+    out: dict[str, tuple[str, int, str]] = {}
+    for plan_id, plan in plans.items():
+        revisions = plan.get("revisions") if isinstance(plan, dict) else None
+        for revision in reversed(revisions if isinstance(revisions, list) else []):
+            steps = revision.get("steps") if isinstance(revision, dict) else None
+            for number, step in enumerate(steps if isinstance(steps, list) else [], start=1):
+                if isinstance(step, dict) and isinstance(step.get("id"), str):
+                    op = step.get("operation")
+                    kind = op.get("kind") if isinstance(op, dict) else None
+                    out.setdefault(step["id"], (str(plan_id), number, str(kind)))
+    return out
+
+
+def default_label(number: int, kind: str) -> str:
+    """The label the executor gives the checkpoint it writes before step ``number``."""
+    label = f"before step {number} ({kind})"
+    return label + (": shell commands are not undone by rollback" if kind == "shell" else "")
 
 
 def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
@@ -177,10 +223,13 @@ class Store:
         whole = state.model_dump(mode="json", exclude=set(_BY_PART))
         whole["schema_version"] = SCHEMA_VERSION
         whole["plan_order"] = [p.id for p in state.plans]
-        whole["plans"] = {p.id: p.model_dump(mode="json") for p in state.plans}
+        dumps = PlanDumps()
+        whole["plans"] = {p.id: dumps.plan(p) for p in state.plans}
         whole["checkpoints"] = {}
         for c in state.checkpoints:
-            whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(c)
+            whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
+                c, state.plans
+            )
         whole["blobs"] = dict(state.blobs)
         whole["log"] = bucketed_log(state.log)
         return whole
@@ -227,6 +276,7 @@ class _Saved:
         self.rest: dict[str, Any] = {}
         self.plan_order: list[str] = []
         self.plans: dict[str, Any] = {}
+        self.dumps = PlanDumps()
         #: checkpoint id -> (what it looked like when dumped, its dump)
         self.checkpoints: dict[str, tuple[tuple[Any, ...] | None, Any]] = {}
         self.blobs: set[str] = set()
@@ -248,6 +298,8 @@ class _Saved:
         saved.blobs = set(raw.get("blobs", {}))
         if state is not None:
             saved.log = list(state.log)
+            for plan in state.plans:
+                saved.dumps.seed(plan, saved.plans.get(plan.id))
             for cp in state.checkpoints:
                 if cp.id in saved.checkpoints:
                     saved.checkpoints[cp.id] = (_looks(cp), saved.checkpoints[cp.id][1])
@@ -269,25 +321,30 @@ class _Saved:
         self.rest = rest
 
         order = [p.id for p in state.plans]
+        #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
+        dropped: set[str] = set()
         if order != self.plan_order:
             changes[("plan_order",)] = order
             for gone in self.plans.keys() - set(order):
                 changes[("plans", gone)] = DELETE
                 del self.plans[gone]
+                dropped.add(gone)
             self.plan_order = order
         for plan in state.plans:
-            dumped = plan.model_dump(mode="json")
+            dumped = self.dumps.plan(plan)
             old = self.plans.get(plan.id)
-            if dumped != old:
-                dumped = share(old, dumped)
+            if dumped != old:  # parts unchanged since the last save are the same objects
                 changes[("plans", plan.id)] = dumped
-                self.plans[plan.id] = dumped
+            self.plans[plan.id] = dumped  # equal or new: the next look compares by identity
+        self.dumps.prune()
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.
         saved_ids = list(map(id, self.checkpoint_objects))
-        if list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids and (
-            Checkpoint.changes == self.checkpoint_changes
+        if (
+            list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids
+            and (Checkpoint.changes == self.checkpoint_changes)
+            and not dropped
         ):
             fresh = state.checkpoints[len(saved_ids) :]
         else:
@@ -299,9 +356,9 @@ class _Saved:
         for cp in fresh:
             looks = _looks(cp)
             seen = self.checkpoints.get(cp.id)
-            if seen is not None and _same_looks(seen[0], looks):
+            if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
                 continue
-            dumped = dump_checkpoint(cp)
+            dumped = dump_checkpoint(cp, state.plans)
             if seen is None or seen[1] != dumped:
                 changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
             self.checkpoints[cp.id] = (looks, dumped)
@@ -335,10 +392,37 @@ def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def dump_checkpoint(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as stored: fields at their default are left out (a checkpoint is written
-    with every step, so its fixed size counts)."""
-    return cp.model_dump(mode="json", exclude_defaults=True)
+def dump_checkpoint(cp: Checkpoint, plans: Sequence[Plan] = ()) -> dict[str, Any]:
+    """A checkpoint as stored: a checkpoint is written with every step, so its fixed size
+    counts. Left out: fields at their default, the id (the entry's key), and for a step's
+    checkpoint the plan and the label when the plan holding the step and the step's number
+    and kind give them back (``from_layout``)."""
+    dumped = cp.model_dump(mode="json", exclude_defaults=True, exclude={"id"})
+    if "at" not in dumped:  # equal to what its default factory gives now: kept all the same
+        at = cp.model_dump(mode="json", include={"at"})["at"]
+        dumped = {
+            k: at if k == "at" else dumped[k]
+            for k in Checkpoint.model_fields
+            if k in dumped or k == "at"
+        }
+    if cp.step is not None and cp.plan is not None:
+        plan = next((p for p in plans if p.id == cp.plan), None)
+        number = None if plan is None else _number_of(plan, cp.step)
+        if plan is not None and number is not None:
+            dumped.pop("plan", None)
+            kind = plan.steps[number - 1].operation.kind
+            if cp.label == default_label(number, kind):
+                dumped.pop("label", None)
+    return dumped
+
+
+def _number_of(plan: Plan, step_id: str) -> int | None:
+    """The step's number in the newest revision that holds it (what ``from_layout`` finds)."""
+    for revision in reversed(plan.revisions):
+        for number, step in enumerate(revision.steps, start=1):
+            if step.id == step_id:
+                return number if revision is plan.current else None
+    return None
 
 
 def _looks(cp: Checkpoint) -> tuple[Any, ...]:
@@ -349,22 +433,6 @@ def _looks(cp: Checkpoint) -> tuple[Any, ...]:
 
 def _same_looks(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
     return a is not None and a[0] is b[0] and a[1] == b[1]
-
-
-def share(old: Any, new: Any) -> Any:
-    """``new`` with every part equal to the same part of ``old`` replaced by that part: the
-    serializer has the old parts' text already."""
-    if old is None or type(old) is not type(new):
-        return new
-    if old == new:
-        return old
-    if isinstance(new, dict):
-        return {k: share(old.get(k), v) for k, v in new.items()}
-    if isinstance(new, list) and len(old) == len(new):
-        return [share(a, b) for a, b in zip(old, new, strict=True)]
-    if isinstance(new, list):
-        return [share(old[i], b) if i < len(old) else b for i, b in enumerate(new)]
-    return new
 
 
 def _user() -> str:

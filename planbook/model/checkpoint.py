@@ -20,7 +20,7 @@ class CellSnapshot(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cell_id: str
-    exists: bool
+    exists: bool = Field(default=True, description="False: the cell did not exist before.")
     blob: str | None = Field(
         default=None, description="Schema 1 only: blob of the whole cell's JSON when it existed."
     )
@@ -30,8 +30,12 @@ class CellSnapshot(BaseModel):
         "{'z': compressed JSON} or, for outputs, {'items': [blob key per output]}; a deleted "
         "cell has all.",
     )
-    index: int | None = None
-    after: str | None = Field(default=None, description="Id of the cell just above it.")
+    index: int | None = Field(default=None, description="Its position (0 is the top).")
+    after: str | None = Field(
+        default=None,
+        description="Id of the cell just above it, when the step moved or deleted the cell "
+        "(rollback puts it back there); none when the step left it in place.",
+    )
     after_hash: str = Field(default="", description="Content hash right after the change.")
 
 
@@ -41,7 +45,7 @@ class FileSnapshot(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
-    exists: bool
+    exists: bool = Field(default=True, description="False: the file did not exist before.")
     blob: str | None = None
     mode: int | None = Field(default=None, description="Its permission bits (0o755...).")
     after_hash: str = ""
@@ -70,7 +74,8 @@ class Checkpoint(BaseModel):
     plan: str | None = None
     step: str | None = None
     label: str = ""
-    at: datetime = Field(default_factory=now)
+    #: To the second: it is shown, never compared (``seq`` orders checkpoints).
+    at: datetime = Field(default_factory=lambda: now().replace(microsecond=0))
     cells: list[CellSnapshot] = Field(default_factory=list)
     files: list[FileSnapshot] = Field(default_factory=list)
     active: bool = Field(default=True, description="False once a rollback has undone it.")

@@ -1,0 +1,129 @@
+"""Plans dumped to JSON by part: a save after one step dumps that step, not the plan.
+
+The dumps of a plan's steps, approvals and results are kept between saves and reused while the
+part is unchanged, and they are the very objects saved last time, so the serializer (which
+caches text by object) re-encodes only what changed; see ``engine/store.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from planbook.model.plan import Approval, Plan, Revision, Step, StepResult
+
+
+class PlanDumps:
+    """``plan.model_dump(mode="json")``, made of the dumps of its steps, approvals and results
+    as they were last time where they did not change since, so saving a plan after one step
+    dumps that step, not the plan. The parts are the very objects saved last time (the
+    serializer has their text already), or what the plan was loaded from where equal."""
+
+    def __init__(self) -> None:
+        #: id -> (the part, the field values it was dumped from, its dump)
+        self._parts: dict[int, tuple[BaseModel, tuple[Any, ...], Any]] = {}
+        #: id -> (the part, what it was loaded from): its dump, where equal
+        self._seeds: dict[int, tuple[BaseModel, Any]] = {}
+        #: ids of the parts dumped since the last ``prune``
+        self._used: set[int] = set()
+        #: id -> (a list of frozen parts, the parts it held, their dumps); see ``_grown``
+        self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any]]] = {}
+        self._lists_used: set[int] = set()
+
+    def seed(self, plan: Plan, raw: Any) -> None:
+        """``plan`` was parsed from ``raw`` (the stored plan)."""
+        if not isinstance(raw, dict):
+            return
+        self._pair(plan.approvals, raw.get("approvals"))
+        self._pair(plan.results, raw.get("results"))
+        revisions = raw.get("revisions")
+        if isinstance(revisions, list) and len(revisions) == len(plan.revisions):
+            for revision, raw_revision in zip(plan.revisions, revisions, strict=True):
+                if isinstance(raw_revision, dict):
+                    self._pair(revision.steps, raw_revision.get("steps"))
+
+    def _pair(self, parts: Sequence[BaseModel], raws: Any) -> None:
+        if isinstance(raws, list) and len(raws) == len(parts):
+            for part, raw in zip(parts, raws, strict=True):
+                self._seeds[id(part)] = (part, raw)
+
+    def plan(self, plan: Plan) -> dict[str, Any]:
+        head = plan.model_dump(mode="json", exclude={"revisions", "approvals", "results"})
+        lists = {
+            "revisions": [self._revision(r) for r in plan.revisions],
+            "approvals": self._grown(plan.approvals),
+            "results": self._grown(plan.results),
+        }
+        # the order model_dump gives (a notebook kept with keys in their own order keeps it)
+        return {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
+
+    def _revision(self, revision: Revision) -> dict[str, Any]:
+        head = revision.model_dump(mode="json", exclude={"steps"})
+        steps = [self._part(s) for s in revision.steps]
+        return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
+
+    def _grown(self, items: Sequence[Approval | StepResult]) -> list[Any]:
+        """A plan's approvals or results: frozen, and appended to (or cut back at the end), so
+        the dumps of the items it held last time, in the same places, are reused without a
+        look at each (a plan's results grow with every step)."""
+        hit = self._lists.get(id(items))
+        self._lists_used.add(id(items))
+        if hit is not None and hit[0] is items:
+            seen, dumps = hit[1], hit[2]
+            n = len(seen)
+            if len(items) >= n and all(map(operator.is_, items[:n], seen)):
+                if len(items) > n:
+                    dumps = dumps + [self._part(x) for x in items[n:]]
+                    self._lists[id(items)] = (items, list(items), dumps)
+                return dumps
+        dumps = [self._part(x) for x in items]
+        self._lists[id(items)] = (items, list(items), dumps)
+        return dumps
+
+    def _part(self, part: Step | Approval | StepResult) -> Any:
+        """A step, approval or result: every field holds an immutable value (steps' operations
+        are frozen models), so equal field values mean an equal dump."""
+        self._used.add(id(part))
+        values = tuple(part.__dict__.values())
+        hit = self._parts.get(id(part))
+        if hit is not None and hit[0] is part and hit[1] == values:
+            return hit[2]
+        dumped = part.model_dump(mode="json")
+        seed = self._seeds.pop(id(part), None)
+        if seed is not None and seed[0] is part:
+            dumped = share(seed[1], dumped)
+        elif hit is not None and hit[0] is part:
+            dumped = share(hit[2], dumped)
+        self._parts[id(part)] = (part, values, dumped)
+        return dumped
+
+    def prune(self) -> None:
+        """Forget the parts no plan held in this round (now and then: when they are many).
+        Items of a list reused whole were not looked at: forgetting them costs nothing, the
+        list's own entry keeps their dumps."""
+        if len(self._parts) > 2 * len(self._used) + 64:
+            self._parts = {k: v for k, v in self._parts.items() if k in self._used}
+            self._seeds = {k: v for k, v in self._seeds.items() if k in self._used}
+        if len(self._lists) > 2 * len(self._lists_used) + 16:
+            self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
+        self._used = set()
+        self._lists_used = set()
+
+
+def share(old: Any, new: Any) -> Any:
+    """``new`` with every part equal to the same part of ``old`` replaced by that part: the
+    serializer has the old parts' text already."""
+    if old is None or type(old) is not type(new):
+        return new
+    if old == new:
+        return old
+    if isinstance(new, dict):
+        return {k: share(old.get(k), v) for k, v in new.items()}
+    if isinstance(new, list) and len(old) == len(new):
+        return [share(a, b) for a, b in zip(old, new, strict=True)]
+    if isinstance(new, list):
+        return [share(old[i], b) if i < len(old) else b for i, b in enumerate(new)]
+    return new
