@@ -200,7 +200,9 @@ class CellReviewLink:
                 raise UsageMistake(
                     f"step {number} was not applied: {outcome.message or outcome.status}"
                 )
-        batch = Batch(self.session, [plan.steps[number - 1]], decision.revision)
+        batch = Batch(
+            self.session, [plan.steps[number - 1]], decision.revision, by="in-cell review"
+        )
 
         async def run() -> None:
             await batch.run()

@@ -103,6 +103,13 @@ def statuses(nb_path: Path) -> list[str]:
     return [s["status"] for plan in stored.get("plans", []) for s in plan["revisions"][-1]["steps"]]
 
 
+def approvers(nb_path: Path) -> list[str]:
+    from planbook.engine.store import from_layout
+
+    stored = from_layout(json.loads(nb_path.read_text())["metadata"].get("planbook", {}))
+    return [a["by"] for plan in stored.get("plans", []) for a in plan["approvals"]]
+
+
 def test_a_page_sees_the_plan_on_its_cells_and_approves_one_step(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         page = Page(k)
@@ -150,6 +157,8 @@ def test_a_page_sees_the_plan_on_its_cells_and_approves_one_step(nb: Path) -> No
         saved = json.loads(nb.read_text())["cells"][2]
         assert "".join(saved["outputs"][0]["text"]) == "63\n"
         assert statuses(nb) == ["done", "pending"]
+        # the record says where the person approved it (`%plan log`, the CLI's history)
+        assert approvers(nb) == ["in-cell review"]
 
         page.decide(action="reject", step_id=insert["id"], revision=shown["plan"]["revision"])
         page.plan(lambda m: m["steps"] == [])

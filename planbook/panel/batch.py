@@ -28,9 +28,13 @@ STEP_TURNS = 20
 
 
 class Batch:
-    def __init__(self, session: Session, steps: Sequence[Step], revision: int) -> None:
+    def __init__(
+        self, session: Session, steps: Sequence[Step], revision: int, *, by: str = "review panel"
+    ) -> None:
         self.session = session
         self.revision = revision
+        #: Who approved, as the plan's record keeps it (the panel, the cell's own button).
+        self.by = by
         #: (step id, content hash when approved), in plan order.
         self.steps = [(s.id, approval_hash([s])) for s in steps]
         #: Set from any thread (a Stop message); read before each step.
@@ -78,7 +82,7 @@ class Batch:
         if step.status != "pending":
             return True
         try:
-            report = self.session.approve([number], by="review panel")
+            report = self.session.approve([number], by=self.by)
         except PlanbookError as exc:
             self.error = str(exc)
             return False
