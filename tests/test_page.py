@@ -361,6 +361,8 @@ def test_the_page_backend_needs_the_extension_where_the_server_looks(
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
     monkeypatch.delenv("JUPYTER_PATH", raising=False)
+    # only these folders: the venv's own share/jupyter holds the extension after `pip install`
+    monkeypatch.setattr("jupyter_core.paths.jupyter_path", lambda *sub: [str(data.joinpath(*sub))])
     assert not labextension_enabled()
     (data / "labextensions" / "planbook").mkdir(parents=True)
     (data / "labextensions" / "planbook" / "package.json").write_text("{}")

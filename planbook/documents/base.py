@@ -111,6 +111,14 @@ def catch_up(document: NotebookDocument) -> None:
         fetch()
 
 
+def replaced_by_holder(document: NotebookDocument) -> int:
+    """How many times whoever holds the notebook replaced the kernel's copy with its own (the
+    open page: after refusing a change, or reloaded without saving). After one, a saved record
+    older than the one in memory is the truth, not a rewind to undo: what it lacks never
+    happened there. The file and the live room are never replaced this way."""
+    return int(getattr(document, "replaced", 0))
+
+
 def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0) -> str:
     """Make sure what was committed survives a stop of whoever holds the document (the live
     room: the server saves it now, unless it did less than ``unless_saved_within`` seconds

@@ -162,6 +162,9 @@ class PageNotebook(NodeNotebook):
         self._seq = 0  # the last apply message sent
         self._base = 0  # the message the page's next apply builds on
         self._resynced_upto = 0  # refusals of messages up to this one are already settled
+        #: Times the page's own state replaced the kernel's copy (documents/base.py
+        #: ``replaced_by_holder``: the Store then believes the page's record, however old).
+        self.replaced = 0
         self._unacked: dict[int, set[str]] = {}  # seq -> ids of the cells it changes
         self._held: list[dict[str, Any]] = []  # metadata changes made before the page connected
         self._ops: list[dict[str, Any]] = []
@@ -242,6 +245,7 @@ class PageNotebook(NodeNotebook):
         self._base = message.seen
         self._resynced_upto = self._seq
         self._unacked.clear()
+        self.replaced += 1
         if self._held:
             held, self._held = self._held, []
             for op in held:

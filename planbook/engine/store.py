@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planbook.documents.base import DELETE, MetadataPath, NotebookDocument
+from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
 from planbook.errors import MetadataError, first_problem
@@ -172,6 +172,7 @@ class Store:
         #: the record must be reconciled with the cells (engine/reconcile.py).
         self.rewinds = 0
         self._save_failed = False
+        self._replaced = replaced_by_holder(document)
         self.load()
 
     def load(self) -> None:
@@ -187,13 +188,15 @@ class Store:
         went through, was put back underneath (the live server overwrote the room with the
         file): memory is kept and ``rewinds`` grows, so the caller reconciles."""
         raw = self.document.get_metadata(METADATA_KEY)
+        replaced = replaced_by_holder(self.document)
         if raw is not self._raw and raw != self._raw:
-            memory, failed = self.state, self._save_failed
+            memory, failed = self.state, self._save_failed or replaced != self._replaced
             self.load()
             if not failed and older_copy(self.state, memory):
                 self.state = memory  # the next save writes what the older copy lacks
                 self.rewinds += 1
         self._raw = raw
+        self._replaced = replaced
 
     def save(self) -> None:
         """Write what changed since the last save, entry by entry (see the module docstring)."""

@@ -21,6 +21,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from planbook import Session
+from planbook.documents.file import FileNotebook
+from planbook.workspace import Workspace
 from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.jupyter_server import JupyterServerError, RunningServer
 from tests.support.labextension import expose_labextension
@@ -197,8 +200,9 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     (plan,) = record["plans"].values() if isinstance(record["plans"], dict) else record["plans"]
     statuses = [step["status"] for step in _steps(plan)]
     assert statuses == ["done", "done"], statuses
-    checkpoints = [cp for shard in record["checkpoints"].values() for cp in shard.values()]
-    labels = sorted(cp["label"] for cp in checkpoints)
+    # read as planbook reads them (a stored checkpoint leaves its default label to the step)
+    on_disk = Session(FileNotebook(server.root / notebook), Workspace(server.root))
+    labels = sorted(cp.label for cp in on_disk.checkpoints())
     assert labels == ["before step 1 (insert_cell)", "before step 2 (edit_cell)"], labels
 
     # roll back the last step (the insert): gone from the page, and from the file it saves

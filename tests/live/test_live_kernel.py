@@ -3,6 +3,7 @@ the kernel finds its notebook and edits the shared document; a second client wat
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -44,6 +45,11 @@ def test_without_collaboration_the_kernel_says_why_and_uses_the_file(
     tmp_path: Any,
 ) -> None:
     with start_jupyter(tmp_path / "plain", collaboration=False) as plain:
+        # planbook's own JupyterLab extension disabled too (as a person may): the file
+        page_config = plain.home / "config" / "labconfig" / "page_config.json"
+        config = json.loads(page_config.read_text())
+        config["disabledExtensions"]["planbook"] = True
+        page_config.write_text(json.dumps(config))
         plain.write_notebook("plain.ipynb", ["x = 1"])
         session = plain.create_session("plain.ipynb")
         out = run(plain, session, OPEN + "print(s.document.backend)\nprint(s.document.description)")
@@ -53,6 +59,15 @@ def test_without_collaboration_the_kernel_says_why_and_uses_the_file(
         assert "planbook[live]" in description
         run(plain, session, "s.propose.insert_cell('y = 2', reason='r'); s.approve()")
         assert disk_sources(on_disk(plain, "plain.ipynb"))[-1] == "y = 2"
+
+        # with the extension (what `pip install planbook` gives): the open page is the notebook
+        del config["disabledExtensions"]["planbook"]
+        page_config.write_text(json.dumps(config))
+        plain.write_notebook("paged.ipynb", ["x = 1"])
+        paged = plain.create_session("paged.ipynb")
+        out = run(plain, paged, OPEN + "print(s.document.backend)\nprint(s.document.description)")
+        backend, description = out.strip().splitlines()
+        assert backend == "page" and "saving the page saves them" in description
 
 
 def test_an_approved_plan_appears_in_the_room_and_on_disk(
