@@ -119,7 +119,13 @@ def plan_view(steps: int) -> dict[str, Any]:
     cells = [
         Cell(id=f"c{i}", source=f"value_{i} = load({i})\nprint(value_{i})") for i in range(steps)
     ]
-    root = Path(tempfile.mkdtemp(prefix="planbook-bench-"))
+    # Removed once the view is built: a folder left in the system temp dir is what the test
+    # suite's leftovers check reports when a benchmark runs beside it.
+    with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
+        return _staged_view(cells, Path(tmp), steps, ReviewPanel)
+
+
+def _staged_view(cells: list[Cell], root: Path, steps: int, panel: Any) -> dict[str, Any]:
     session = Session(MemoryNotebook(cells), Workspace(root))
     for i in range(steps):
         if i % 3 == 2:
@@ -134,7 +140,7 @@ def plan_view(steps: int) -> dict[str, Any]:
                 f"value_{i} = load({i}, cache=True)\nprint(value_{i}.head())",
                 reason=f"cache load {i}",
             )
-    view: dict[str, Any] = ReviewPanel(session).view
+    view: dict[str, Any] = panel(session).view
     return view
 
 
