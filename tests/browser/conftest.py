@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.browser import chromium_context
 
 #: Screenshots and logs the browser tests keep (tests/artifacts is ignored by git).
 ARTIFACTS = Path(
@@ -25,17 +25,5 @@ def artifacts() -> Path:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=chromium_path(),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1200, "height": 1000},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
+    with chromium_context(tmp_path / "chromium-profile") as context:
+        yield context

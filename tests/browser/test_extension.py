@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.browser import chromium_context
 from tests.support.jupyter_server import JupyterServerError, RunningServer
 from tests.support.labextension import expose_labextension
 
@@ -71,21 +71,8 @@ def notebook(server: RunningServer) -> Iterator[str]:
 
 @pytest.fixture
 def browser_page(tmp_path: Path) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    expect.set_options(timeout=30_000)
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium"),
-            executable_path=chromium_path(),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            viewport={"width": 1100, "height": 1000},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
+    with chromium_context(tmp_path / "chromium", width=1100) as context:
+        yield context.new_page()
 
 
 def page_kernel(server: RunningServer, notebook: str) -> str:

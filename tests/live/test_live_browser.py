@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.live.conftest import run
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
@@ -20,21 +20,9 @@ pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=30_000)
-
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium"),
-            executable_path=chromium_path(),
-            args=CHROMIUM_ARGS,
-            headless=True,
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
+    # Playwright's default viewport (1280 x 720), as this test was written against
+    with chromium_context(tmp_path / "chromium", width=1280, height=720) as context:
+        yield context.new_page()
 
 
 def page_kernel(server: RunningServer, notebook: str) -> dict[str, Any]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = os.environ.get("PLANBOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -26,3 +29,24 @@ def chromium_path() -> str:
     raise FileNotFoundError(
         f"no Chromium at {CHROMIUM}: install it with `apt-get install -y chromium`"
     )
+
+
+@contextmanager
+def chromium_context(profile: Path, *, width: int = 1200, height: int = 1000) -> Iterator[Any]:
+    """A persistent Chromium context (its own profile folder) under Playwright, with the
+    timeout every browser test waits for a JupyterLab page with (30 s: 2 shared cores)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=chromium_path(),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": width, "height": height},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
