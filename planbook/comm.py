@@ -18,11 +18,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from planbook.comm_view import PROTOCOL, plan_message
 from planbook.documents.page import PAGE_TYPES
-from planbook.errors import PlanbookError, UsageMistake, first_problem
+from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.events import Event
 from planbook.panel.batch import Batch
 from planbook.panel.mainloop import call_on_main, running_main_loop, start_on_main
@@ -58,14 +58,13 @@ _DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision)
 
 
 def parse(content: object) -> ApproveStep | RejectStep:
-    try:
-        return _DECISION.validate_python(content)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole="message")
-        raise UsageMistake(
-            f"the page sent a decision planbook cannot read ({where}: {problem}); nothing "
-            "was changed: reload the page"
-        ) from None
+    return read_message(
+        _DECISION,
+        content,
+        unreadable="the page sent a decision planbook cannot read",
+        fix="reload the page",
+        error=UsageMistake,
+    )
 
 
 class CellReviewLink:

@@ -7,10 +7,13 @@ without a traceback and the panel can show it as it is.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from pydantic import ValidationError
+    from pydantic import TypeAdapter, ValidationError
+
+_T = TypeVar("_T")
 
 #: Where the person is talking to planbook: the magics in a notebook, Python (a script, or
 #: ``pb.*`` calls), or the ``planbook`` command.
@@ -73,6 +76,25 @@ def first_problem(exc: ValidationError, *, whole: str) -> tuple[str, str]:
     itself) and what it is: enough for a one-line message, the rest is noise to a person."""
     first = exc.errors()[0]
     return ".".join(str(p) for p in first["loc"]) or whole, first["msg"]
+
+
+def read_message(
+    adapter: TypeAdapter[_T],
+    content: object,
+    *,
+    unreadable: str,
+    fix: str,
+    error: Callable[[str], Exception],
+) -> _T:
+    """``content`` as ``adapter`` reads it; else ``error`` with one line: what could not be
+    read, where and why, that nothing changed, and ``fix`` (a front end's message, say)."""
+    from pydantic import ValidationError
+
+    try:
+        return adapter.validate_python(content)
+    except ValidationError as exc:
+        where, problem = first_problem(exc, whole="message")
+        raise error(f"{unreadable} ({where}: {problem}); nothing was changed: {fix}") from None
 
 
 class PlanbookError(Exception):

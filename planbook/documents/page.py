@@ -35,12 +35,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from planbook.documents.base import DELETE, Cell, CellType, MetadataPath, apply_metadata_changes
 from planbook.documents.nbnode import NodeNotebook, Tree, assign_ids, normalize, to_raw
 from planbook.documents.serializer import join_text
-from planbook.errors import TransactionFailed, UsageMistake, first_problem
+from planbook.errors import TransactionFailed, UsageMistake, read_message
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -113,14 +113,13 @@ PAGE_TYPES = frozenset({"cells", "applied", "refused"})
 
 
 def parse_page_message(content: object) -> PageCells | PageApplied | PageRefused:
-    try:
-        return _MESSAGE.validate_python(content)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole="message")
-        raise UsageMistake(
-            f"the page sent notebook content planbook cannot read ({where}: {problem}); "
-            "nothing was changed: reload the page"
-        ) from None
+    return read_message(
+        _MESSAGE,
+        content,
+        unreadable="the page sent notebook content planbook cannot read",
+        fix="reload the page",
+        error=UsageMistake,
+    )
 
 
 def _json(cell: Cell) -> dict[str, Any]:

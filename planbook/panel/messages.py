@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from planbook.errors import first_problem
+from planbook.errors import read_message
 
 
 class _Action(BaseModel):
@@ -125,11 +125,10 @@ class BadMessage(ValueError):
 
 
 def parse(content: object) -> Action:
-    try:
-        return _ADAPTER.validate_python(content)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole="message")
-        raise BadMessage(
-            f"the panel sent a message planbook cannot read ({where}: {problem}); "
-            "nothing was changed: re-run the cell that shows the panel"
-        ) from None
+    return read_message(
+        _ADAPTER,
+        content,
+        unreadable="the panel sent a message planbook cannot read",
+        fix="re-run the cell that shows the panel",
+        error=BadMessage,
+    )
