@@ -25,7 +25,7 @@ from planbook import Session
 from planbook.documents.file import FileNotebook
 from planbook.workspace import Workspace
 from tests.support.browser import chromium_context
-from tests.support.jupyter_server import JupyterServerError, RunningServer
+from tests.support.jupyter_server import RunningServer
 from tests.support.labextension import expose_labextension
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
@@ -49,15 +49,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 @pytest.fixture
 def notebook(server: RunningServer) -> Iterator[str]:
     name = f"page{next(_names)}.ipynb"
-    path = server.write_notebook(name, ["x = 1", "print(x)", "z = 'old'", ""])
-    nb = json.loads(path.read_text())
-    for i, cell in enumerate(nb["cells"], 1):
-        cell["id"] = f"c{i}"
-    path.write_text(json.dumps(nb, indent=1))
+    server.write_notebook(
+        name, ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
+    )
     yield name
-    for session in server.api("GET", "api/sessions"):  # its kernel: 2 cores are shared
-        with contextlib.suppress(JupyterServerError):
-            server.api("DELETE", f"api/sessions/{session['id']}")
+    server.end_sessions()
 
 
 @pytest.fixture

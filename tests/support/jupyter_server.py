@@ -323,8 +323,11 @@ class RunningServer:
         sep = "&" if "?" in path else "?"
         return f"{base}{path.lstrip('/')}{sep}token={self.token}"
 
-    def write_notebook(self, name: str, cells: Sequence[str] = ()) -> Path:
-        """Write a small notebook (code cells with these sources) into the root."""
+    def write_notebook(
+        self, name: str, cells: Sequence[str] = (), *, ids: Sequence[str] = ()
+    ) -> Path:
+        """Write a small notebook (code cells with these sources; with ``ids``, these cell
+        ids, else random ones) into the root."""
         nb = {
             "nbformat": 4,
             "nbformat_minor": 5,
@@ -338,20 +341,29 @@ class RunningServer:
             },
             "cells": [
                 {
-                    "id": uuid.uuid4().hex[:8],
+                    "id": cell_id,
                     "cell_type": "code",
                     "source": src,
                     "metadata": {},
                     "outputs": [],
                     "execution_count": None,
                 }
-                for src in cells
+                for src, cell_id in zip(
+                    cells, ids or [uuid.uuid4().hex[:8] for _ in cells], strict=True
+                )
             ],
         }
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(nb, indent=1))
         return path
+
+    def end_sessions(self) -> None:
+        """Shut down every kernel session (2 cores are shared); a kernel still restarting
+        may refuse: it is left to the server's own shutdown."""
+        for session in self.api("GET", "api/sessions"):
+            with contextlib.suppress(JupyterServerError):
+                self.api("DELETE", f"api/sessions/{session['id']}")
 
     def create_session(self, nb_path: str | Path) -> dict[str, Any]:
         """POST /api/sessions for this notebook with a python3 kernel (as the frontend does)."""
