@@ -14,10 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import nbformat
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_notebooks import HERE, Cell, build, code, copy_cell, execute, md
+from make_notebooks import Cell, code, copy_cell, md, write_notebooks
 
 NAME = "agent-memory.ipynb"
 
@@ -175,14 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--execute", action="store_true", help="run it and keep the outputs")
     args = parser.parse_args(argv)
-    for name, make in NOTEBOOKS.items():
-        path = HERE / name
-        nb = build(make())
-        nbformat.write(nb, path)  # written first: the notebook copies itself when it runs
-        if args.execute:
-            execute(nb, HERE)
-            nbformat.write(nb, path)
-        print(f"wrote {path.relative_to(HERE.parent)}", file=sys.stderr)
+    write_notebooks(NOTEBOOKS, execute_them=args.execute)
     return 0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nbformat
@@ -928,17 +928,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--execute", action="store_true", help="run them and keep the outputs")
     parser.add_argument("names", nargs="*", help="only these notebooks")
     args = parser.parse_args(argv)
-    for name, make in NOTEBOOKS.items():
-        if args.names and name not in args.names:
+    write_notebooks(NOTEBOOKS, execute_them=args.execute, only=args.names)
+    return 0
+
+
+def write_notebooks(
+    notebooks: dict[str, Callable[[], list[Cell]]],
+    *,
+    execute_them: bool,
+    only: Sequence[str] = (),
+) -> None:
+    """Build each notebook (or those named in ``only``) into notebooks/, executed if asked."""
+    for name, make in notebooks.items():
+        if only and name not in only:
             continue
         path = HERE / name
         nb = build(make())
         nbformat.write(nb, path)  # written first: the notebook copies itself when it runs
-        if args.execute:
+        if execute_them:
             execute(nb, HERE)
             nbformat.write(nb, path)
         print(f"wrote {path.relative_to(HERE.parent)}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
