@@ -42,7 +42,7 @@ from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress,
 from planbook.errors import ConflictError, UnknownCell
 
 if TYPE_CHECKING:
-    from pycrdt import Array, Map
+    from pycrdt import Array, Doc, Map
 
 __all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
@@ -542,8 +542,11 @@ class LiveNotebook:
                 merged = watch.merged()
                 if not merged:
                     return
-                theirs, after_ours = watch.theirs(own)
-                if after_ours:
+                # the order in which the server applied their edit and this one decides what
+                # their text is: wait (briefly) for the relay of what the sync brought
+                self._room.wait(lambda: watch.all_relayed(own), self.RELAY_WAIT)
+                theirs = watch.theirs(own)
+                if theirs.after_ours:
                     # their edit was made on this step's text (it came after the step, it did
                     # not race it): the step is done and their later edit stands
                     return
@@ -553,19 +556,32 @@ class LiveNotebook:
                 with room.doc.transaction(origin="planbook"):
                     ids = [str(c.get("id")) for c in room.cells]
                     for cell_id in merged:
-                        if cell_id in theirs and cell_id in ids:
-                            ynb.set_cell(ids.index(cell_id), source=theirs[cell_id])
+                        if cell_id in theirs.texts and cell_id in ids:
+                            ynb.set_cell(ids.index(cell_id), source=theirs.texts[cell_id])
                 room.changed()
                 self._cache = None
                 room.send(room.doc.get_update(before), [], self.confirm_timeout)
         finally:
             watch.stop()
+        unknown = theirs.unknown.get(merged[0])
         error = ConflictError(
             f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
-            "cell keeps their text and none of the step's: review the cell and re-plan"
+            "cell keeps their text and none of the step's"
+            + (
+                f" (their edit reached the server just after the step's, so it cannot tell "
+                f"whether they kept the text the step replaced, {_excerpt(unknown)}: it is "
+                "left out)"
+                if unknown
+                else ""
+            )
+            + ": review the cell and re-plan"
         )
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
+
+    #: How long a merge's put-back waits for the server to relay what a sync brought (the
+    #: relay tells in which order the server applied the edits), in seconds.
+    RELAY_WAIT = 2.0
 
     def _cell_ids(self) -> list[str]:
         """The ids of the shared cells in order (call holding the room's ``cond``): from the
@@ -665,6 +681,19 @@ class LiveNotebook:
         return f"<LiveNotebook {self.address.path!r} on {self.address.server_url}>"
 
 
+@dataclass
+class _Theirs:
+    """What the others made of a transaction's targets (see ``_SourceWatch.theirs``)."""
+
+    #: each target's text as the others left it, without this transaction
+    texts: dict[str, str]
+    #: an edit of theirs was made on this transaction's text: it came after, it did not race
+    after_ours: bool
+    #: targets whose text before the transaction cannot be known to be kept or deleted by
+    #: them (their edit reached the server after this one): that text, left out of ``texts``
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
 class _SourceWatch:
     """The shared text of each cell a transaction rewrites, what the document held before
     it, and every update the room sends meanwhile: enough to rebuild each target's text as
@@ -688,7 +717,7 @@ class _SourceWatch:
             if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
                 self.targets[cell_id] = source
         self.before = room.doc.get_update() if self.targets else b""
-        self.received: list[bytes] = []
+        self.received: list[tuple[bool, bytes]] = []
         if self.targets:
             room.recorders.append(self.received)
 
@@ -708,47 +737,101 @@ class _SourceWatch:
                 found.append(cell_id)
         return found
 
-    def theirs(self, own: bytes) -> tuple[dict[str, str], bool]:
+    def _rebuilt(self, updates: list[bytes]) -> Doc[Any]:
+        """The document before this transaction plus ``updates`` (an update that builds on
+        something missing here stays pending: it changes nothing)."""
+        from pycrdt import Doc
+
+        doc: Doc[Any] = Doc()
+        doc.apply_update(self.before)
+        for update in updates:
+            doc.apply_update(update)
+        return doc
+
+    def _texts(self, doc: Doc[Any]) -> dict[str, str]:
+        from pycrdt import Array
+
+        return {
+            str(c.get("id")): str(c.get("source", ""))
+            for c in doc.get("cells", type=Array)
+            if str(c.get("id")) in self.targets
+        }
+
+    def all_relayed(self, own: bytes) -> bool:
+        """Whether everything the room holds came here relayed too. An answer to a sync
+        request can bring a change before the server relays it; only the relay says in which
+        order the server applied it (call holding the room's ``cond``)."""
+        relayed = [update for was_relayed, update in self.received if was_relayed]
+        return _clocks(self._rebuilt([own, *relayed]).get_state()) == _clocks(
+            self.room.doc.get_state()
+        )
+
+    def theirs(self, own: bytes) -> _Theirs:
         """Each target's text as the others left it: the document before this transaction
-        plus what the room sent since, leaving out every update that brings this client's
+        plus what the others did since, leaving out every update that brings this client's
         items (the room's echo of this transaction; an update that builds on it cannot apply
-        without it, so none of it leaks in). And whether an edit of theirs was made on this
-        transaction's text (it changes the target with this transaction, and nothing
-        without it): then it came after the change, it did not race it."""
-        from pycrdt import Array, Doc
+        without it, so none of it leaks in).
 
+        The server relays a transaction as IT applied it: a deletion of text someone deleted
+        first is not in the relay. So an edit that reached the server before this one comes
+        with all its deletions (exact), but one that reached it after this one (it is relayed
+        after this one's echo) lacks its deletions of the text this transaction deleted:
+        whether they kept that text is known nowhere. Rebuilt from the relay, a full
+        replacement of theirs would come back as the old text followed by theirs. Then their
+        text is the room's without this transaction's own text (what it deleted stays
+        deleted), and the old text is named in ``unknown``."""
         mine = self.room.doc.client_id
-
-        def rebuilt(updates: list[bytes]) -> Doc[Any]:
-            doc: Doc[Any] = Doc()
-            doc.apply_update(self.before)
-            for update in updates:
-                doc.apply_update(update)
-            return doc
-
-        def texts(doc: Doc[Any]) -> dict[str, str]:
-            return {
-                str(c.get("id")): str(c.get("source", ""))
-                for c in doc.get("cells", type=Array)
-                if str(c.get("id")) in self.targets
-            }
-
-        own_clock = _clocks(rebuilt([]).get_state()).get(mine, 0)
-        with_own = rebuilt([own])
-        seen = texts(with_own)
+        before = self._rebuilt([])
+        own_clock = _clocks(before.get_state()).get(mine, 0)
+        complete = self.all_relayed(own)
+        with_own = self._rebuilt([own])
+        seen = self._texts(with_own)
         kept: list[bytes] = []
-        after_ours = False
-        for update in self.received:
-            if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
-                continue  # brings this transaction's items
+        after_ours = echoed = late = False
+        for relayed, update in self.received:
+            if not relayed and complete:
+                continue  # its changes come (came) relayed as well, in the server's order
+            if _clocks(self._rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
+                echoed = True  # brings this transaction's items
+                continue
             with_own.apply_update(update)
-            now = texts(with_own)
+            now = self._texts(with_own)
             if now != seen:  # else: only what this transaction did already (its echo)
-                if texts(rebuilt([*kept, update])) == texts(rebuilt(kept)):
+                if self._texts(self._rebuilt([*kept, update])) == self._texts(self._rebuilt(kept)):
                     after_ours = True  # it touched only this transaction's text
+                else:  # made concurrently: applied by the server after this one?
+                    late = late or echoed or not relayed
                 kept.append(update)
             seen = now
-        return texts(rebuilt(kept)), after_ours
+        texts = self._texts(self._rebuilt(kept))
+        if not late:
+            return _Theirs(texts, after_ours)
+        without_own = self._texts(self._without_own(before))
+        old = self._texts(before)
+        unknown = {k: old[k] for k, v in without_own.items() if texts.get(k) != v and k in old}
+        return _Theirs(without_own, after_ours, unknown)
+
+    def _without_own(self, before: Doc[Any]) -> Doc[Any]:
+        """The room's document now without this client's items since ``before``: everything
+        the others added (what builds on this transaction's items stays pending) and every
+        deletion (the room cannot say who deleted what)."""
+        from pycrdt import Encoder
+
+        state = _clocks(before.get_state())
+        state[self.room.doc.client_id] = _clocks(self.room.doc.get_state()).get(
+            self.room.doc.client_id, 0
+        )
+        encoder = Encoder()
+        encoder.write_var_uint(len(state))
+        for client, clock in state.items():
+            encoder.write_var_uint(client)
+            encoder.write_var_uint(clock)
+        return self._rebuilt([self.room.doc.get_update(encoder.to_bytes())])
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    """``text`` quoted on one line, cut to about ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _clocks(state: bytes) -> dict[int, int]:

@@ -342,3 +342,60 @@ def test_a_replacement_made_on_the_step_s_text_is_a_later_edit_not_a_conflict(
     other.flush()
     assert other.sources()[1] == "y = 'later'"
     assert live.cells()[1].source == "y = 'later'"
+
+
+@pytest.mark.parametrize(
+    ("theirs", "expected"),
+    [("replace", "y = 'theirs'"), ("append", "0")],
+    ids=["full-replacement", "typed-at-the-end"],
+)
+def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_their_text(
+    server: RunningServer,
+    live: LiveNotebook,
+    other: YClient,
+    monkeypatch: pytest.MonkeyPatch,
+    theirs: str,
+    expected: str,
+) -> None:
+    """Issue 15's unexplained mixture, in the order that makes it: the person edits the cell
+    on the text before the step, and their update reaches the server just AFTER the step's.
+    The server relays it without the deletions the step had already made; rebuilt from that
+    relay, their full replacement came back as the old text followed by theirs
+    ("x = 1y = 'theirs'"). The cell must end as their text (what the step deleted stays
+    deleted: whether they kept it is known nowhere), as a conflict whose message names the
+    text the step replaced, so a person who typed into it can take it back."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send = Room.send
+
+    def their_edit(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
+        if theirs == "replace":
+            del text[0 : len(text)]
+            text.insert(0, "y = 'theirs'")
+        else:
+            text.insert(len(text), "0")
+
+    def step_first(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not (payload and any(op.kind == "replace" for op in payload)):
+            send(self, update, payload, timeout)
+            return
+        held = other.prepare(their_edit)  # made now, still on its way
+        send(self, update, payload, timeout)  # the step's change reaches the server first
+        other.deliver(held)
+        other.flush()
+        # their edit, relayed by the server, is here before planbook looks for a merge
+        assert live.wait_for(lambda cells: cells[1].source != "x = 'ours'\nmore = 1")
+
+    monkeypatch.setattr(Room, "send", step_first)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert "'x = 1'" in report.outcomes[0].message
+    other.flush()
+    assert other.sources()[1] == expected
+    assert live.cells()[1].source == expected
+    assert session.step_views()[0].status == "conflict"

@@ -414,12 +414,6 @@ def test_a_server_stop_loses_nothing_approved(
     assert total == Audit(), str(total)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 15 is open: about 1 trial in 40 to 120 ends as the text before the step "
-    "followed by the person's replacement ('a = 1y = ...'), reported as a conflict: the text "
-    "put back as theirs still holds what their replacement deleted; cause not found yet",
-)
 def test_a_full_replacement_racing_approve_is_a_conflict_never_a_mixture(
     server: RunningServer, runner: IPythonRunner
 ) -> None:

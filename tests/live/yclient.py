@@ -86,11 +86,20 @@ class YClient:
             return True
 
     def edit(self, fn: Callable[[YNotebook], None]) -> None:
+        self.deliver(self.prepare(fn))
+
+    def prepare(self, fn: Callable[[YNotebook], None]) -> bytes:
+        """Make an edit here without sending it yet (a person's edit still on the network):
+        ``deliver`` it later, after whatever it should race."""
         with self.lock:
             before = self.doc.get_state()
             with self.doc.transaction():
                 fn(self.ynb)
-            self.ws.send_binary(create_update_message(self.doc.get_update(before)))
+            return self.doc.get_update(before)
+
+    def deliver(self, update: bytes) -> None:
+        with self.lock:
+            self.ws.send_binary(create_update_message(update))
 
     def flush(self) -> None:
         """Wait until the server has applied everything sent so far."""
