@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import threading
 import time
@@ -44,7 +45,7 @@ from planbook.errors import ConflictError, UnknownCell
 if TYPE_CHECKING:
     from pycrdt import Array, Doc, Map
 
-__all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
+__all__ = ["LateMerge", "LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
 
 # -- operations buffered by a transaction ---------------------------------------------------
@@ -177,6 +178,9 @@ class LiveNotebook:
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
         self._unconfirmed: Ticket | None = None  # the last commit's, while not confirmed
+        #: Watches of text rewrites found unmerged at commit, kept until ``late_merges``: an
+        #: edit made on the text before can still reach the server after that look.
+        self._lingering: list[tuple[_SourceWatch, bytes]] = []
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -477,6 +481,7 @@ class LiveNotebook:
                 )
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
+            self._forget_lingering(txn.ops)
             watch = _SourceWatch(self._room, txn.ops)
             try:
                 update = self._apply(txn.ops, strict=True)
@@ -536,11 +541,17 @@ class LiveNotebook:
         report a conflict."""
         from jupyter_ydoc import YNotebook
 
+        lingers = False
         try:
             self._room.sync(self.confirm_timeout)
             with self._room.cond:
                 merged = watch.merged()
                 if not merged:
+                    lingers = True  # until the next ``late_merges``
+                    self._lingering.append((watch, own))
+                    for old, _ in self._lingering[: -self.LINGERING_AT_MOST]:
+                        old.stop()  # a caller that never asks: keep memory bounded
+                    del self._lingering[: -self.LINGERING_AT_MOST]
                     return
                 # the order in which the server applied their edit and this one decides what
                 # their text is: wait (briefly) for the relay of what the sync brought
@@ -562,22 +573,72 @@ class LiveNotebook:
                 self._cache = None
                 room.send(room.doc.get_update(before), [], self.confirm_timeout)
         finally:
-            watch.stop()
-        unknown = theirs.unknown.get(merged[0])
-        error = ConflictError(
-            f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
-            "cell keeps their text and none of the step's"
-            + (
-                f" (their edit reached the server just after the step's, so it cannot tell "
-                f"whether they kept the text the step replaced, {_excerpt(unknown)}: it is "
-                "left out)"
-                if unknown
-                else ""
-            )
-            + ": review the cell and re-plan"
-        )
+            if not lingers:
+                watch.stop()
+        error = ConflictError(_merge_message(merged[0], theirs.unknown.get(merged[0])))
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
+
+    @property
+    def watching(self) -> bool:
+        """Whether a text rewrite waits for ``late_merges``."""
+        return bool(self._lingering)
+
+    def late_merges(self) -> list[LateMerge]:
+        """Edits made on a target's text before a commit rewrote it that reached the server
+        only after the commit looked for a merge (a network's delay): each target's text as
+        they made it, for the caller to put back with its record of the change, in one
+        transaction. One round trip, only while a text rewrite is watched: a watch ends with
+        what it finds, when someone edits the step's text itself (they saw it: nothing can
+        race it any more), when this process rewrites the cell again, or LINGER_FOR seconds
+        after its commit (the executor asks before each step, before code runs, and at the
+        run's end)."""
+        lingering, self._lingering = self._lingering, []
+        if not lingering:
+            return []
+        found: list[LateMerge] = []
+        kept: list[tuple[_SourceWatch, bytes]] = []
+        try:
+            if not self._room.sync(self.confirm_timeout):
+                return []  # unreachable: the room's reconcile takes over from here
+            with self._room.cond:
+                for watch, own in lingering:
+                    if watch.reloads != self._room.reloads:
+                        continue  # its texts are gone with the old copy
+                    merged = watch.merged()
+                    if not merged:
+                        if time.monotonic() - watch.started < self.LINGER_FOR:
+                            kept.append((watch, own))
+                        continue
+                    self._room.wait(functools.partial(watch.all_relayed, own), self.RELAY_WAIT)
+                    theirs = watch.theirs(own)
+                    if theirs.after_ours:
+                        continue  # made on the step's text: a later edit, it stands
+                    found += [
+                        LateMerge(cell_id, theirs.texts[cell_id], theirs.unknown.get(cell_id))
+                        for cell_id in merged
+                        if cell_id in theirs.texts
+                    ]
+        finally:
+            for watch, _ in lingering:
+                if all(watch is not k for k, _ in kept):
+                    watch.stop()
+            self._lingering[:0] = kept
+        return found
+
+    def _forget_lingering(self, ops: list[_Op]) -> None:
+        """A change of a watched cell's text by this process ends its watch (a merge found
+        later could not be told from this change)."""
+        rewritten = {op.cell_id for op in ops if op.kind in ("replace", "delete", "move")}
+        for entry in list(self._lingering):
+            if rewritten & entry[0].targets.keys():
+                entry[0].stop()
+                self._lingering.remove(entry)
+
+    #: Watches kept for ``late_merges`` at most (the oldest end first), and for how long
+    #: after their commit (seconds): a person's edit is on the network for less than that.
+    LINGERING_AT_MOST = 8
+    LINGER_FOR = 5.0
 
     #: How long a merge's put-back waits for the server to relay what a sync brought (the
     #: relay tells in which order the server applied the edits), in seconds.
@@ -669,6 +730,9 @@ class LiveNotebook:
         last = self._unconfirmed
         if last is not None and not last.done and self._room.connected:
             self._room.wait(lambda: last.done, self.confirm_timeout)
+        for watch, _ in self._lingering:
+            watch.stop()
+        self._lingering.clear()
         self._room.close()
 
     def __enter__(self) -> LiveNotebook:
@@ -679,6 +743,22 @@ class LiveNotebook:
 
     def __repr__(self) -> str:
         return f"<LiveNotebook {self.address.path!r} on {self.address.server_url}>"
+
+
+@dataclass(frozen=True)
+class LateMerge:
+    """An edit that raced a committed text rewrite and reached the server after the commit
+    looked (see ``LiveNotebook.late_merges``)."""
+
+    cell_id: str
+    #: the cell's text as they made it, without the commit's change
+    text: str
+    #: the text before the commit, when whether they kept it cannot be known (left out)
+    unknown: str | None = None
+
+    def message(self) -> str:
+        """The conflict's one line."""
+        return _merge_message(self.cell_id, self.unknown)
 
 
 @dataclass
@@ -717,6 +797,8 @@ class _SourceWatch:
             if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
                 self.targets[cell_id] = source
         self.before = room.doc.get_update() if self.targets else b""
+        self.reloads = room.reloads  # a reload replaces the texts watched here
+        self.started = time.monotonic()
         self.received: list[tuple[bool, bytes]] = []
         if self.targets:
             room.recorders.append(self.received)
@@ -827,6 +909,20 @@ class _SourceWatch:
             encoder.write_var_uint(client)
             encoder.write_var_uint(clock)
         return self._rebuilt([self.room.doc.get_update(encoder.to_bytes())])
+
+
+def _merge_message(cell_id: str, unknown: str | None) -> str:
+    return (
+        f"cell {cell_id!r} was edited by someone else while this step changed it; the cell "
+        "keeps their text and none of the step's"
+        + (
+            " (their edit reached the server just after the step's, so whether they kept the "
+            f"text the step replaced, {_excerpt(unknown)}, cannot be known: it is left out)"
+            if unknown
+            else ""
+        )
+        + ": review the cell and re-plan"
+    )
 
 
 def _excerpt(text: str, limit: int = 60) -> str:

@@ -399,3 +399,54 @@ def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_
     assert other.sources()[1] == expected
     assert live.cells()[1].source == expected
     assert session.step_views()[0].status == "conflict"
+
+
+def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_the_run_s_end(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window after the merge check (issue 15): the person replaces the cell on the
+    text before the step, and their update reaches the server only after the step looked for
+    a merge (a slow network). The texts merge unseen there; the run's end looks again and
+    turns the step into a conflict with exactly their text, in the room and the record."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send, look = Room.send, LiveNotebook._take_back_if_merged
+    held: list[bytes] = []
+    raced: list[bool] = []
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+
+    def made_now(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not raced and payload and any(op.kind == "replace" for op in payload):
+            raced.append(True)
+            held.append(other.prepare(replace_all))  # made now, still on its way
+        send(self, update, payload, timeout)
+
+    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
+        look(self, watch, own)  # nothing merged yet: the step is done
+        while held:
+            other.deliver(held.pop())
+            other.flush()
+            assert live.wait_for(lambda cells: cells[1].source != "x = 'ours'\nmore = 1")
+            merged = live.cells()[1].source
+            assert "ours" in merged and "theirs" in merged  # the mixture, for now
+
+    monkeypatch.setattr(Room, "send", made_now)
+    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert "edited by someone else" in report.lines()[0]
+    other.flush()
+    assert other.sources()[1] == "y = 'theirs'"
+    assert live.cells()[1].source == "y = 'theirs'"
+    view = session.step_views()[0]
+    assert view.status == "conflict"
+    assert live.make_durable() == ""
+    assert "".join(on_disk(server, live.address.path)["cells"][1]["source"]) == "y = 'theirs'"

@@ -30,7 +30,8 @@ class YClient:
     """Joins a notebook's room; ``edit(fn)`` runs ``fn(ynotebook)`` in one transaction and sends
     the update; a background thread applies everyone else's updates."""
 
-    def __init__(self, server: RunningServer, path: str) -> None:
+    def __init__(self, server: RunningServer, path: str, *, via: str | None = None) -> None:
+        """``via``: the base URL the room's websocket goes through (a TcpProxy's)."""
         info = server.api(
             "PUT", f"api/collaboration/session/{path}", {"format": "json", "type": "notebook"}
         )
@@ -45,6 +46,8 @@ class YClient:
         url = server.ws_url(
             f"api/collaboration/room/json:notebook:{info['fileId']}?sessionId={info['sessionId']}"
         )
+        if via is not None:
+            url = url.replace(server.url.replace("http", "ws", 1), via.replace("http", "ws", 1))
         self.ws = websocket.create_connection(url, enable_multithread=True)
         self.ws.send_binary(create_sync_message(self.doc))
         self.thread = threading.Thread(target=self._pump, daemon=True)
