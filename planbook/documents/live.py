@@ -584,7 +584,7 @@ class LiveNotebook:
         """Whether a text rewrite waits for ``late_merges``."""
         return bool(self._lingering)
 
-    def late_merges(self) -> list[LateMerge]:
+    def late_merges(self, *, sync: bool = True) -> list[LateMerge]:
         """Edits made on a target's text before a commit rewrote it that reached the server
         only after the commit looked for a merge (a network's delay): each target's text as
         they made it, for the caller to put back with its record of the change, in one
@@ -592,14 +592,15 @@ class LiveNotebook:
         what it finds, when someone edits the step's text itself (they saw it: nothing can
         race it any more), when this process rewrites the cell again, or LINGER_FOR seconds
         after its commit (the executor asks before each step, before code runs, and at the
-        run's end)."""
+        run's end). ``sync=False``: look at what the server sent so far, without asking (it
+        sends each edit as it applies it: between two steps, that is as good)."""
         lingering, self._lingering = self._lingering, []
         if not lingering:
             return []
         found: list[LateMerge] = []
         kept: list[tuple[_SourceWatch, bytes]] = []
         try:
-            if not self._room.sync(self.confirm_timeout):
+            if sync and not self._room.sync(self.confirm_timeout):
                 return []  # unreachable: the room's reconcile takes over from here
             with self._room.cond:
                 for watch, own in lingering:

@@ -220,7 +220,7 @@ class Executor:
             with owner.running_here(own):
                 try:
                     for step_id in own:
-                        if self._late_conflicts(plan_id, report):
+                        if self._late_conflicts(plan_id, report, sync=False):
                             break
                         if self.stop_requested:
                             report.stopped = "stopped on request between steps"
@@ -560,13 +560,13 @@ class Executor:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
 
     def _late_conflicts(
-        self, plan_id: str, report: RunReport, current: str | None = None
+        self, plan_id: str, report: RunReport, current: str | None = None, *, sync: bool = True
     ) -> list[StepOutcome]:
         """Between steps, before code runs and at the run's end: a step done whose text
         rewrite met a late edit (see ``_put_back_late``) becomes a conflict in the report
         too (the run stops there); the outcomes, the ``current`` step's left to the caller."""
         try:
-            outcomes = self._put_back_late(plan_id)
+            outcomes = self._put_back_late(plan_id, sync=sync)
         except PlanbookError as exc:  # the room went away, or the cell changed again
             report.notes.append(
                 f"could not look for a late edit of a step's cell ({one_line(exc)}); "
@@ -581,13 +581,13 @@ class Executor:
                 report.notes.append(f"step {outcome.number}: conflict: {outcome.message}")
         return outcomes
 
-    def _put_back_late(self, plan_id: str) -> list[StepOutcome]:
+    def _put_back_late(self, plan_id: str, *, sync: bool = True) -> list[StepOutcome]:
         """An edit made on the text a step rewrote, before the step reached it, that reached
         the server only after the step looked for a merge (a network's delay): the cell gets
         their text back and the step becomes a conflict, in one transaction (one room update),
         with the one line that says so. The step is the plan's last one done (or running)
         that rewrote that cell's text: a later rewrite ends the watch of an earlier one."""
-        merges = _late_merges(self.document)
+        merges = _late_merges(self.document, sync=sync)
         if not merges:
             return []
         outcomes = []
@@ -883,10 +883,10 @@ def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:
     return None, None
 
 
-def _late_merges(document: NotebookDocument) -> list[LateMerge]:
+def _late_merges(document: NotebookDocument, *, sync: bool) -> list[LateMerge]:
     """The live room's late merges (``LiveNotebook.late_merges``); none elsewhere."""
     found = getattr(document, "late_merges", None)
-    return list(found()) if callable(found) else []
+    return list(found(sync=sync)) if callable(found) else []
 
 
 def _retryable(exc: BaseException) -> bool:
