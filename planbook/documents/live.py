@@ -579,11 +579,6 @@ class LiveNotebook:
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
 
-    @property
-    def watching(self) -> bool:
-        """Whether a text rewrite waits for ``late_merges``."""
-        return bool(self._lingering)
-
     def late_merges(self, *, sync: bool = True) -> list[LateMerge]:
         """Edits made on a target's text before a commit rewrote it that reached the server
         only after the commit looked for a merge (a network's delay): each target's text as

@@ -246,17 +246,17 @@ class Executor:
                         self._durable_step(plan_id, outcome)
                         if report.stopped:
                             break
-                    if not self._reloaded():
-                        if getattr(self.document, "watching", False):
-                            # the last step rewrote a cell's text: the save first leaves a
-                            # slower network's edit the time to arrive before the last look
-                            make_durable(self.document)
-                        self._late_conflicts(plan_id, report)
                 except KeyboardInterrupt:
                     report.stopped = "interrupted: the run ended cleanly between steps"
                 if self._reloaded():
                     self._settle_reload(plan_id, report)
                 self._end_run(plan_id, own, report)
+                # the last look, after the end's save: a slower network's edit had that long
+                # to arrive (a late conflict leaves no step open: the plan's state stands)
+                if not self._reloaded() and self._late_conflicts(plan_id, report):
+                    warning = make_durable(self.document)
+                    if warning:
+                        report.notes.append(warning)
         finally:
             self.active = False
         self._tell(
