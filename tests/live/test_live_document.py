@@ -450,3 +450,52 @@ def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_
     assert view.status == "conflict"
     assert live.make_durable() == ""
     assert "".join(on_disk(server, live.address.path)["cells"][1]["source"]) == "y = 'theirs'"
+
+
+def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, for a step that rewrites a cell and runs it: the look before its code runs
+    finds the late edit, so the merged text never runs; the step is a conflict, the cell
+    holds their text."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from planbook.documents.live_room import Room
+    from planbook.engine.runner import IPythonRunner
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    marker = server.root / f"{live.address.path}.ran"
+    runner = IPythonRunner(InteractiveShell.instance())
+    session = Session(live, Workspace(server.root), runner=lambda: runner)
+    session.propose.edit_cell("c2", f"open({str(marker)!r}, 'a').write('ran')", run=True)
+    send, look = Room.send, LiveNotebook._take_back_if_merged
+    held: list[bytes] = []
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+
+    def made_now(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not held and payload and any(op.kind == "replace" for op in payload):
+            held.append(other.prepare(replace_all))
+        send(self, update, payload, timeout)
+
+    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
+        look(self, watch, own)
+        if held and held[0]:
+            other.deliver(held[0])
+            held[0] = b""
+            other.flush()
+            assert live.wait_for(lambda cells: "theirs" in cells[1].source)
+
+    monkeypatch.setattr(Room, "send", made_now)
+    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert not marker.exists()  # the merged text never ran
+    other.flush()
+    assert other.sources()[1] == "y = 'theirs'"
+    assert live.cells()[1].source == "y = 'theirs'"
+    assert session.step_views()[0].status == "conflict"
