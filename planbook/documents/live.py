@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import threading
 import time
@@ -42,9 +43,9 @@ from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress,
 from planbook.errors import ConflictError, UnknownCell
 
 if TYPE_CHECKING:
-    from pycrdt import Array, Map
+    from pycrdt import Array, Doc, Map
 
-__all__ = ["LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
+__all__ = ["LateMerge", "LiveConnectionError", "LiveNotebook", "RoomAddress", "open_live"]
 
 
 # -- operations buffered by a transaction ---------------------------------------------------
@@ -177,6 +178,9 @@ class LiveNotebook:
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
         self._unconfirmed: Ticket | None = None  # the last commit's, while not confirmed
+        #: Watches of text rewrites found unmerged at commit, kept until ``late_merges``: an
+        #: edit made on the text before can still reach the server after that look.
+        self._lingering: list[tuple[_SourceWatch, bytes]] = []
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         try:
             self._ensure_ids()
@@ -477,6 +481,7 @@ class LiveNotebook:
                 )
             current = {c.id: c for c in self._shared_cells()}
             after = _check(txn, current)
+            self._forget_lingering(txn.ops)
             watch = _SourceWatch(self._room, txn.ops)
             try:
                 update = self._apply(txn.ops, strict=True)
@@ -536,14 +541,23 @@ class LiveNotebook:
         report a conflict."""
         from jupyter_ydoc import YNotebook
 
+        lingers = False
         try:
             self._room.sync(self.confirm_timeout)
             with self._room.cond:
                 merged = watch.merged()
                 if not merged:
+                    lingers = True  # until the next ``late_merges``
+                    self._lingering.append((watch, own))
+                    for old, _ in self._lingering[: -self.LINGERING_AT_MOST]:
+                        old.stop()  # a caller that never asks: keep memory bounded
+                    del self._lingering[: -self.LINGERING_AT_MOST]
                     return
-                theirs, after_ours = watch.theirs(own)
-                if after_ours:
+                # the order in which the server applied their edit and this one decides what
+                # their text is: wait (briefly) for the relay of what the sync brought
+                self._room.wait(lambda: watch.all_relayed(own), self.RELAY_WAIT)
+                theirs = watch.theirs(own)
+                if theirs.after_ours:
                     # their edit was made on this step's text (it came after the step, it did
                     # not race it): the step is done and their later edit stands
                     return
@@ -553,19 +567,78 @@ class LiveNotebook:
                 with room.doc.transaction(origin="planbook"):
                     ids = [str(c.get("id")) for c in room.cells]
                     for cell_id in merged:
-                        if cell_id in theirs and cell_id in ids:
-                            ynb.set_cell(ids.index(cell_id), source=theirs[cell_id])
+                        if cell_id in theirs.texts and cell_id in ids:
+                            ynb.set_cell(ids.index(cell_id), source=theirs.texts[cell_id])
                 room.changed()
                 self._cache = None
                 room.send(room.doc.get_update(before), [], self.confirm_timeout)
         finally:
-            watch.stop()
-        error = ConflictError(
-            f"cell {merged[0]!r} was edited by someone else while this step changed it; the "
-            "cell keeps their text and none of the step's: review the cell and re-plan"
-        )
+            if not lingers:
+                watch.stop()
+        error = ConflictError(_merge_message(merged[0], theirs.unknown.get(merged[0])))
         error.landed = True  # type: ignore[attr-defined]  # the record went with the change
         raise error
+
+    def late_merges(self, *, sync: bool = True) -> list[LateMerge]:
+        """Edits made on a target's text before a commit rewrote it that reached the server
+        only after the commit looked for a merge (a network's delay): each target's text as
+        they made it, for the caller to put back with its record of the change, in one
+        transaction. One round trip, only while a text rewrite is watched: a watch ends with
+        what it finds, when someone edits the step's text itself (they saw it: nothing can
+        race it any more), when this process rewrites the cell again, or LINGER_FOR seconds
+        after its commit (the executor asks before each step, before code runs, and at the
+        run's end). ``sync=False``: look at what the server sent so far, without asking (it
+        sends each edit as it applies it: between two steps, that is as good)."""
+        lingering, self._lingering = self._lingering, []
+        if not lingering:
+            return []
+        found: list[LateMerge] = []
+        kept: list[tuple[_SourceWatch, bytes]] = []
+        try:
+            if sync and not self._room.sync(self.confirm_timeout):
+                return []  # unreachable: the room's reconcile takes over from here
+            with self._room.cond:
+                for watch, own in lingering:
+                    if watch.reloads != self._room.reloads:
+                        continue  # its texts are gone with the old copy
+                    merged = watch.merged()
+                    if not merged:
+                        if time.monotonic() - watch.started < self.LINGER_FOR:
+                            kept.append((watch, own))
+                        continue
+                    self._room.wait(functools.partial(watch.all_relayed, own), self.RELAY_WAIT)
+                    theirs = watch.theirs(own)
+                    if theirs.after_ours:
+                        continue  # made on the step's text: a later edit, it stands
+                    found += [
+                        LateMerge(cell_id, theirs.texts[cell_id], theirs.unknown.get(cell_id))
+                        for cell_id in merged
+                        if cell_id in theirs.texts
+                    ]
+        finally:
+            for watch, _ in lingering:
+                if all(watch is not k for k, _ in kept):
+                    watch.stop()
+            self._lingering[:0] = kept
+        return found
+
+    def _forget_lingering(self, ops: list[_Op]) -> None:
+        """A change of a watched cell's text by this process ends its watch (a merge found
+        later could not be told from this change)."""
+        rewritten = {op.cell_id for op in ops if op.kind in ("replace", "delete", "move")}
+        for entry in list(self._lingering):
+            if rewritten & entry[0].targets.keys():
+                entry[0].stop()
+                self._lingering.remove(entry)
+
+    #: Watches kept for ``late_merges`` at most (the oldest end first), and for how long
+    #: after their commit (seconds): a person's edit is on the network for less than that.
+    LINGERING_AT_MOST = 8
+    LINGER_FOR = 5.0
+
+    #: How long a merge's put-back waits for the server to relay what a sync brought (the
+    #: relay tells in which order the server applied the edits), in seconds.
+    RELAY_WAIT = 2.0
 
     def _cell_ids(self) -> list[str]:
         """The ids of the shared cells in order (call holding the room's ``cond``): from the
@@ -653,6 +726,9 @@ class LiveNotebook:
         last = self._unconfirmed
         if last is not None and not last.done and self._room.connected:
             self._room.wait(lambda: last.done, self.confirm_timeout)
+        for watch, _ in self._lingering:
+            watch.stop()
+        self._lingering.clear()
         self._room.close()
 
     def __enter__(self) -> LiveNotebook:
@@ -663,6 +739,35 @@ class LiveNotebook:
 
     def __repr__(self) -> str:
         return f"<LiveNotebook {self.address.path!r} on {self.address.server_url}>"
+
+
+@dataclass(frozen=True)
+class LateMerge:
+    """An edit that raced a committed text rewrite and reached the server after the commit
+    looked (see ``LiveNotebook.late_merges``)."""
+
+    cell_id: str
+    #: the cell's text as they made it, without the commit's change
+    text: str
+    #: the text before the commit, when whether they kept it cannot be known (left out)
+    unknown: str | None = None
+
+    def message(self) -> str:
+        """The conflict's one line."""
+        return _merge_message(self.cell_id, self.unknown)
+
+
+@dataclass
+class _Theirs:
+    """What the others made of a transaction's targets (see ``_SourceWatch.theirs``)."""
+
+    #: each target's text as the others left it, without this transaction
+    texts: dict[str, str]
+    #: an edit of theirs was made on this transaction's text: it came after, it did not race
+    after_ours: bool
+    #: targets whose text before the transaction cannot be known to be kept or deleted by
+    #: them (their edit reached the server after this one): that text, left out of ``texts``
+    unknown: dict[str, str] = field(default_factory=dict)
 
 
 class _SourceWatch:
@@ -688,7 +793,9 @@ class _SourceWatch:
             if isinstance(source, Text) and self.wanted.get(cell_id, str(source)) != str(source):
                 self.targets[cell_id] = source
         self.before = room.doc.get_update() if self.targets else b""
-        self.received: list[bytes] = []
+        self.reloads = room.reloads  # a reload replaces the texts watched here
+        self.started = time.monotonic()
+        self.received: list[tuple[bool, bytes]] = []
         if self.targets:
             room.recorders.append(self.received)
 
@@ -708,47 +815,115 @@ class _SourceWatch:
                 found.append(cell_id)
         return found
 
-    def theirs(self, own: bytes) -> tuple[dict[str, str], bool]:
+    def _rebuilt(self, updates: list[bytes]) -> Doc[Any]:
+        """The document before this transaction plus ``updates`` (an update that builds on
+        something missing here stays pending: it changes nothing)."""
+        from pycrdt import Doc
+
+        doc: Doc[Any] = Doc()
+        doc.apply_update(self.before)
+        for update in updates:
+            doc.apply_update(update)
+        return doc
+
+    def _texts(self, doc: Doc[Any]) -> dict[str, str]:
+        from pycrdt import Array
+
+        return {
+            str(c.get("id")): str(c.get("source", ""))
+            for c in doc.get("cells", type=Array)
+            if str(c.get("id")) in self.targets
+        }
+
+    def all_relayed(self, own: bytes) -> bool:
+        """Whether everything the room holds came here relayed too. An answer to a sync
+        request can bring a change before the server relays it; only the relay says in which
+        order the server applied it (call holding the room's ``cond``)."""
+        relayed = [update for was_relayed, update in self.received if was_relayed]
+        return _clocks(self._rebuilt([own, *relayed]).get_state()) == _clocks(
+            self.room.doc.get_state()
+        )
+
+    def theirs(self, own: bytes) -> _Theirs:
         """Each target's text as the others left it: the document before this transaction
-        plus what the room sent since, leaving out every update that brings this client's
+        plus what the others did since, leaving out every update that brings this client's
         items (the room's echo of this transaction; an update that builds on it cannot apply
-        without it, so none of it leaks in). And whether an edit of theirs was made on this
-        transaction's text (it changes the target with this transaction, and nothing
-        without it): then it came after the change, it did not race it."""
-        from pycrdt import Array, Doc
+        without it, so none of it leaks in).
 
+        The server relays a transaction as IT applied it: a deletion of text someone deleted
+        first is not in the relay. So an edit that reached the server before this one comes
+        with all its deletions (exact), but one that reached it after this one (it is relayed
+        after this one's echo) lacks its deletions of the text this transaction deleted:
+        whether they kept that text is known nowhere. Rebuilt from the relay, a full
+        replacement of theirs would come back as the old text followed by theirs. Then their
+        text is the room's without this transaction's own text (what it deleted stays
+        deleted), and the old text is named in ``unknown``."""
         mine = self.room.doc.client_id
-
-        def rebuilt(updates: list[bytes]) -> Doc[Any]:
-            doc: Doc[Any] = Doc()
-            doc.apply_update(self.before)
-            for update in updates:
-                doc.apply_update(update)
-            return doc
-
-        def texts(doc: Doc[Any]) -> dict[str, str]:
-            return {
-                str(c.get("id")): str(c.get("source", ""))
-                for c in doc.get("cells", type=Array)
-                if str(c.get("id")) in self.targets
-            }
-
-        own_clock = _clocks(rebuilt([]).get_state()).get(mine, 0)
-        with_own = rebuilt([own])
-        seen = texts(with_own)
+        before = self._rebuilt([])
+        own_clock = _clocks(before.get_state()).get(mine, 0)
+        complete = self.all_relayed(own)
+        with_own = self._rebuilt([own])
+        seen = self._texts(with_own)
         kept: list[bytes] = []
-        after_ours = False
-        for update in self.received:
-            if _clocks(rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
-                continue  # brings this transaction's items
+        after_ours = echoed = late = False
+        for relayed, update in self.received:
+            if not relayed and complete:
+                continue  # its changes come (came) relayed as well, in the server's order
+            if _clocks(self._rebuilt([*kept, update]).get_state()).get(mine, 0) != own_clock:
+                echoed = True  # brings this transaction's items
+                continue
             with_own.apply_update(update)
-            now = texts(with_own)
+            now = self._texts(with_own)
             if now != seen:  # else: only what this transaction did already (its echo)
-                if texts(rebuilt([*kept, update])) == texts(rebuilt(kept)):
+                if self._texts(self._rebuilt([*kept, update])) == self._texts(self._rebuilt(kept)):
                     after_ours = True  # it touched only this transaction's text
+                else:  # made concurrently: applied by the server after this one?
+                    late = late or echoed or not relayed
                 kept.append(update)
             seen = now
-        return texts(rebuilt(kept)), after_ours
+        texts = self._texts(self._rebuilt(kept))
+        if not late:
+            return _Theirs(texts, after_ours)
+        without_own = self._texts(self._without_own(before))
+        old = self._texts(before)
+        unknown = {k: old[k] for k, v in without_own.items() if texts.get(k) != v and k in old}
+        return _Theirs(without_own, after_ours, unknown)
+
+    def _without_own(self, before: Doc[Any]) -> Doc[Any]:
+        """The room's document now without this client's items since ``before``: everything
+        the others added (what builds on this transaction's items stays pending) and every
+        deletion (the room cannot say who deleted what)."""
+        from pycrdt import Encoder
+
+        state = _clocks(before.get_state())
+        state[self.room.doc.client_id] = _clocks(self.room.doc.get_state()).get(
+            self.room.doc.client_id, 0
+        )
+        encoder = Encoder()
+        encoder.write_var_uint(len(state))
+        for client, clock in state.items():
+            encoder.write_var_uint(client)
+            encoder.write_var_uint(clock)
+        return self._rebuilt([self.room.doc.get_update(encoder.to_bytes())])
+
+
+def _merge_message(cell_id: str, unknown: str | None) -> str:
+    return (
+        f"cell {cell_id!r} was edited by someone else while this step changed it; the cell "
+        "keeps their text and none of the step's"
+        + (
+            " (their edit reached the server just after the step's, so whether they kept the "
+            f"text the step replaced, {_excerpt(unknown)}, cannot be known: it is left out)"
+            if unknown
+            else ""
+        )
+        + ": review the cell and re-plan"
+    )
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    """``text`` quoted on one line, cut to about ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _clocks(state: bytes) -> dict[int, int]:

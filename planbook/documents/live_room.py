@@ -130,8 +130,11 @@ class Room:
         #: may no longer match the room after that.
         self.reloads = 0
         self.reload_reason = ""
-        #: Lists that collect every update received from the room while they are in here.
-        self.recorders: list[list[bytes]] = []
+        #: Lists that collect every update received from the room while they are in here, each
+        #: with whether it was relayed (True: one transaction of a client as the server applied
+        #: it, in the server's order; False: an answer to a sync request, with every deletion
+        #: the server knows, whoever made it).
+        self.recorders: list[list[tuple[bool, bytes]]] = []
         #: How often the server set the saved file's hash in the room's state (it does after
         #: each save that wrote the file, and only then).
         self.hash_writes = 0
@@ -510,7 +513,7 @@ class Room:
                 update = read_message(data[2:])
                 if update != b"\x00\x00":
                     for recorder in self.recorders:
-                        recorder.append(update)
+                        recorder.append((kind == _UPDATE, update))
                     self._touched = False
                     with self.doc.transaction(origin="remote"):
                         self.doc.apply_update(update)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from planbook.documents.base import NotebookDocument, index_of, make_durable
 from planbook.engine import owner
@@ -40,6 +40,7 @@ from planbook.events import Event
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import (
     DeleteFile,
+    EditCell,
     EditFile,
     RunCell,
     Shell,
@@ -49,6 +50,9 @@ from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
 from planbook.settings_guard import guard_for
 from planbook.words import count, plural
 from planbook.workspace import ShellResult, Workspace
+
+if TYPE_CHECKING:
+    from planbook.documents.live import LateMerge
 
 
 @dataclass
@@ -216,6 +220,8 @@ class Executor:
             with owner.running_here(own):
                 try:
                     for step_id in own:
+                        if self._late_conflicts(plan_id, report, sync=False):
+                            break
                         if self.stop_requested:
                             report.stopped = "stopped on request between steps"
                             break
@@ -238,11 +244,19 @@ class Executor:
                         if outcome.status != "done":
                             break
                         self._durable_step(plan_id, outcome)
+                        if report.stopped:
+                            break
                 except KeyboardInterrupt:
                     report.stopped = "interrupted: the run ended cleanly between steps"
                 if self._reloaded():
                     self._settle_reload(plan_id, report)
                 self._end_run(plan_id, own, report)
+                # the last look, after the end's save: a slower network's edit had that long
+                # to arrive (a late conflict leaves no step open: the plan's state stands)
+                if not self._reloaded() and self._late_conflicts(plan_id, report):
+                    warning = make_durable(self.document)
+                    if warning:
+                        report.notes.append(warning)
         finally:
             self.active = False
         self._tell(
@@ -324,6 +338,12 @@ class Executor:
             warning = make_durable(self.document)
             if warning:
                 raise NotDurable(f"its code was not run: {warning}")
+            late = self._late_conflicts(plan_id, report, current=step_id)
+            for outcome in late:  # never run a merged text
+                if outcome.step_id == step_id:
+                    return outcome
+            if late:  # an earlier step's: this one is applied and runs, then the run stops
+                report.stopped = "stopped: an earlier step's cell met a late edit (a conflict)"
             code_ran = True
             op = step.operation
             if isinstance(op, Shell):
@@ -538,6 +558,66 @@ class Executor:
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
+
+    def _late_conflicts(
+        self, plan_id: str, report: RunReport, current: str | None = None, *, sync: bool = True
+    ) -> list[StepOutcome]:
+        """Between steps, before code runs and at the run's end: a step done whose text
+        rewrite met a late edit (see ``_put_back_late``) becomes a conflict in the report
+        too (the run stops there); the outcomes, the ``current`` step's left to the caller."""
+        try:
+            outcomes = self._put_back_late(plan_id, sync=sync)
+        except PlanbookError as exc:  # the room went away, or the cell changed again
+            report.notes.append(
+                f"could not look for a late edit of a step's cell ({one_line(exc)}); "
+                "look at the cells the run changed"
+            )
+            return []
+        for outcome in outcomes:
+            at = [i for i, o in enumerate(report.outcomes) if o.step_id == outcome.step_id]
+            if at:
+                report.outcomes[at[-1]] = outcome
+            elif outcome.step_id != current:  # a step of an earlier run
+                report.notes.append(f"step {outcome.number}: conflict: {outcome.message}")
+        return outcomes
+
+    def _put_back_late(self, plan_id: str, *, sync: bool = True) -> list[StepOutcome]:
+        """An edit made on the text a step rewrote, before the step reached it, that reached
+        the server only after the step looked for a merge (a network's delay): the cell gets
+        their text back and the step becomes a conflict, in one transaction (one room update),
+        with the one line that says so. The step is the plan's last one done (or running)
+        that rewrote that cell's text: a later rewrite ends the watch of an earlier one."""
+        merges = _late_merges(self.document, sync=sync)
+        if not merges:
+            return []
+        outcomes = []
+        with self._saved_state(), self.document.transaction():
+            plan = self.store.plan_by_id(plan_id)
+            cells = self.document.cells()
+            for merge in merges:
+                step = next(
+                    (
+                        s
+                        for s in reversed(plan.steps)
+                        if isinstance(s.operation, EditCell)
+                        and s.operation.cell_id == merge.cell_id
+                        and s.status in ("done", "running")
+                    ),
+                    None,
+                )
+                j = index_of(cells, merge.cell_id)
+                if step is None or j is None:
+                    continue
+                self.document.replace_cell(cells[j].model_copy(update={"source": merge.text}))
+                saved = self.store.state.checkpoints
+                cp = next((c for c in saved if c.id == step.checkpoint), None)
+                if cp is not None:  # the step's change is gone: nothing of it to roll back
+                    self.store.state.checkpoints.remove(cp)
+                step.checkpoint = None
+                outcomes.append(
+                    self._record(plan, step, "conflict", merge.message(), time.monotonic())
+                )
+        return [self._announce(plan_id, outcome, None) for outcome in outcomes]
 
     def _settle_reload(self, plan_id: str, report: RunReport) -> None:
         """The run stopped because the document was reloaded: keep the richer record, mark
@@ -801,6 +881,12 @@ def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:
         if step is not None:
             return plan, step
     return None, None
+
+
+def _late_merges(document: NotebookDocument, *, sync: bool) -> list[LateMerge]:
+    """The live room's late merges (``LiveNotebook.late_merges``); none elsewhere."""
+    found = getattr(document, "late_merges", None)
+    return list(found(sync=sync)) if callable(found) else []
 
 
 def _retryable(exc: BaseException) -> bool:

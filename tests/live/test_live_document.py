@@ -342,3 +342,160 @@ def test_a_replacement_made_on_the_step_s_text_is_a_later_edit_not_a_conflict(
     other.flush()
     assert other.sources()[1] == "y = 'later'"
     assert live.cells()[1].source == "y = 'later'"
+
+
+@pytest.mark.parametrize(
+    ("theirs", "expected"),
+    [("replace", "y = 'theirs'"), ("append", "0")],
+    ids=["full-replacement", "typed-at-the-end"],
+)
+def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_their_text(
+    server: RunningServer,
+    live: LiveNotebook,
+    other: YClient,
+    monkeypatch: pytest.MonkeyPatch,
+    theirs: str,
+    expected: str,
+) -> None:
+    """Issue 15's unexplained mixture, in the order that makes it: the person edits the cell
+    on the text before the step, and their update reaches the server just AFTER the step's.
+    The server relays it without the deletions the step had already made; rebuilt from that
+    relay, their full replacement came back as the old text followed by theirs
+    ("x = 1y = 'theirs'"). The cell must end as their text (what the step deleted stays
+    deleted: whether they kept it is known nowhere), as a conflict whose message names the
+    text the step replaced, so a person who typed into it can take it back."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send = Room.send
+
+    def their_edit(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
+        if theirs == "replace":
+            del text[0 : len(text)]
+            text.insert(0, "y = 'theirs'")
+        else:
+            text.insert(len(text), "0")
+
+    def step_first(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not (payload and any(op.kind == "replace" for op in payload)):
+            send(self, update, payload, timeout)
+            return
+        held = other.prepare(their_edit)  # made now, still on its way
+        send(self, update, payload, timeout)  # the step's change reaches the server first
+        other.deliver(held)
+        other.flush()
+        # their edit, relayed by the server, is here before planbook looks for a merge
+        assert live.wait_for(lambda cells: cells[1].source != "x = 'ours'\nmore = 1")
+
+    monkeypatch.setattr(Room, "send", step_first)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert "'x = 1'" in report.outcomes[0].message
+    other.flush()
+    assert other.sources()[1] == expected
+    assert live.cells()[1].source == expected
+    assert session.step_views()[0].status == "conflict"
+
+
+def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_the_run_s_end(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window after the merge check (issue 15): the person replaces the cell on the
+    text before the step, and their update reaches the server only after the step looked for
+    a merge (a slow network). The texts merge unseen there; the run's end looks again and
+    turns the step into a conflict with exactly their text, in the room and the record."""
+    from planbook.documents.live_room import Room
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    session = Session(live, Workspace(server.root))
+    session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
+    send, look = Room.send, LiveNotebook._take_back_if_merged
+    held: list[bytes] = []
+    raced: list[bool] = []
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+
+    def made_now(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not raced and payload and any(op.kind == "replace" for op in payload):
+            raced.append(True)
+            held.append(other.prepare(replace_all))  # made now, still on its way
+        send(self, update, payload, timeout)
+
+    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
+        look(self, watch, own)  # nothing merged yet: the step is done
+        while held:
+            other.deliver(held.pop())
+            other.flush()
+            assert live.wait_for(lambda cells: cells[1].source != "x = 'ours'\nmore = 1")
+            merged = live.cells()[1].source
+            assert "ours" in merged and "theirs" in merged  # the mixture, for now
+
+    monkeypatch.setattr(Room, "send", made_now)
+    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert "edited by someone else" in report.lines()[0]
+    other.flush()
+    assert other.sources()[1] == "y = 'theirs'"
+    assert live.cells()[1].source == "y = 'theirs'"
+    view = session.step_views()[0]
+    assert view.status == "conflict"
+    assert live.make_durable() == ""
+    assert "".join(on_disk(server, live.address.path)["cells"][1]["source"]) == "y = 'theirs'"
+
+
+def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
+    server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, for a step that rewrites a cell and runs it: the look before its code runs
+    finds the late edit, so the merged text never runs; the step is a conflict, the cell
+    holds their text."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from planbook.documents.live_room import Room
+    from planbook.engine.runner import IPythonRunner
+    from planbook.session import Session
+    from planbook.workspace import Workspace
+
+    marker = server.root / f"{live.address.path}.ran"
+    runner = IPythonRunner(InteractiveShell.instance())
+    session = Session(live, Workspace(server.root), runner=lambda: runner)
+    session.propose.edit_cell("c2", f"open({str(marker)!r}, 'a').write('ran')", run=True)
+    send, look = Room.send, LiveNotebook._take_back_if_merged
+    held: list[bytes] = []
+
+    def replace_all(ynb: Any) -> None:
+        text = ynb.ycells[1]["source"]
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+
+    def made_now(self: Room, update: bytes, payload: Any, timeout: float) -> None:
+        if not held and payload and any(op.kind == "replace" for op in payload):
+            held.append(other.prepare(replace_all))
+        send(self, update, payload, timeout)
+
+    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
+        look(self, watch, own)
+        if held and held[0]:
+            other.deliver(held[0])
+            held[0] = b""
+            other.flush()
+            assert live.wait_for(lambda cells: "theirs" in cells[1].source)
+
+    monkeypatch.setattr(Room, "send", made_now)
+    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    report = session.approve()
+    assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
+    assert not marker.exists()  # the merged text never ran
+    other.flush()
+    assert other.sources()[1] == "y = 'theirs'"
+    assert live.cells()[1].source == "y = 'theirs'"
+    assert session.step_views()[0].status == "conflict"

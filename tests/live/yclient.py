@@ -30,7 +30,8 @@ class YClient:
     """Joins a notebook's room; ``edit(fn)`` runs ``fn(ynotebook)`` in one transaction and sends
     the update; a background thread applies everyone else's updates."""
 
-    def __init__(self, server: RunningServer, path: str) -> None:
+    def __init__(self, server: RunningServer, path: str, *, via: str | None = None) -> None:
+        """``via``: the base URL the room's websocket goes through (a TcpProxy's)."""
         info = server.api(
             "PUT", f"api/collaboration/session/{path}", {"format": "json", "type": "notebook"}
         )
@@ -45,6 +46,8 @@ class YClient:
         url = server.ws_url(
             f"api/collaboration/room/json:notebook:{info['fileId']}?sessionId={info['sessionId']}"
         )
+        if via is not None:
+            url = url.replace(server.url.replace("http", "ws", 1), via.replace("http", "ws", 1))
         self.ws = websocket.create_connection(url, enable_multithread=True)
         self.ws.send_binary(create_sync_message(self.doc))
         self.thread = threading.Thread(target=self._pump, daemon=True)
@@ -86,11 +89,20 @@ class YClient:
             return True
 
     def edit(self, fn: Callable[[YNotebook], None]) -> None:
+        self.deliver(self.prepare(fn))
+
+    def prepare(self, fn: Callable[[YNotebook], None]) -> bytes:
+        """Make an edit here without sending it yet (a person's edit still on the network):
+        ``deliver`` it later, after whatever it should race."""
         with self.lock:
             before = self.doc.get_state()
             with self.doc.transaction():
                 fn(self.ynb)
-            self.ws.send_binary(create_update_message(self.doc.get_update(before)))
+            return self.doc.get_update(before)
+
+    def deliver(self, update: bytes) -> None:
+        with self.lock:
+            self.ws.send_binary(create_update_message(update))
 
     def flush(self) -> None:
         """Wait until the server has applied everything sent so far."""

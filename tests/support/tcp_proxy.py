@@ -7,7 +7,8 @@ faults are those of a real network, not of a patched client:
 - ``lose_answers(seconds)``: what the server sends is thrown away while the client's bytes
   still reach it (an update arrives, its confirmation is lost), then the connections are cut
   and new ones refused until ``seconds`` have passed;
-- ``outage(seconds)``: connections cut and new ones refused for ``seconds``.
+- ``outage(seconds)``: connections cut and new ones refused for ``seconds``;
+- ``delay``: what the client sends reaches the server that many seconds late (a slow link).
 
     with TcpProxy(server.port) as proxy:
         doc = open_live(proxy.url, token, path)
@@ -48,6 +49,8 @@ class TcpProxy:
         self._mutex = threading.Lock()
         self._refuse_until = 0.0
         self._closed = False
+        #: Seconds each chunk the client sends waits before it goes on to the server.
+        self.delay = 0.0
         threading.Thread(target=self._accept, name="test-proxy", daemon=True).start()
 
     # -- faults ----------------------------------------------------------------------------
@@ -99,6 +102,8 @@ class TcpProxy:
                     break
                 if not upstream and link.lose_answers:
                     continue
+                if upstream and self.delay:
+                    time.sleep(self.delay)
                 sink.sendall(data)
         except OSError:
             pass
