@@ -181,6 +181,10 @@ def _parse(command: str, *, depth: int) -> ParsedShell:
 def join_continuations(command: str) -> str | None:
     """Remove backslash-newline the way sh does (outside single quotes and comments).
 
+    Inside backquotes sh's first reading sees no quotes and no comments (the text is read
+    again as a command later), so ``echo `'\\<newline>rm'``` runs ``rm``: a quote there does
+    not keep a backslash-newline.
+
     None when the command also has a here-document: sh joins lines in some of its bodies
     and not in others, so we cannot be sure what it reads."""
     if "\\\n" not in command:
@@ -191,6 +195,7 @@ def join_continuations(command: str) -> str | None:
     i, n = 0, len(command)
     quote = ""  # "'" or '"' while inside quotes
     comment = False
+    backquoted = False
     while i < n:
         c = command[i]
         if comment:
@@ -209,7 +214,11 @@ def join_continuations(command: str) -> str | None:
             continue
         else:
             out.append(c)
-            if c == quote:
+            if c == "`":
+                backquoted = not backquoted
+            elif backquoted:
+                pass
+            elif c == quote:
                 quote = ""
             elif not quote and c in "'\"":
                 quote = c
