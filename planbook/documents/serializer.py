@@ -116,7 +116,7 @@ class Encoder:
                 parts.append(
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
-            return "[" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "]"
+            return _wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         parts = []
@@ -124,7 +124,14 @@ class Encoder:
             hit = cache.get(id(v))
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
             parts.append(string(k) + ": " + text)
-        return "{" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "}"
+        return _wrap("{", inner, parts, self.style.indent * depth, "}")
+
+
+def _wrap(opening: str, inner: str, parts: list[str], outer: str, closing: str) -> str:
+    """``opening``, the parts one per line, ``closing``, copied once: the containers near the
+    top (the notebook, its metadata, the planbook record) hold the whole file's text, and each
+    ``+`` of a chain copies it again, a cost that grows with the file at every save."""
+    return f"{opening}{inner}{(',' + inner).join(parts)}\n{outer}{closing}"
 
 
 def _scalar(value: Any) -> str:
