@@ -23,6 +23,7 @@ a newer planbook, is refused with a message and left exactly as it is: nothing i
 from __future__ import annotations
 
 import getpass
+import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -348,13 +349,14 @@ class _Saved:
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.
-        saved_ids = list(map(id, self.checkpoint_objects))
+        saved = self.checkpoint_objects
         if (
-            list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids
+            len(state.checkpoints) >= len(saved)
+            and all(map(operator.is_, state.checkpoints, saved))  # a C loop, not one per item
             and (Checkpoint.changes == self.checkpoint_changes)
             and not dropped
         ):
-            fresh = state.checkpoints[len(saved_ids) :]
+            fresh = state.checkpoints[len(saved) :]
         else:
             fresh = state.checkpoints
         present = {cp.id for cp in state.checkpoints} if fresh is state.checkpoints else set()
