@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace as with_fields
 from pathlib import Path
@@ -121,14 +121,16 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
 
 
 @contextmanager
-def counted_saves() -> Iterator[list[int]]:
-    """Count the notebook's durable saves (write, fsync, rename) through the real function."""
+def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]]:
+    """Count the notebook's durable saves (write, fsync, rename) through the real function;
+    ``then`` is called after each."""
     saves: list[int] = []
     real = file_backend._atomic_write
 
     def counting(path: Path, data: bytes) -> None:
         real(path, data)
         saves.append(len(data))
+        then()
 
     file_backend._atomic_write = counting  # type: ignore[assignment]
     try:
@@ -154,6 +156,23 @@ def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -
     assert [b - a for a, b in itertools.pairwise(at_step)] == [1, 1, 1]
     assert at_step[0] == 2  # the approval, then the first step
     assert len(saves) == 4 + 2
+
+
+def test_a_file_step_is_two_durable_writes_the_checkpoint_before_the_file(
+    tmp_path: Path,
+) -> None:
+    """A file step saves its checkpoint (the file's old bytes) before it writes the file, so a
+    crash between the two leaves a change that can be rolled back; then its "done"."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1"])
+    (tmp_path / "data.txt").write_text("old\n")
+    session = open_session(path)
+    session.propose.write_file("data.txt", "new\n", reason="r")
+    on_disk: list[str] = []  # the file's text at each save of the notebook
+    with counted_saves(lambda: on_disk.append((tmp_path / "data.txt").read_text())) as saves:
+        assert session.approve().ok
+    # the approval, the checkpoint (file still old), "done" (file new), the run's end
+    assert on_disk == ["old\n", "old\n", "new\n", "new\n"]
+    assert len(saves) == 4
 
 
 @pytest.mark.kernel
