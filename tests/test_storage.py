@@ -387,3 +387,27 @@ def test_what_is_saved_by_part_is_always_the_whole_state(actions: list[str]) -> 
                 )
             again = Store(doc).state
             assert again.model_dump() == session.store.state.model_dump()
+
+
+def test_a_pending_step_whose_cell_a_rollback_removed_refuses_only_itself(
+    tmp_path: Path,
+) -> None:
+    """Found by the test above: a delete staged for a cell that a rollback then removed made
+    every later staging raise a TypeError; now the stale step is passed over while staging and
+    conflicts alone, in one line, when it is approved."""
+    path = make_notebook(tmp_path / "n.ipynb", ["x = 1", "y = 2"])
+    session = open_session(path)
+    session.propose.insert_cell("z = 3", reason="r")
+    assert session.approve().ok
+    inserted = session.cells()[-1].id
+    session.propose.delete_cell(inserted, reason="r")
+    session.rollback()
+    assert [c.source for c in session.cells()] == ["x = 1", "y = 2"]
+    session.propose.edit_cell("c1", "x = 10", reason="r")
+    report = session.approve()
+    assert not report.ok
+    assert report.lines()[0] == (
+        f"step 1 (delete_cell): conflict: cell {inserted!r} no longer exists; nothing was "
+        "applied: revise or re-stage this step"
+    )
+    assert [c.source for c in session.cells()] == ["x = 1", "y = 2"]

@@ -17,6 +17,7 @@ finds the style that reproduces the file byte for byte, or says none does.
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
@@ -24,6 +25,8 @@ from typing import Any
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
+#: Lists at least this long are encoded as possibly grown from one encoded before.
+_GROWN_MIN = 32
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -57,6 +60,9 @@ class Encoder:
         self._string = encode_basestring_ascii if style.ensure_ascii else encode_basestring
         #: How many containers the last ``encode`` had to encode afresh (for tests, benchmarks).
         self.encoded = 0
+        #: (id of its first item, depth) -> (a long list, its text): a list that is appended
+        #: to (a plan's results grow by one at every step) starts with the same items.
+        self._lists: dict[tuple[int, int], tuple[list[Any], str]] = {}
 
     def encode(self, nb: dict[str, Any]) -> str:
         """The file's text."""
@@ -82,6 +88,7 @@ class Encoder:
             children = value.values() if isinstance(value, dict) else value
             stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
         self._cache = keep
+        self._lists = {}  # the next save of each grown list encodes it whole, once
         self._live = len(keep)
         self._added = 0
 
@@ -110,13 +117,15 @@ class Encoder:
         cache = self._cache if depth + 1 <= _CACHE_DEPTH else {}
         encode = self._value
         if isinstance(value, list):
+            if len(value) >= _GROWN_MIN:
+                return self._grown_list(value, depth, inner, cache)
             parts = []
             for item in value:
                 hit = cache.get(id(item))
                 parts.append(
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
-            return "[" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "]"
+            return _wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         parts = []
@@ -124,7 +133,43 @@ class Encoder:
             hit = cache.get(id(v))
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
             parts.append(string(k) + ": " + text)
-        return "{" + inner + ("," + inner).join(parts) + "\n" + self.style.indent * depth + "}"
+        return _wrap("{", inner, parts, self.style.indent * depth, "}")
+
+    def _grown_list(
+        self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, str]]
+    ) -> str:
+        """A long list: when it starts with every item of one encoded before at this depth
+        (the same objects), that text is reused and only the items after them are encoded, so
+        a list that grows by one item per step costs one item per step, not its length."""
+        key = (id(value[0]), depth)
+        hit = self._lists.get(key)
+        outer = self.style.indent * depth
+        start, head = 0, ""
+        if hit is not None and len(hit[0]) <= len(value):
+            old = hit[0]
+            if old and old[0] is value[0] and all(map(operator.is_, old, value)):
+                start, head = len(old), hit[1][: -len(outer) - 2]  # without "\n" outer "]"
+        parts = []
+        for item in value[start:]:
+            found = cache.get(id(item))
+            parts.append(
+                found[1] if found is not None and found[0] is item else self._value(item, depth + 1)
+            )
+        if start == len(value):
+            text = hit[1] if hit is not None else ""
+        elif start:
+            text = f"{head},{inner}{(',' + inner).join(parts)}\n{outer}]"
+        else:
+            text = _wrap("[", inner, parts, outer, "]")
+        self._lists[key] = (value, text)  # never changed in place, as every container here
+        return text
+
+
+def _wrap(opening: str, inner: str, parts: list[str], outer: str, closing: str) -> str:
+    """``opening``, the parts one per line, ``closing``, copied once: the containers near the
+    top (the notebook, its metadata, the planbook record) hold the whole file's text, and each
+    ``+`` of a chain copies it again, a cost that grows with the file at every save."""
+    return f"{opening}{inner}{(',' + inner).join(parts)}\n{outer}{closing}"
 
 
 def _scalar(value: Any) -> str:

@@ -35,6 +35,13 @@ class Targets:
         self.files = list(dict.fromkeys(files or []))
 
 
+def next_seq(checkpoints: list[Checkpoint]) -> int:
+    """The seq of the next checkpoint. The list is in seq order (each is appended with the
+    next seq, and a load sorts them: ``store.parse_state``), so the last one has the highest:
+    a look at every checkpoint before each step would cost more as the history grows."""
+    return checkpoints[-1].seq + 1 if checkpoints else 1
+
+
 def cell_state_hash(cells: list[Cell], cell_id: str) -> str:
     i = index_of(cells, cell_id)
     return ABSENT if i is None else cell_hash(cells[i].cell_type, cells[i].source)

@@ -30,7 +30,7 @@ from planbook.engine.apply import (
     write_file_bytes,
 )
 from planbook.engine.approval import approval_hash, steps_for
-from planbook.engine.checkpoints import CheckpointWriter
+from planbook.engine.checkpoints import CheckpointWriter, next_seq
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.reconcile import ReloadWatch, choose_record, reconcile
 from planbook.engine.runner import CellRun, CodeRunner
@@ -46,7 +46,7 @@ from planbook.model.operations import (
     Shell,
     WriteFile,
 )
-from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepResult
+from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepIndex, StepResult
 from planbook.settings_guard import guard_for
 from planbook.words import count, plural
 from planbook.workspace import ShellResult, Workspace
@@ -151,6 +151,8 @@ class Executor:
         self._reloads_at_start = self.watch.count()
         #: Log entries of the record read at the start of the current step (all saved).
         self._log_saved = 0
+        #: Finds a run's steps without a scan from the plan's top at each one.
+        self._steps = StepIndex()
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -322,7 +324,8 @@ class Executor:
                     self.store.save()
                     self._tell(Event(kind="error", plan_id=plan.id, message=report.stopped))
                     return None
-                step = plan.find_step(step_id)
+                found = self._steps.find(plan, step_id)
+                step = None if found is None else found[1]
                 if step is None or step.status != "approved" or step.run_by != self.token:
                     return None
                 pause = self.before_step(plan, step) if self.before_step else None
@@ -368,7 +371,7 @@ class Executor:
     def _start(self, plan: Plan, step: Step, started: float) -> StepOutcome | None:
         """Under the lock: check, checkpoint and apply the step, saved as "running" first where
         code or a command still has to run (then None is returned: the caller runs it)."""
-        number = next(i for i, s in enumerate(plan.steps, 1) if s is step)
+        number = self._steps.number(plan, step)
         step.status = "running"
         self._tell(
             Event(
@@ -552,7 +555,8 @@ class Executor:
         """After a done step the server saves the room: at once when code ran (it must never
         run twice), else at most every CELL_ONLY_SAVE_EVERY seconds (a lost step goes with
         its record: reconcile says so); the run's end saves in any case."""
-        step = self.store.plan_by_id(plan_id).find_step(outcome.step_id)
+        found = self._steps.find(self.store.plan_by_id(plan_id), outcome.step_id)
+        step = None if found is None else found[1]
         runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell))
         every = 0.0 if runs else CELL_ONLY_SAVE_EVERY
         warning = make_durable(self.document, unless_saved_within=every)
@@ -747,7 +751,7 @@ class Executor:
             )
         )
         self.store.save()
-        number = next(i for i, s in enumerate(plan.steps, 1) if s is step)
+        number = self._steps.number(plan, step)
         return StepOutcome(number, step.id, step.operation.kind, status, message)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
@@ -786,7 +790,7 @@ class Executor:
         return self._announce(plan.id, outcome, checkpoint)
 
     def _next_seq(self) -> int:
-        return max((c.seq for c in self.store.state.checkpoints), default=0) + 1
+        return next_seq(self.store.state.checkpoints)
 
     def _record_checkpoint(self, step: Step, checkpoint: Checkpoint) -> None:
         self.store.state.checkpoints.append(checkpoint)

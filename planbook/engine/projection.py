@@ -67,10 +67,13 @@ class Projection:
         return None
 
     def cell(self, cell_id: str) -> ProjectedCell:
+        return self.cells[self._at(cell_id)]
+
+    def _at(self, cell_id: str) -> int:
         i = self.index(cell_id)
         if i is None:
             raise UnknownCell(cell_id)
-        return self.cells[i]
+        return i
 
     def file_text(self, path: str) -> str | None:
         if path not in self._files:
@@ -184,10 +187,13 @@ class Projection:
             case EditCell():
                 self.cell(op.cell_id).source = op.source
             case DeleteCell():
-                del self.cells[self.index(op.cell_id)]  # type: ignore[arg-type]
+                # a target that is gone (rolled back since it was staged) is UnknownCell too
+                del self.cells[self._at(op.cell_id)]
             case MoveCell():
-                moving = self.cells.pop(self.index(op.cell_id))  # type: ignore[arg-type]
-                at = 0 if op.after is None else self.index(op.after) + 1  # type: ignore[operator]
+                if op.after is not None:
+                    self._at(op.after)  # gone: UnknownCell before anything moves
+                moving = self.cells.pop(self._at(op.cell_id))
+                at = 0 if op.after is None else self._at(op.after) + 1
                 self.cells.insert(at, moving)
             case WriteFile():
                 self._files[op.path] = op.content

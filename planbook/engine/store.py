@@ -23,6 +23,7 @@ a newer planbook, is refused with a message and left exactly as it is: nothing i
 from __future__ import annotations
 
 import getpass
+import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,7 +35,7 @@ from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
 from planbook.errors import MetadataError, first_problem
 from planbook.model.checkpoint import Checkpoint
-from planbook.model.plan import Plan
+from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
 METADATA_KEY = "planbook"
@@ -155,6 +156,8 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
         ) from None
     state.schema_version = SCHEMA_VERSION
+    # in seq order, as they are appended (schema 2 is read that way; schema 1 as written)
+    state.checkpoints.sort(key=lambda c: c.seq)
     return state
 
 
@@ -229,9 +232,10 @@ class Store:
         dumps = PlanDumps()
         whole["plans"] = {p.id: dumps.plan(p) for p in state.plans}
         whole["checkpoints"] = {}
+        numbers: dict[str, StepIndex] = {}
         for c in state.checkpoints:
             whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
-                c, state.plans
+                c, state.plans, numbers
             )
         whole["blobs"] = dict(state.blobs)
         whole["log"] = bucketed_log(state.log)
@@ -286,6 +290,8 @@ class _Saved:
         self.log: list[Any] = []
         self.checkpoint_objects: list[Checkpoint] = []
         self.checkpoint_changes = -1
+        #: plan id -> where its steps stand, to number a checkpoint's step (``dump_checkpoint``)
+        self.numbers: dict[str, StepIndex] = {}
 
     @classmethod
     def of(cls, raw: Any, state: PlanbookState | None = None) -> _Saved:
@@ -343,13 +349,14 @@ class _Saved:
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.
-        saved_ids = list(map(id, self.checkpoint_objects))
+        saved = self.checkpoint_objects
         if (
-            list(map(id, state.checkpoints[: len(saved_ids)])) == saved_ids
+            len(state.checkpoints) >= len(saved)
+            and all(map(operator.is_, state.checkpoints, saved))  # a C loop, not one per item
             and (Checkpoint.changes == self.checkpoint_changes)
             and not dropped
         ):
-            fresh = state.checkpoints[len(saved_ids) :]
+            fresh = state.checkpoints[len(saved) :]
         else:
             fresh = state.checkpoints
         present = {cp.id for cp in state.checkpoints} if fresh is state.checkpoints else set()
@@ -361,7 +368,7 @@ class _Saved:
             seen = self.checkpoints.get(cp.id)
             if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
                 continue
-            dumped = dump_checkpoint(cp, state.plans)
+            dumped = dump_checkpoint(cp, state.plans, self.numbers)
             if seen is None or seen[1] != dumped:
                 changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
             self.checkpoints[cp.id] = (looks, dumped)
@@ -395,11 +402,14 @@ def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def dump_checkpoint(cp: Checkpoint, plans: Sequence[Plan] = ()) -> dict[str, Any]:
+def dump_checkpoint(
+    cp: Checkpoint, plans: Sequence[Plan] = (), numbers: dict[str, StepIndex] | None = None
+) -> dict[str, Any]:
     """A checkpoint as stored: a checkpoint is written with every step, so its fixed size
     counts. Left out: fields at their default, the id (the entry's key), and for a step's
     checkpoint the plan and the label when the plan holding the step and the step's number
-    and kind give them back (``from_layout``)."""
+    and kind give them back (``from_layout``). ``numbers`` (plan id -> its StepIndex, kept
+    by the caller between calls) finds the step without a scan of the plan."""
     dumped = cp.model_dump(mode="json", exclude_defaults=True, exclude={"id"})
     if "at" not in dumped:  # equal to what its default factory gives now: kept all the same
         at = cp.model_dump(mode="json", include={"at"})["at"]
@@ -410,7 +420,8 @@ def dump_checkpoint(cp: Checkpoint, plans: Sequence[Plan] = ()) -> dict[str, Any
         }
     if cp.step is not None and cp.plan is not None:
         plan = next((p for p in plans if p.id == cp.plan), None)
-        number = None if plan is None else _number_of(plan, cp.step)
+        index = StepIndex() if numbers is None else numbers.setdefault(cp.plan, StepIndex())
+        number = None if plan is None else _number_of(plan, cp.step, index)
         if plan is not None and number is not None:
             dumped.pop("plan", None)
             kind = plan.steps[number - 1].operation.kind
@@ -419,13 +430,11 @@ def dump_checkpoint(cp: Checkpoint, plans: Sequence[Plan] = ()) -> dict[str, Any
     return dumped
 
 
-def _number_of(plan: Plan, step_id: str) -> int | None:
-    """The step's number in the newest revision that holds it (what ``from_layout`` finds)."""
-    for revision in reversed(plan.revisions):
-        for number, step in enumerate(revision.steps, start=1):
-            if step.id == step_id:
-                return number if revision is plan.current else None
-    return None
+def _number_of(plan: Plan, step_id: str, index: StepIndex) -> int | None:
+    """The step's number in the newest revision that holds it (what ``from_layout`` finds),
+    None unless that is the current one: the current revision holds it, or it gives none."""
+    found = index.find(plan, step_id)
+    return None if found is None else found[0]
 
 
 def _looks(cp: Checkpoint) -> tuple[Any, ...]:

@@ -220,3 +220,35 @@ class Plan(BaseModel):
     @property
     def is_open(self) -> bool:
         return self.state not in ("completed", "cancelled")
+
+
+class StepIndex:
+    """Where each step of a plan's current revision stands, found in one pass per revision.
+    A run looks up every step it takes (to check, number and record it); a scan from the top
+    each time would cost in proportion to the step's number, so step 500 of a plan would cost
+    more than step 10. A hit is checked against the list itself (same list, same id at that
+    place), so a changed or replaced revision is simply indexed again."""
+
+    def __init__(self) -> None:
+        self._steps: list[Step] | None = None
+        self._at: dict[str, int] = {}
+
+    def find(self, plan: Plan, step_id: str) -> tuple[int, Step] | None:
+        """(the step's number from 1, the step) in the plan's current revision, or None."""
+        steps = plan.steps
+        i = self._at.get(step_id) if steps is self._steps else None
+        if i is None or i >= len(steps) or steps[i].id != step_id:
+            self._steps, self._at = steps, {}
+            for n, step in enumerate(steps):
+                self._at.setdefault(step.id, n)  # the first, as ``Plan.find_step`` finds
+            i = self._at.get(step_id)
+            if i is None:
+                return None
+        return i + 1, steps[i]
+
+    def number(self, plan: Plan, step: Step) -> int:
+        """The number of ``step`` (this very object) in the plan's current revision."""
+        found = self.find(plan, step.id)
+        if found is not None and found[1] is step:
+            return found[0]
+        return next(i for i, s in enumerate(plan.steps, 1) if s is step)

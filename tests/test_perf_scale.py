@@ -1,0 +1,215 @@
+"""A step's cost does not grow with the plan, and what a step costs in durable writes of the
+notebook file (issue 10 item 6). Costs are counted, never timed: the Python lines a step
+executes (a loop over the plan or the history shows as lines that grow with the step's
+number), and the fsync'd saves of a real FileNotebook on a real file."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace as with_fields
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planbook.documents import file as file_backend
+from planbook.documents.file import FileNotebook
+from planbook.documents.serializer import JUPYTER, Encoder
+from planbook.engine.store import BUCKET
+from planbook.events import Event
+from planbook.session import Session
+from planbook.workspace import Workspace
+from tests.conftest import make_notebook
+from tests.kernel_helper import kernel
+
+
+def open_session(path: Path) -> Session:
+    return Session(
+        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
+    )
+
+
+@contextmanager
+def lines_per_step(session: Session, steps: set[int]) -> Iterator[dict[int, int]]:
+    """Python lines executed by each of ``steps`` of a run (step n: from step n-1's end to its
+    own), counted by a trace function in this thread (the executor runs in it); calls made
+    outside those steps are not traced (that would take seconds)."""
+    counts: dict[int, int] = {}
+    step = [1]
+
+    def on_event(event: Event) -> None:
+        if event.kind == "step_finished":
+            step[0] += 1
+
+    def lines(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and step[0] in steps:
+            counts[step[0]] = counts.get(step[0], 0) + 1
+        return lines
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return lines if step[0] in steps else None
+
+    session.subscribe(on_event)
+    sys.settrace(calls)
+    try:
+        yield counts
+    finally:
+        sys.settrace(None)
+
+
+def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
+    """Steps 10 and 10 + 64 of one 80-step plan sit at the same place of their checkpoint
+    bucket (64 to a bucket), so everything they do is the same but the history behind them:
+    a loop over the plan's steps, its results or its checkpoints would add hundreds of lines
+    (before this change: 11,300 lines at step 10 and 15,300 at step 290 of a 300-step plan)."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    ids = [c.id for c in session.cells()]
+    for k in range(80):
+        session.propose.edit_cell(ids[k % 10], f"v = {k}", reason="r")
+    early, late = range(10, 15), range(10 + BUCKET, 15 + BUCKET)
+    with lines_per_step(session, {*early, *late}) as counts:
+        assert session.approve().ok
+    early = [counts[n] for n in early]
+    late = [counts[n] for n in late]
+    # min of five: an occasional pruning of the serializer's cache is not the step's own cost
+    assert min(late) - min(early) < 40, (early, late)
+    assert len(json.loads(path.read_text())["metadata"]["planbook"]["checkpoints"]) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 3)),
+            st.tuples(st.just("cut"), st.integers(1, 3)),
+            st.tuples(st.just("replace"), st.integers(0, 60)),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([" ", "  "]),
+)
+def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
+    changes: list[tuple[str, int]], indent: str
+) -> None:
+    """The serializer reuses a long list's text when the next list starts with the same
+    items: appended to, cut back, changed in the middle or at its head, it writes what
+    json.dumps writes."""
+    encoder = Encoder(with_fields(JUPYTER, indent=indent))
+    items: list[Any] = [{"n": i, "text": ["a\n", "b"]} for i in range(40)]
+    serial = 40
+    for kind, n in changes:
+        if kind == "append":
+            items = items + [{"n": serial + j} for j in range(n)]
+            serial += n
+        elif kind == "cut":
+            items = items[: max(1, len(items) - n)]
+        else:
+            items = list(items)
+            items[n % len(items)] = {"n": -n, "replaced": True}
+        nb = {"cells": [], "metadata": {"planbook": {"plans": {"p": {"results": items}}}}}
+        expected = json.dumps(nb, indent=indent, sort_keys=True, ensure_ascii=False) + "\n"
+        assert encoder.encode(nb) == expected
+
+
+@contextmanager
+def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]]:
+    """Count the notebook's durable saves (write, fsync, rename) through the real function;
+    ``then`` is called after each."""
+    saves: list[int] = []
+    real = file_backend._atomic_write
+
+    def counting(path: Path, data: bytes) -> None:
+        real(path, data)
+        saves.append(len(data))
+        then()
+
+    file_backend._atomic_write = counting  # type: ignore[assignment]
+    try:
+        yield saves
+    finally:
+        file_backend._atomic_write = real  # type: ignore[assignment]
+
+
+def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
+    """An edit, an insert, a move and a delete: each step's checkpoint, change and "done"
+    reach the disk in one save; the run adds one save at its start (the approval) and one at
+    its end (the plan leaves "executing")."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2", "c = 3"])
+    session = open_session(path)
+    session.propose.edit_cell("c1", "a = 10", reason="r")
+    session.propose.insert_cell("d = 4", reason="r")
+    session.propose.move_cell("c3", after="c1", reason="r")
+    session.propose.delete_cell("c2", reason="r")
+    at_step: list[int] = []
+    with counted_saves() as saves:
+        session.subscribe(lambda e: at_step.append(len(saves)) if e.kind == "step_finished" else 0)
+        assert session.approve().ok
+    assert [b - a for a, b in itertools.pairwise(at_step)] == [1, 1, 1]
+    assert at_step[0] == 2  # the approval, then the first step
+    assert len(saves) == 4 + 2
+
+
+def test_a_file_step_is_two_durable_writes_the_checkpoint_before_the_file(
+    tmp_path: Path,
+) -> None:
+    """A file step saves its checkpoint (the file's old bytes) before it writes the file, so a
+    crash between the two leaves a change that can be rolled back; then its "done"."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1"])
+    (tmp_path / "data.txt").write_text("old\n")
+    session = open_session(path)
+    session.propose.write_file("data.txt", "new\n", reason="r")
+    on_disk: list[str] = []  # the file's text at each save of the notebook
+    with counted_saves(lambda: on_disk.append((tmp_path / "data.txt").read_text())) as saves:
+        assert session.approve().ok
+    # the approval, the checkpoint (file still old), "done" (file new), the run's end
+    assert on_disk == ["old\n", "old\n", "new\n", "new\n"]
+    assert len(saves) == 4
+
+
+@pytest.mark.kernel
+def test_a_step_that_runs_code_is_two_durable_writes_the_first_before_its_code(
+    tmp_path: Path,
+) -> None:
+    """A step with code is saved "running" (with its checkpoint) before its code runs, so a
+    crash never runs it twice, and saved again with its outputs and "done": two saves, the
+    least that guarantee allows. The code itself reads the file and finds its step running."""
+    make_notebook(tmp_path / "n.ipynb", ["x = 1", "y = 2"])
+    reads_its_record = (
+        "import json\n"
+        "meta = json.load(open('n.ipynb'))['metadata']['planbook']\n"
+        "plan = next(iter(meta['plans'].values()))\n"
+        "print([s['status'] for s in plan['revisions'][-1]['steps']])"
+    )
+    with kernel(tmp_path) as k:
+        reply = k.run(
+            "import planbook\n"
+            "from planbook.documents import file as backend\n"
+            "saves, real = [], backend._atomic_write\n"
+            "backend._atomic_write = lambda p, d: (real(p, d), saves.append(len(d)))[0]\n"
+            "s = planbook.session(notebook='n.ipynb', live=False)\n"
+            "s.propose.edit_cell('c1', 'x = 10', reason='r')\n"
+            f"s.propose.edit_cell('c2', {reads_its_record!r}, reason='r', run=True)\n"
+            "s.propose.run_cell('c1', reason='r')\n"
+            "at = []\n"
+            "del saves[:]  # staging saved the plan: count the run's saves\n"
+            "s.subscribe(lambda e: at.append(len(saves)) if e.kind == 'step_finished' else 0)\n"
+            "ok = s.approve().ok\n"
+            "import json as j\n"
+            "print(j.dumps({'ok': ok, 'at': at, 'saves': len(saves)}))"
+        )
+    assert reply.status == "ok", reply.text
+    counted = json.loads(reply.stdout.strip().splitlines()[-1])
+    assert counted["ok"], reply.text
+    # approval 1; edit: 1 (-> 2); edit and run: 2 (-> 4); run: 2 (-> 6); the run's end: 1
+    assert counted["at"] == [2, 4, 6] and counted["saves"] == 7, counted
+    outputs = json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["outputs"]
+    assert outputs[0]["text"] == ["['done', 'running', 'approved']\n"], outputs
