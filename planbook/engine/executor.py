@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from planbook.documents.base import NotebookDocument, index_of, make_durable
+from planbook.documents.base import NotebookDocument, find_cell, make_durable
 from planbook.engine import owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -422,15 +422,14 @@ class Executor:
         return None
 
     def _run_cell(self, cell_id: str) -> CellRun:
-        cells = self.document.cells()
-        i = index_of(cells, cell_id)
-        if i is None:
+        found = find_cell(self.document, cell_id)  # by id: not every cell converted
+        if found is None:
             raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
-        if cells[i].cell_type != "code":
+        if found.cell.cell_type != "code":
             raise ConflictError(
-                f"cell {cell_id!r} is a {cells[i].cell_type} cell now; only code cells run"
+                f"cell {cell_id!r} is a {found.cell.cell_type} cell now; only code cells run"
             )
-        return self.runner().run(cells[i].source)
+        return self.runner().run(found.cell.source)
 
     def _mine(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
         plan = self.store.plan_by_id(plan_id)
@@ -444,11 +443,10 @@ class Executor:
     ) -> StepOutcome:
         with self._saved_state(), self.document.transaction():
             plan, step = self._mine(plan_id, step_id)
-            cells = self.document.cells()
-            j = index_of(cells, cell_id)
-            if j is not None:
+            found = find_cell(self.document, cell_id)
+            if found is not None:
                 self.document.replace_cell(
-                    cells[j].model_copy(
+                    found.cell.model_copy(
                         update={"outputs": run.outputs, "execution_count": run.execution_count}
                     )
                 )
