@@ -296,8 +296,21 @@ class LiveNotebook:
         room = self._room
         with room.cond:
             if self._cache is None or self._cache[0] != room.cells_version:
-                self._cache = (room.cells_version, [_to_cell(c) for c in room.cells.to_py() or []])
+                self._cache = (room.cells_version, self._converted(self._cache))
             return self._cache[1]
+
+    def _converted(self, cache: tuple[int, list[Cell]] | None) -> list[Cell]:
+        """The shared cells as ``Cell``s (holding the room's ``cond``): from ``cache`` with only
+        the cells changed in place since converted again (someone typing in one cell, a
+        running cell's outputs), else all of them (cells added, removed or moved)."""
+        room = self._room
+        changed = None if cache is None else room.cells_changed_since(cache[0])
+        if cache is not None and changed is not None and len(cache[1]) == len(room.cells):
+            cells = list(cache[1])
+            for i in changed:
+                cells[i] = _to_cell(room.cells[i].to_py() or {})
+            return cells
+        return [_to_cell(c) for c in room.cells.to_py() or []]
 
     def sync(self, timeout: float = 5.0) -> bool:
         """Fetch everything the server has now (one round trip, after waiting up to
