@@ -1,11 +1,16 @@
 """When a live run asks the server to save (issue 10 item 8, keeping issue 15's promises): the
 approval is saved by the run's first save instead of before the first step, so a short run of
 cell-only steps costs one save, not two; the approved plan is still on disk before any code
-runs (the code itself reads the file), and ``approve()`` returns with everything on disk."""
+runs (the code itself reads the file), and ``approve()`` returns with everything on disk. A
+server stopped before that first save undoes the approval together with the steps applied
+since: audited as issue 15's fault trials are (no phantom step, no mixture, the plan finished
+by approving again, nothing lost that ``approve()`` had returned)."""
 
 from __future__ import annotations
 
 import itertools
+import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +24,7 @@ from planbook.engine.store import Store
 from planbook.session import Session
 from planbook.workspace import Workspace
 from tests.live.conftest import disk_sources, on_disk
+from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
@@ -97,3 +103,41 @@ def test_the_approved_plan_is_on_disk_before_any_code_runs(
         assert saved_state(path) == [("done,done", 1)]
     finally:
         doc.close()
+
+
+class CellOnlyTrial(Trial):
+    """Issue 15's trial with a plan of cell-only steps: no code step saves before the run's
+    end, so a stop early in the run strikes before the approval is on disk."""
+
+    def stage(self) -> None:
+        anchor = self.doc.cells()[0].id
+        for i in range(1, STEPS + 1):
+            step = self.session.propose.insert_cell(f"v{i} = {i}", after=anchor, reason=f"{i}")
+            anchor = step.operation.cell_id  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
+def test_a_stop_before_the_runs_first_save_undoes_approval_and_steps_together(
+    server: RunningServer, runner: IPythonRunner, crash: bool
+) -> None:
+    rng = random.Random(f"approval-saved-by-the-run-{crash}")
+    total = Audit()
+
+    def restart() -> None:
+        server.kill() if crash else server.stop()
+        time.sleep(0.5)
+        server.start()
+
+    trials = SCALE  # PLANBOOK_FAULT_TRIALS=N for a soak
+    for _ in range(trials):
+        trial = CellOnlyTrial(server, runner)
+        try:
+            trial.stage()
+            thread = after_steps(trial.session, rng.randrange(STEPS // 2), 0.0, restart)
+            trial.approve()
+            thread.join(60)
+            total += trial.audit(finished=trial.finish())
+        finally:
+            trial.close()
+    tally(f"server {'SIGKILL' if crash else 'SIGTERM'} before a run's first save", trials, total)
+    assert total == Audit(), str(total)
