@@ -64,7 +64,9 @@ class Seen:
         self._thread.start()
 
     def _watch(self, watcher: YClient, n: int) -> None:
-        if watcher.wait_for(lambda w: len(w.ids()) == n, 120):
+        # the array's length, not its cells: converting every cell at each update would
+        # bill the watcher's O(notebook) work to whichever side shares its process
+        if watcher.wait_for(lambda w: len(w.cells_array) == n, 120):
             self.at = time.perf_counter()
 
     def wait(self) -> float:
