@@ -371,7 +371,8 @@ class Session:
                     f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
                 )
                 self.store.save()
-                self._durable()
+                # Not saved here: the run's first save holds the approval (see
+                # Executor.run_saves_approval), and no code runs before that save.
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 from planbook.documents.base import (
     DELETE,
     Cell,
+    CellPlace,
     MetadataPath,
     apply_metadata_changes,
-    index_of,
 )
 from planbook.documents.live_room import LiveConnectionError, Room, RoomAddress, Ticket
 from planbook.errors import ConflictError, UnknownCell
@@ -65,6 +65,8 @@ class _Op:
 class _Txn:
     cells: list[Cell]
     base: dict[str, Cell]
+    #: The ids of ``cells``, kept in step with it: a lookup by id is a C-speed list scan.
+    ids: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     #: update_metadata changes per key since the last whole value (applied when read)
     parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
@@ -172,6 +174,8 @@ class LiveNotebook:
         self._writer = threading.RLock()  # one transaction at a time
         self._local = threading.local()
         self._cache: tuple[int, list[Cell]] | None = None
+        #: The ids of the cached cells list (that list object, which is never mutated).
+        self._ids: tuple[list[Cell], list[str]] | None = None
         #: metadata[key] as JSON, per key, with the room's meta_version it was read at: the
         #: plan is read at every step, and converting the shared maps back is O(plan)
         self._meta_cache: dict[str, tuple[int, Any]] = {}
@@ -234,6 +238,31 @@ class LiveNotebook:
         # (as the file backend gives them), without the cost of a deep copy of every output
         return [_own_copy(c) for c in cells]
 
+    def find_cell(self, cell_id: str) -> CellPlace | None:
+        """The cell with ``cell_id`` and its place, converting nothing but that cell (see
+        ``base.find_cell``): the engine reads a step's targets this way."""
+        txn = self._txn()
+        if txn is not None:
+            cells, ids = txn.cells, txn.ids
+        else:
+            cells = self._shared_cells()
+            ids = self._ids_of(cells)
+        try:
+            i = ids.index(cell_id)
+        except ValueError:
+            return None
+        return CellPlace(i, _own_copy(cells[i]), ids[i - 1] if i > 0 else None)
+
+    def _ids_of(self, cells: list[Cell]) -> list[str]:
+        """The ids of ``cells``, a list of the cache (never mutated): computed once per list.
+        Read-only for the caller."""
+        known = self._ids
+        if known is not None and known[0] is cells:
+            return known[1]
+        ids = [c.id for c in cells]
+        self._ids = (cells, ids)
+        return ids
+
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
         if txn is not None and key in txn.meta:
@@ -267,8 +296,21 @@ class LiveNotebook:
         room = self._room
         with room.cond:
             if self._cache is None or self._cache[0] != room.cells_version:
-                self._cache = (room.cells_version, [_to_cell(c) for c in room.cells.to_py() or []])
+                self._cache = (room.cells_version, self._converted(self._cache))
             return self._cache[1]
+
+    def _converted(self, cache: tuple[int, list[Cell]] | None) -> list[Cell]:
+        """The shared cells as ``Cell``s (holding the room's ``cond``): from ``cache`` with only
+        the cells changed in place since converted again (someone typing in one cell, a
+        running cell's outputs), else all of them (cells added, removed or moved)."""
+        room = self._room
+        changed = None if cache is None else room.cells_changed_since(cache[0])
+        if cache is not None and changed is not None and len(cache[1]) == len(room.cells):
+            cells = list(cache[1])
+            for i in changed:
+                cells[i] = _to_cell(room.cells[i].to_py() or {})
+            return cells
+        return [_to_cell(c) for c in room.cells.to_py() or []]
 
     def sync(self, timeout: float = 5.0) -> bool:
         """Fetch everything the server has now (one round trip, after waiting up to
@@ -374,8 +416,10 @@ class LiveNotebook:
             return
         with self._writer:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
-            cells = list(self._shared_cells())
-            txn = _Txn(cells=cells, base={c.id: c for c in cells}, reloads=self._room.reloads)
+            shared = self._shared_cells()
+            cells, ids = list(shared), list(self._ids_of(shared))
+            base = dict(zip(ids, cells, strict=True))
+            txn = _Txn(cells=cells, base=base, ids=ids, reloads=self._room.reloads)
             txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
             self._local.txn = txn
             try:
@@ -423,11 +467,12 @@ class LiveNotebook:
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():
             txn = self._require_txn()
-            if index_of(txn.cells, cell.id) is not None:
+            if cell.id in txn.ids:
                 raise ValueError(f"a cell with id {cell.id!r} already exists")
             index = max(0, min(index, len(txn.cells)))
-            after = txn.cells[index - 1].id if index > 0 else None
+            after = txn.ids[index - 1] if index > 0 else None
             txn.cells.insert(index, cell.model_copy(deep=True))
+            txn.ids.insert(index, cell.id)
             txn.ops.append(_Op("insert", cell=cell.model_copy(deep=True), after=after))
 
     def replace_cell(self, cell: Cell) -> None:
@@ -439,16 +484,21 @@ class LiveNotebook:
     def delete_cell(self, cell_id: str) -> None:
         with self.transaction():
             txn = self._require_txn()
-            del txn.cells[self._index(txn, cell_id)]
+            i = self._index(txn, cell_id)
+            del txn.cells[i]
+            del txn.ids[i]
             txn.ops.append(_Op("delete", cell_id=cell_id))
 
     def move_cell(self, cell_id: str, index: int) -> None:
         with self.transaction():
             txn = self._require_txn()
-            cell = txn.cells.pop(self._index(txn, cell_id))
+            i = self._index(txn, cell_id)
+            cell = txn.cells.pop(i)
+            del txn.ids[i]
             index = max(0, min(index, len(txn.cells)))
-            after = txn.cells[index - 1].id if index > 0 else None
+            after = txn.ids[index - 1] if index > 0 else None
             txn.cells.insert(index, cell)
+            txn.ids.insert(index, cell_id)
             txn.ops.append(_Op("move", cell_id=cell_id, after=after))
 
     def _require_txn(self) -> _Txn:
@@ -458,10 +508,10 @@ class LiveNotebook:
 
     @staticmethod
     def _index(txn: _Txn, cell_id: str) -> int:
-        i = index_of(txn.cells, cell_id)
-        if i is None:
-            raise UnknownCell(cell_id)
-        return i
+        try:
+            return txn.ids.index(cell_id)
+        except ValueError:
+            raise UnknownCell(cell_id) from None
 
     # -- commit --------------------------------------------------------------------------------
 
@@ -645,7 +695,7 @@ class LiveNotebook:
         cached cells when they are current, since reading each shared cell is O(notebook)."""
         cache = self._cache
         if cache is not None and cache[0] == self._room.cells_version:
-            return [c.id for c in cache[1]]
+            return list(self._ids_of(cache[1]))
         return [str(c.get("id")) for c in self._room.cells]
 
     def _replay(self, payloads: list[Any]) -> bytes:

@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -369,6 +370,10 @@ class Room:
         self.meta = self.doc.get("meta", type=Map)
         #: Grows with every change of the cells (not of metadata or state): a cache key.
         self.cells_version = getattr(self, "cells_version", 0) + 1
+        #: (cells_version, indices of the cells changed in place by that change, or None
+        #: when cells were added, removed or moved), the last few: a reader's cache converts
+        #: again only what changed (see ``cells_changed_since``).
+        self._cell_changes: deque[tuple[int, frozenset[int] | None]] = deque(maxlen=64)
         self._cells_subscription = self.cells.observe_deep(self._on_cells)
         #: Grows with every change of the notebook metadata (a cache key, as cells_version).
         self.meta_version = getattr(self, "meta_version", 0) + 1
@@ -379,8 +384,33 @@ class Room:
         self.state = self.doc.get("state", type=Map)
         self._state_subscription = self.state.observe(self._on_state)
 
-    def _on_cells(self, _events: Any) -> None:
+    def _on_cells(self, events: Any) -> None:
         self.cells_version += 1
+        touched: set[int] | None = set()
+        for event in events:
+            path = getattr(event, "path", None)
+            if not path or not isinstance(path[0], int):  # the list itself changed
+                touched = None
+                break
+            touched.add(path[0])  # type: ignore[union-attr]
+        self._cell_changes.append(
+            (self.cells_version, None if touched is None else frozenset(touched))
+        )
+
+    def cells_changed_since(self, version: int) -> frozenset[int] | None:
+        """The indices of the cells changed in place since ``cells_version`` was ``version``
+        (call holding ``cond``); None when that is not known (too long ago, another copy)
+        or cells were added, removed or moved since."""
+        if version > self.cells_version or self.cells_version - version > len(self._cell_changes):
+            return None
+        changed: set[int] = set()
+        for number, touched in self._cell_changes:
+            if number <= version:
+                continue
+            if touched is None:
+                return None
+            changed |= touched
+        return frozenset(changed)
 
     def _on_meta(self, _events: Any) -> None:
         self.meta_version += 1

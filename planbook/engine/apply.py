@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell, NotebookDocument, index_of
-from planbook.engine.checkpoints import Targets, cell_state_hash
-from planbook.engine.hashing import ABSENT, bytes_hash
+from planbook.documents.base import Cell, CellPlace, NotebookDocument, find_cell
+from planbook.engine.checkpoints import Targets
+from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.engine.projection import apply_text_edits
 from planbook.errors import ConflictError, UnknownCell
 from planbook.model.operations import (
@@ -36,7 +36,8 @@ def targets_of(op: AnyOperation) -> Targets:
 def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Workspace) -> str:
     match op:
         case InsertCell() | EditCell() | DeleteCell() | MoveCell() | RunCell():
-            return cell_state_hash(document.cells(), op.cell_id)
+            found = find_cell(document, op.cell_id)
+            return ABSENT if found is None else cell_hash(found.cell.cell_type, found.cell.source)
         case WriteFile() | EditFile() | DeleteFile():
             return bytes_hash(workspace.read_bytes(op.path))
         case Shell():
@@ -58,9 +59,8 @@ def check_drift(
         else:
             what = f"{_name(op)} changed after the step was staged"
         raise ConflictError(f"{what}; nothing was applied: revise or re-stage this step")
-    cells = document.cells()
     for anchor in anchors_of(op):
-        if index_of(cells, anchor) is None:
+        if find_cell(document, anchor) is None:
             raise ConflictError(
                 f"anchor cell {anchor!r} no longer exists; nothing was applied: "
                 "revise or re-stage this step"
@@ -76,24 +76,31 @@ def _name(op: AnyOperation) -> str:
 def apply_cell_op(
     document: NotebookDocument, op: InsertCell | EditCell | DeleteCell | MoveCell
 ) -> None:
-    cells = document.cells()
+    """Each target and anchor is looked up by id (``find_cell``): the cost of a step does not
+    grow with the notebook on a backend that can look cells up."""
     match op:
         case InsertCell():
             if op.after is not None:
-                at = _index(cells, op.after) + 1
+                at = _place(document, op.after).index + 1
             elif op.before is not None:
-                at = _index(cells, op.before)
+                at = _place(document, op.before).index
             else:
-                at = len(cells)
+                at = len(document.cells())
             document.insert_cell(at, Cell(id=op.cell_id, cell_type=op.cell_type, source=op.source))
         case EditCell():
-            cell = cells[_index(cells, op.cell_id)]
+            cell = _place(document, op.cell_id).cell
             document.replace_cell(cell.model_copy(update={"source": op.source}))
         case DeleteCell():
             document.delete_cell(op.cell_id)
         case MoveCell():
-            rest = [c for c in cells if c.id != op.cell_id]
-            at = 0 if op.after is None else _index(rest, op.after) + 1
+            moved = _place(document, op.cell_id).index
+            if op.after is None:
+                at = 0
+            elif op.after == op.cell_id:  # not among the other cells
+                raise UnknownCell(op.after)
+            else:  # its index among the other cells, the moved one taken out
+                anchor = _place(document, op.after).index
+                at = anchor + (0 if moved < anchor else 1)
             document.move_cell(op.cell_id, at)
 
 
@@ -118,8 +125,8 @@ def write_file_bytes(workspace: Workspace, path: str, data: bytes | None) -> Non
         workspace.write_bytes(path, data)
 
 
-def _index(cells: list[Cell], cell_id: str) -> int:
-    i = index_of(cells, cell_id)
-    if i is None:
+def _place(document: NotebookDocument, cell_id: str) -> CellPlace:
+    found = find_cell(document, cell_id)
+    if found is None:
         raise UnknownCell(cell_id)
-    return i
+    return found

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planbook.documents.base import Cell, NotebookDocument, index_of
+from planbook.documents.base import Cell, CellPlace, NotebookDocument, find_cell, index_of
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
@@ -47,6 +47,11 @@ def cell_state_hash(cells: list[Cell], cell_id: str) -> str:
     return ABSENT if i is None else cell_hash(cells[i].cell_type, cells[i].source)
 
 
+def _hash_of(found: CellPlace | None) -> str:
+    """``cell_state_hash`` of a cell looked up by id."""
+    return ABSENT if found is None else cell_hash(found.cell.cell_type, found.cell.source)
+
+
 def _json(value: Any) -> str:
     # Key order kept (not sorted): a restored value is written back in its own order.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -64,16 +69,18 @@ class CheckpointWriter:
         """Where each cell stands before the change. What it holds is recorded by
         ``with_after_hashes``, once the change shows which parts differ; ``outputs``: the
         change will replace the outputs (a run), so keep them whatever they are then."""
-        cells = self.document.cells()
         out = []
-        for cell_id in cell_ids:
-            i = index_of(cells, cell_id)
-            if i is None:
+        for cell_id in cell_ids:  # by id: a step's cost does not grow with the notebook
+            found = find_cell(self.document, cell_id)
+            if found is None:
                 out.append(CellSnapshot(cell_id=cell_id, exists=False))
                 continue
-            self._before[cell_id] = (cells[i], outputs)
-            after = cells[i - 1].id if i > 0 else None
-            out.append(CellSnapshot(cell_id=cell_id, exists=True, index=i, after=after, parts={}))
+            self._before[cell_id] = (found.cell, outputs)
+            out.append(
+                CellSnapshot(
+                    cell_id=cell_id, exists=True, index=found.index, after=found.above, parts={}
+                )
+            )
         return out
 
     def snapshot_files(self, paths: list[str]) -> list[FileSnapshot]:
@@ -90,16 +97,16 @@ class CheckpointWriter:
     def with_after_hashes(self, checkpoint: Checkpoint) -> None:
         """Record what each cell held that the change replaced, and what each target looks
         like right after the change (for rollback drift)."""
-        cells = self.document.cells()
         snaps = []
         for snap in checkpoint.cells:
-            update: dict[str, Any] = {"after_hash": cell_state_hash(cells, snap.cell_id)}
+            found = find_cell(self.document, snap.cell_id)
+            update: dict[str, Any] = {"after_hash": _hash_of(found)}
             before = self._before.pop(snap.cell_id, None)
             if snap.exists and snap.blob is None and before is not None:
-                i = index_of(cells, snap.cell_id)
-                update["parts"] = self._parts(before[0], None if i is None else cells[i], before[1])
-                above = None if i is None or i == 0 else cells[i - 1].id
-                if i is not None and snap.after is not None and above == snap.after:
+                update["parts"] = self._parts(
+                    before[0], None if found is None else found.cell, before[1]
+                )
+                if found is not None and snap.after is not None and found.above == snap.after:
                     update["after"] = None  # not moved: its number (index) is kept for names
             snaps.append(snap.model_copy(update=update))
         checkpoint.cells = snaps
@@ -134,7 +141,7 @@ class CheckpointWriter:
 
     def current_hash(self, target: CellSnapshot | FileSnapshot) -> str:
         if isinstance(target, CellSnapshot):
-            return cell_state_hash(self.document.cells(), target.cell_id)
+            return _hash_of(find_cell(self.document, target.cell_id))
         return self.file_hash(target.path)
 
     def restore_cell(self, snap: CellSnapshot) -> None:

@@ -1,0 +1,111 @@
+"""What a step reads of a live notebook (issue 10 item 8): its targets, looked up by id, not
+every cell converted and copied. Counted, not timed: the cells planbook converts from the
+shared document and copies for the engine during a one-step approval are the same for a
+notebook of 10 cells and of 200; someone typing in one cell makes planbook convert that cell
+again, not the notebook, and what it reads stays what the room holds."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from planbook.documents import live as live_module
+from planbook.documents.live import LiveNotebook, open_live
+from planbook.session import Session
+from planbook.workspace import Workspace
+from tests.live.yclient import YClient
+from tests.support.jupyter_server import RunningServer
+
+pytestmark = pytest.mark.server
+
+_names = itertools.count(1)
+
+
+@contextmanager
+def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """How many cells the live backend converts (``_to_cell``) and copies (``_own_copy``)."""
+    counts = {"converted": 0, "copied": 0}
+
+    def counted(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any) -> Any:
+            counts[name] += 1
+            return original(*args)
+
+        return wrapper
+
+    with monkeypatch.context() as patch:
+        patch.setattr(live_module, "_to_cell", counted("converted", live_module._to_cell))
+        patch.setattr(live_module, "_own_copy", counted("copied", live_module._own_copy))
+        yield counts
+
+
+def fresh_read(doc: LiveNotebook) -> list[dict[str, Any]]:
+    """Every cell converted again from the shared document (no cache)."""
+    doc._cache = None
+    return [c.model_dump() for c in doc.cells()]
+
+
+def one_step_approval(server: RunningServer, size: int, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Stage an edit of the middle cell and an insert after it; count what approving reads."""
+    name = f"reads-{size}-{next(_names)}.ipynb"
+    server.write_notebook(name, [f"x{i} = {i}" for i in range(size)])
+    doc = open_live(server.url, server.token, name)
+    try:
+        session = Session(doc, Workspace(server.root))
+        middle = doc.cells()[size // 2].id
+        session.propose.edit_cell(middle, "x = 'edited'", reason="reads")
+        session.propose.insert_cell("y = 2", after=middle, reason="reads")
+        with counting(monkeypatch) as counts:
+            report = session.approve()
+        assert report.ok, report.lines()
+        sources = [c.source for c in doc.cells()]
+        assert sources[size // 2 : size // 2 + 2] == ["x = 'edited'", "y = 2"]
+        assert len(sources) == size + 1
+        return counts
+    finally:
+        doc.close()
+
+
+def test_an_approval_reads_its_targets_not_the_notebook(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = one_step_approval(server, 10, monkeypatch)
+    large = one_step_approval(server, 200, monkeypatch)
+    assert large == small, (small, large)
+    # a handful per step (the drift check, the checkpoint, the change, the commit's check),
+    # far below one notebook's worth
+    assert large["converted"] + large["copied"] < 40, large
+
+
+def test_someone_typing_in_one_cell_converts_that_cell_again(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"typing-{next(_names)}.ipynb"
+    server.write_notebook(name, [f"x{i} = {i}" for i in range(200)])
+    doc = open_live(server.url, server.token, name)
+    other = YClient(server, name)
+    try:
+        ids = [c.id for c in doc.cells()]
+        with counting(monkeypatch) as counts:
+            for n in range(3):
+                other.set_source(ids[7], f"typed {n}")
+                assert doc.wait_for(lambda cells, n=n: cells[7].source == f"typed {n}")
+        assert 1 <= counts["converted"] <= 6, counts  # that cell, once per change seen
+        assert [c.model_dump() for c in doc.cells()] == fresh_read(doc)
+        # cells added by someone else: everything is read again, and right
+        new = {"cell_type": "markdown", "source": "new", "metadata": {}}
+        other.edit(lambda ynb: ynb.ycells.insert(3, ynb.create_ycell(new)))
+        assert doc.wait_for(lambda cells: len(cells) == 201)
+        assert doc.cells()[3].source == "new"
+        assert [c.model_dump() for c in doc.cells()] == fresh_read(doc)
+        # and typing after that is again read by the cell
+        other.set_source(ids[150], "late")
+        assert doc.wait_for(lambda cells: cells[151].source == "late")
+        assert [c.model_dump() for c in doc.cells()] == fresh_read(doc)
+    finally:
+        other.close()
+        doc.close()

@@ -1,0 +1,143 @@
+"""When a live run asks the server to save (issue 10 item 8, keeping issue 15's promises): the
+approval is saved by the run's first save instead of before the first step, so a short run of
+cell-only steps costs one save, not two; the approved plan is still on disk before any code
+runs (the code itself reads the file), and ``approve()`` returns with everything on disk. A
+server stopped before that first save undoes the approval together with the steps applied
+since: audited as issue 15's fault trials are (no phantom step, no mixture, the plan finished
+by approving again, nothing lost that ``approve()`` had returned)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from planbook.documents.file import FileNotebook
+from planbook.documents.live import open_live
+from planbook.documents.live_room import Room
+from planbook.engine.runner import IPythonRunner
+from planbook.engine.store import Store
+from planbook.session import Session
+from planbook.workspace import Workspace
+from tests.live.conftest import disk_sources, on_disk
+from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
+from tests.support.jupyter_server import RunningServer
+
+pytestmark = [pytest.mark.server, pytest.mark.kernel]
+
+_names = itertools.count(1)
+
+
+@pytest.fixture
+def runner() -> Iterator[IPythonRunner]:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    yield IPythonRunner(shell)
+    shell.user_ns.pop("seen_on_disk", None)
+
+
+def saved_state(path: Path) -> list[tuple[str, int]]:
+    """(status of each step, number of approvals) of each plan in the file on disk."""
+    store = Store(FileNotebook(path))
+    store.load()
+    return [
+        (",".join(s.status for s in plan.steps), len(plan.approvals)) for plan in store.state.plans
+    ]
+
+
+def test_a_short_run_of_cell_steps_saves_once_and_returns_durable(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"saves-{next(_names)}.ipynb"
+    server.write_notebook(name, ["x = 1"])
+    doc = open_live(server.url, server.token, name)
+    try:
+        session = Session(doc, Workspace(server.root))
+        anchor = doc.cells()[0].id
+        for i in range(5):
+            anchor = session.propose.insert_cell(f"v{i} = {i}", after=anchor).operation.cell_id  # type: ignore[union-attr]
+        saves: list[str] = []
+        original = Room.save
+
+        def counted(room: Room, timeout: float) -> str:
+            status = original(room, timeout)
+            saves.append(status)
+            return status
+
+        monkeypatch.setattr(Room, "save", counted)
+        report = session.approve()
+        assert report.ok and not report.notes, report.lines()
+        assert saves == ["success"]  # the run's end; the approval went with it
+        # returned: on disk, every step done with its cell
+        assert disk_sources(on_disk(server, name)) == ["x = 1"] + [f"v{i} = {i}" for i in range(5)]
+        assert saved_state(Path(server.root) / name) == [(",".join(["done"] * 5), 1)]
+    finally:
+        doc.close()
+
+
+def test_the_approved_plan_is_on_disk_before_any_code_runs(
+    server: RunningServer, runner: IPythonRunner
+) -> None:
+    name = f"saves-{next(_names)}.ipynb"
+    path = Path(server.root) / name
+    server.write_notebook(name, ["x = 1"])
+    doc = open_live(server.url, server.token, name)
+    try:
+        session = Session(doc, Workspace(server.root), runner=lambda: runner)
+        first = session.propose.insert_cell("a = 1", after=doc.cells()[0].id)
+        code = (
+            "from pathlib import Path\n"
+            "from tests.live.test_live_saves import saved_state\n"
+            f"seen_on_disk = saved_state(Path({str(path)!r}))"
+        )
+        session.propose.insert_cell(code, after=first.operation.cell_id, run=True)  # type: ignore[union-attr]
+        report = session.approve()
+        assert report.ok, report.lines()
+        # what the step's code found in the file: approved, step 1 done, itself running
+        assert runner.shell.user_ns["seen_on_disk"] == [("done,running", 1)]
+        assert saved_state(path) == [("done,done", 1)]
+    finally:
+        doc.close()
+
+
+class CellOnlyTrial(Trial):
+    """Issue 15's trial with a plan of cell-only steps: no code step saves before the run's
+    end, so a stop early in the run strikes before the approval is on disk."""
+
+    def stage(self) -> None:
+        anchor = self.doc.cells()[0].id
+        for i in range(1, STEPS + 1):
+            step = self.session.propose.insert_cell(f"v{i} = {i}", after=anchor, reason=f"{i}")
+            anchor = step.operation.cell_id  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
+def test_a_stop_before_the_runs_first_save_undoes_approval_and_steps_together(
+    server: RunningServer, runner: IPythonRunner, crash: bool
+) -> None:
+    rng = random.Random(f"approval-saved-by-the-run-{crash}")
+    total = Audit()
+
+    def restart() -> None:
+        server.kill() if crash else server.stop()
+        time.sleep(0.5)
+        server.start()
+
+    trials = SCALE  # PLANBOOK_FAULT_TRIALS=N for a soak
+    for _ in range(trials):
+        trial = CellOnlyTrial(server, runner)
+        try:
+            trial.stage()
+            thread = after_steps(trial.session, rng.randrange(STEPS // 2), 0.0, restart)
+            trial.approve()
+            thread.join(60)
+            total += trial.audit(finished=trial.finish())
+        finally:
+            trial.close()
+    tally(f"server {'SIGKILL' if crash else 'SIGTERM'} before a run's first save", trials, total)
+    assert total == Audit(), str(total)
