@@ -3,8 +3,8 @@
 A real JupyterLab server with jupyter-collaboration; a planbook Session on a LiveNotebook stages
 N insert-cell steps, then ``approve()`` runs them. Each approved step runs behind its
 approval-hash check, drift check and checkpoint, and the plan's record goes into the shared
-document with each step (by part); the server saves the room at the end of the run (that save
-holds the approval too: no code runs in this plan) and ``approve()`` returns once that save is
+document with each step (by part); the server saves the room once the approval is recorded
+(before the first step) and at the end of the run, and ``approve()`` returns once that save is
 confirmed (durability, issue 15).
 
 The plain way: a pycrdt client making the same N inserts directly, one update each, then doing

@@ -371,8 +371,9 @@ class Session:
                     f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
                 )
                 self.store.save()
-                # Not saved here: the run's first save holds the approval (see
-                # Executor.run_saves_approval), and no code runs before that save.
+                # Saved before the first step: a server stop during the run then loses no
+                # approval (issue 15), only the last cell-only steps' change with their record.
+                self._durable()
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)

@@ -153,8 +153,6 @@ class Executor:
         self._log_saved = 0
         #: Finds a run's steps without a scan from the plan's top at each one.
         self._steps = StepIndex()
-        #: When the current run began (time.monotonic), for ``_save_can_wait``.
-        self._run_began = float("-inf")
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -219,7 +217,6 @@ class Executor:
         own = tuple(approval.step_ids)
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
-        self._run_began = time.monotonic()
         self._reloads_at_start = self.watch.count()
         try:
             with owner.running_here(own):
@@ -559,8 +556,6 @@ class Executor:
         found = self._steps.find(self.store.plan_by_id(plan_id), outcome.step_id)
         step = None if found is None else found[1]
         runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell))
-        if not runs and self._save_can_wait():
-            return
         every = 0.0 if runs else CELL_ONLY_SAVE_EVERY
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
@@ -625,23 +620,6 @@ class Executor:
                     self._record(plan, step, "conflict", merge.message(), time.monotonic())
                 )
         return [self._announce(plan_id, outcome, None) for outcome in outcomes]
-
-    #: The approval that starts a run is saved by the run's first save (issue 10 item 8), not
-    #: waited for before the first step: the save a code step asks for before its code runs
-    #: (so the approved plan is durable before any code runs, and nothing runs twice), the
-    #: run's end (``approve()`` returns once it is confirmed), or, in a long run of cell-only
-    #: steps, the save after CELL_ONLY_SAVE_EVERY seconds. A server stop before that save
-    #: undoes the approval together with the cell-only steps applied since, as one: the room
-    #: is reloaded from the saved file (nothing approved, nothing done there, no code ran)
-    #: and the run ends with those steps pending, to approve again when the room is back,
-    #: as it did when the approval alone had been saved. Each save is 20-200 ms of server
-    #: time; a run of cell-only steps shorter than the interval now costs one.
-    run_saves_approval = True
-
-    def _save_can_wait(self) -> bool:
-        """A cell-only step in the first CELL_ONLY_SAVE_EVERY seconds of a run: saved with
-        the approval by the run's first save (see ``run_saves_approval``)."""
-        return time.monotonic() - self._run_began < CELL_ONLY_SAVE_EVERY
 
     def _settle_reload(self, plan_id: str, report: RunReport) -> None:
         """The run stopped because the document was reloaded: keep the richer record, mark
