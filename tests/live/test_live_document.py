@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -262,6 +263,17 @@ def test_an_edit_racing_the_executor_s_commit_is_a_conflict(
     assert live.cells()[1].source == "x = 'theirs'"
 
 
+def _edit_text_before_step(theirs: str, ynb: Any) -> None:
+    """The person's edit of cell c2, made on its text before the step ("x = 1"): replace it
+    whole, insert one character in it, or append one."""
+    text = ynb.ycells[1]["source"]
+    if theirs == "replace":
+        del text[0 : len(text)]
+        text.insert(0, "y = 'theirs'")
+    else:
+        text.insert(5 if theirs == "insert" else len(text), "0")
+
+
 @pytest.mark.parametrize(
     ("theirs", "expected"),
     [("replace", "y = 'theirs'"), ("insert", "x = 10")],
@@ -286,13 +298,7 @@ def test_an_edit_racing_the_step_s_text_is_a_conflict_with_their_text(
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
     send = Room.send
 
-    def their_edit(ynb: Any) -> None:
-        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
-        if theirs == "replace":
-            del text[0 : len(text)]
-            text.insert(0, "y = 'theirs'")
-        else:
-            text.insert(5, "0")
+    their_edit = functools.partial(_edit_text_before_step, theirs)
 
     def racing(self: Room, update: bytes, payload: Any, timeout: float) -> None:
         if payload and any(op.kind == "replace" for op in payload):
@@ -372,13 +378,7 @@ def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
     send = Room.send
 
-    def their_edit(ynb: Any) -> None:
-        text = ynb.ycells[1]["source"]  # "x = 1", as it was before the step
-        if theirs == "replace":
-            del text[0 : len(text)]
-            text.insert(0, "y = 'theirs'")
-        else:
-            text.insert(len(text), "0")
+    their_edit = functools.partial(_edit_text_before_step, theirs)
 
     def step_first(self: Room, update: bytes, payload: Any, timeout: float) -> None:
         if not (payload and any(op.kind == "replace" for op in payload)):
