@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from planbook.documents.base import NotebookDocument, find_cell, index_of, make_durable
+from planbook.documents.base import NotebookDocument, find_cell, make_durable
 from planbook.engine import owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -595,7 +595,6 @@ class Executor:
         outcomes = []
         with self._saved_state(), self.document.transaction():
             plan = self.store.plan_by_id(plan_id)
-            cells = self.document.cells()
             for merge in merges:
                 step = next(
                     (
@@ -607,10 +606,10 @@ class Executor:
                     ),
                     None,
                 )
-                j = index_of(cells, merge.cell_id)
-                if step is None or j is None:
+                found = find_cell(self.document, merge.cell_id)
+                if step is None or found is None:
                     continue
-                self.document.replace_cell(cells[j].model_copy(update={"source": merge.text}))
+                self.document.replace_cell(found.cell.model_copy(update={"source": merge.text}))
                 saved = self.store.state.checkpoints
                 cp = next((c for c in saved if c.id == step.checkpoint), None)
                 if cp is not None:  # the step's change is gone: nothing of it to roll back
