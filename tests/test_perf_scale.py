@@ -96,19 +96,21 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
         max_size=12,
     ),
     st.sampled_from([" ", "  "]),
+    st.sampled_from([1, 500]),
 )
 def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
-    changes: list[tuple[str, int]], indent: str
+    changes: list[tuple[str, int]], indent: str, width: int
 ) -> None:
     """The serializer reuses a long list's text when the next list starts with the same
     items: appended to, cut back, changed in the middle or at its head, it writes what
-    json.dumps writes."""
+    json.dumps writes (with items of 500 characters the list and everything above it are long
+    enough to be kept in pieces, as a plan's checkpoints are)."""
     encoder = Encoder(with_fields(JUPYTER, indent=indent))
-    items: list[Any] = [{"n": i, "text": ["a\n", "b"]} for i in range(40)]
+    items: list[Any] = [{"n": i, "text": ["a\n", "b" * width]} for i in range(40)]
     serial = 40
     for kind, n in changes:
         if kind == "append":
-            items = items + [{"n": serial + j} for j in range(n)]
+            items = items + [{"n": serial + j, "text": "c" * width} for j in range(n)]
             serial += n
         elif kind == "cut":
             items = items[: max(1, len(items) - n)]

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from planbook.documents.base import Cell, MetadataPath, apply_metadata_changes
+from planbook.documents.base import Cell, CellPlace, MetadataPath, apply_metadata_changes
 from planbook.documents.serializer import (
     JUPYTER,
     Style,
@@ -186,6 +186,18 @@ class NodeNotebook:
                 self._cell_cache = {id(raw): self._cell_cache[id(raw)] for raw in raws}
             # Copies: the cached Cells stay as read, whatever a caller does with these.
             return [c.model_copy() for c in out]
+
+    def find_cell(self, cell_id: str) -> CellPlace | None:
+        """The cell with ``cell_id`` and its place, converting only that cell (``cells()``
+        converts and copies every cell: a step reads its targets a few times)."""
+        with self._mutex:
+            self._refresh()
+            raws = self._nb["cells"]
+            for i, raw in enumerate(raws):
+                if raw.get("id") == cell_id:
+                    above = raws[i - 1].get("id") if i > 0 else None
+                    return CellPlace(i, self._cell_of(raw).model_copy(), above)
+            return None
 
     def _cell_of(self, raw: Tree) -> Cell:
         """The Cell a raw cell reads as, converted once per raw cell."""

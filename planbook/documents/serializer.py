@@ -20,15 +20,40 @@ import json
 import operator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any
+from typing import Any, cast
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
 #: Lists at least this long are encoded as possibly grown from one encoded before.
 _GROWN_MIN = 32
+#: Containers whose text is at least this long keep it in pieces (a ``Rope``).
+_ROPE_MIN = 16384
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
+
+
+class Rope:
+    """A long text kept in pieces, joined once when the file is written. The containers near
+    the top of the tree (the notebook, its metadata, the planbook record, a plan) each hold
+    most of the file: joining each one's text copied the whole file several times per save,
+    a cost that grew with the file (the checkpoints) at every step. The last piece is always
+    the container's closing line."""
+
+    __slots__ = ("pieces", "size")
+
+    def __init__(self, pieces: list[str], size: int) -> None:
+        self.pieces = pieces
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+Text = str | Rope
 
 
 @dataclass(frozen=True)
@@ -54,7 +79,7 @@ class Encoder:
     def __init__(self, style: Style = JUPYTER) -> None:
         self.style = style
         # id -> (the container, its text): holding the container keeps its id from being reused.
-        self._cache: dict[int, tuple[object, str]] = {}
+        self._cache: dict[int, tuple[object, Text]] = {}
         self._added = 0
         self._live = 0
         self._string = encode_basestring_ascii if style.ensure_ascii else encode_basestring
@@ -62,21 +87,22 @@ class Encoder:
         self.encoded = 0
         #: (id of its first item, depth) -> (a long list, its text): a list that is appended
         #: to (a plan's results grow by one at every step) starts with the same items.
-        self._lists: dict[tuple[int, int], tuple[list[Any], str]] = {}
+        self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
 
     def encode(self, nb: dict[str, Any]) -> str:
         """The file's text."""
         self.encoded = 0
-        text = self._value(nb, 0)
+        value = self._value(nb, 0)
         if self._added > max(1000, self._live):
             self._prune(nb)  # now and then, so the cost is spread over many saves
-        text = text + "\n" if self.style.final_newline else text
+        end = "\n" if self.style.final_newline else ""
+        text = "".join([*value.pieces, end]) if isinstance(value, Rope) else value + end
         # JSON text has no raw newline inside a string: every "\n" here is layout.
         return text if self.style.newline == "\n" else text.replace("\n", self.style.newline)
 
     def _prune(self, nb: dict[str, Any]) -> None:
         """Forget the text of containers this notebook no longer holds."""
-        keep: dict[int, tuple[object, str]] = {}
+        keep: dict[int, tuple[object, Text]] = {}
         stack: list[tuple[Any, int]] = [(nb, 0)]
         while stack:
             value, depth = stack.pop()
@@ -92,7 +118,7 @@ class Encoder:
         self._live = len(keep)
         self._added = 0
 
-    def _value(self, value: Any, depth: int) -> str:
+    def _value(self, value: Any, depth: int) -> Text:
         if isinstance(value, str):
             return self._string(value)
         if isinstance(value, dict | list):
@@ -108,7 +134,7 @@ class Encoder:
             return text
         return _scalar(value)
 
-    def _container(self, value: dict[str, Any] | list[Any], depth: int) -> str:
+    def _container(self, value: dict[str, Any] | list[Any], depth: int) -> Text:
         if not value:
             return "{}" if isinstance(value, dict) else "[]"
         inner = "\n" + self.style.indent * (depth + 1)
@@ -116,10 +142,10 @@ class Encoder:
         # thousands of unchanged entries, and a call per entry is most of a save's cost.
         cache = self._cache if depth + 1 <= _CACHE_DEPTH else {}
         encode = self._value
+        parts: list[Text] = []
         if isinstance(value, list):
             if len(value) >= _GROWN_MIN:
                 return self._grown_list(value, depth, inner, cache)
-            parts = []
             for item in value:
                 hit = cache.get(id(item))
                 parts.append(
@@ -128,48 +154,88 @@ class Encoder:
             return _wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
-        parts = []
         for k, v in items:
             hit = cache.get(id(v))
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
-            parts.append(string(k) + ": " + text)
+            key = string(k) + ": "
+            if isinstance(text, Rope):  # only a few per save: the long ones
+                parts.append(Rope([key, *text.pieces], len(key) + text.size))
+            else:
+                parts.append(key + text)
         return _wrap("{", inner, parts, self.style.indent * depth, "}")
 
     def _grown_list(
-        self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, str]]
-    ) -> str:
+        self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
+    ) -> Text:
         """A long list: when it starts with every item of one encoded before at this depth
         (the same objects), that text is reused and only the items after them are encoded, so
         a list that grows by one item per step costs one item per step, not its length."""
         key = (id(value[0]), depth)
         hit = self._lists.get(key)
         outer = self.style.indent * depth
-        start, head = 0, ""
+        start = 0
         if hit is not None and len(hit[0]) <= len(value):
             old = hit[0]
             if old and old[0] is value[0] and all(map(operator.is_, old, value)):
-                start, head = len(old), hit[1][: -len(outer) - 2]  # without "\n" outer "]"
-        parts = []
+                start = len(old)
+        parts: list[Text] = []
         for item in value[start:]:
             found = cache.get(id(item))
             parts.append(
                 found[1] if found is not None and found[0] is item else self._value(item, depth + 1)
             )
-        if start == len(value):
-            text = hit[1] if hit is not None else ""
-        elif start:
-            text = f"{head},{inner}{(',' + inner).join(parts)}\n{outer}]"
+        if hit is not None and start == len(value):
+            text = hit[1]
+        elif hit is not None and start:
+            text = _grown(hit[1], inner, parts, outer)
         else:
             text = _wrap("[", inner, parts, outer, "]")
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
 
 
-def _wrap(opening: str, inner: str, parts: list[str], outer: str, closing: str) -> str:
-    """``opening``, the parts one per line, ``closing``, copied once: the containers near the
-    top (the notebook, its metadata, the planbook record) hold the whole file's text, and each
-    ``+`` of a chain copies it again, a cost that grows with the file at every save."""
-    return f"{opening}{inner}{(',' + inner).join(parts)}\n{outer}{closing}"
+def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) -> Text:
+    """``opening``, the parts one per line, ``closing``: one string, or a Rope when long (a
+    part that is a Rope makes its container one too, as it is at least as long)."""
+    size = sum(map(len, parts))
+    if size < _ROPE_MIN:
+        short = cast("list[str]", parts)  # no Rope: it would be at least _ROPE_MIN long
+        return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
+    pieces = [opening + inner]
+    _append(pieces, parts, "," + inner)
+    pieces.append(f"\n{outer}{closing}")
+    sep = len(inner) + 1
+    return Rope(pieces, size + len(opening) + len(inner) + sep * (len(parts) - 1) + len(pieces[-1]))
+
+
+def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
+    """The text of a list that is ``old``'s list with ``parts`` appended."""
+    closing = f"\n{outer}]"
+    sep = "," + inner
+    if isinstance(old, Rope):
+        pieces = old.pieces[:-1]
+        size = old.size - len(closing)
+    else:
+        pieces = [old[: -len(closing)]]
+        size = len(pieces[0])
+    size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
+    if size < _ROPE_MIN:
+        return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
+    pieces.append(sep)
+    _append(pieces, parts, sep)
+    pieces.append(closing)
+    return Rope(pieces, size)
+
+
+def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
+    """``parts`` onto ``pieces``, ``sep`` between them, Ropes by their pieces."""
+    for i, part in enumerate(parts):
+        if i:
+            pieces.append(sep)
+        if isinstance(part, Rope):
+            pieces.extend(part.pieces)
+        else:
+            pieces.append(part)
 
 
 def _scalar(value: Any) -> str:

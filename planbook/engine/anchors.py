@@ -85,7 +85,9 @@ def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) 
             "(see `%plan cells`)"
         )
     token = token.strip()
-    ids = [c.id for c in cells] + [i for i in pending_ids if i not in {c.id for c in cells}]
+    ids = [c.id for c in cells]
+    known = set(ids)
+    ids += [i for i in pending_ids if i not in known]
     if token in ids:
         return token
     position = _POSITION.match(token)
