@@ -33,7 +33,7 @@ from tests.conftest import make_notebook
 
 LAYERS: dict[str, tuple[type, str]] = {
     "document commit": (FileNotebook, "_commit"),
-    "document read": (FileNotebook, "cells"),
+    "document read": (FileNotebook, "find_cell"),
     "store save": (Store, "save"),
     "workspace read": (Workspace, "read_bytes"),
     "workspace write": (Workspace, "write_bytes"),
