@@ -18,12 +18,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from planbook.comm_view import PROTOCOL, plan_message
 from planbook.documents.page import PAGE_TYPES
 from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.events import Event
+from planbook.model.base import DEFERRED, PlanbookModel
 from planbook.panel.batch import Batch
 from planbook.panel.mainloop import call_on_main, running_main_loop, start_on_main
 
@@ -38,7 +39,7 @@ TARGET = "planbook"
 QUIET = frozenset({"agent_activity", "todos_changed", "decision_needed", "decision_made"})
 
 
-class _Decision(BaseModel):
+class _Decision(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     step_id: str = Field(min_length=1, max_length=200, description="The step's id.")
@@ -54,7 +55,7 @@ class RejectStep(_Decision):
 
 
 Decision = Annotated[ApproveStep | RejectStep, Field(discriminator="action")]
-_DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision)
+_DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision, config=DEFERRED)
 
 
 def parse(content: object) -> ApproveStep | RejectStep:

@@ -6,7 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from planbook.model.base import PlanbookModel
 
 EventKind = Literal[
     "staged",
@@ -28,7 +30,7 @@ EventKind = Literal[
 log = logging.getLogger("planbook")
 
 
-class Event(BaseModel):
+class Event(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: EventKind

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from planbook.documents.base import Cell
 from planbook.engine.anchors import short_ids
@@ -14,6 +14,7 @@ from planbook.engine.checkpoints import source_before
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
+from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     AnyOperation,
@@ -33,7 +34,7 @@ from planbook.workspace import Workspace
 Language = Literal["python", "markdown", "text", "shell"]
 
 
-class StepView(BaseModel):
+class StepView(PlanbookModel):
     model_config = ConfigDict(extra="forbid")
 
     number: int

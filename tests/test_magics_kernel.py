@@ -48,6 +48,16 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
             "('nbformat', 'jsonschema', 'pydantic_ai') or m == 'planbook.agent.run'))"
         )
         assert heavy.stdout.strip() == "[]"
+        # ...and no pydantic validator built (the first one makes pydantic scan every
+        # installed distribution for plugins): a notebook without a plan needs none
+        built = k.run(
+            "from planbook.model.base import PlanbookModel\n"
+            "def below(c): return [d for s in c.__subclasses__() for d in (s, *below(s))]\n"
+            "print(len(below(PlanbookModel)), "
+            "sorted(c.__name__ for c in below(PlanbookModel) if c.__pydantic_complete__))"
+        )
+        count, names = built.stdout.split(" ", 1)
+        assert int(count) > 10 and names.strip() == "[]", built.stdout
         k.run("x = 21")
         staged = k.run(
             '%%propose --after c2 --run --reason "show doubled"\nprint("doubled", x * 2)'

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from planbook.errors import PlanbookError
+from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -39,7 +40,7 @@ class NoModelConfigured(PlanbookError):
     """No model, or no key for it: the agent cannot run, everything else can."""
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(PlanbookModel):
     """The agent settings of one session (``session.extras["agent_config"]``)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)

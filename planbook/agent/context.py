@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from planbook.agent.decisions import Decisions
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules import RuleSet
+from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
     from planbook.agent.config import AgentConfig
@@ -30,7 +31,7 @@ _log = logging.getLogger(__name__)
 ActivityType = Literal["status", "tool", "thinking", "text", "staged", "decision", "error"]
 
 
-class Activity(BaseModel):
+class Activity(PlanbookModel):
     """One line of what the agent is doing, for the panel and the %plan output."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -16,9 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from planbook.errors import UsageMistake
+from planbook.model.base import PlanbookModel
 
 _log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class UnknownDecision(UsageMistake):
         )
 
 
-class Decision(BaseModel):
+class Decision(PlanbookModel):
     """A question the run is waiting on."""
 
     model_config = ConfigDict(extra="forbid")
@@ -49,7 +50,7 @@ class Decision(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict, description="Details for the panel.")
 
 
-class Answer(BaseModel):
+class Answer(PlanbookModel):
     """The person's choice, with a reason or edited arguments where the choice takes them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from planbook.agent.context import rules_of
 from planbook.engine.rules import Rule
 from planbook.errors import UsageMistake
+from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
     from planbook.session import Session
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["RuleView", "revoke", "rule_views"]
 
 
-class RuleView(BaseModel):
+class RuleView(PlanbookModel):
     """One rule as listed: its number is what ``revoke`` takes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
-
+from planbook.model.base import PlanbookModel
 from planbook.model.conversation import Todo, TodoStatus
 from planbook.model.plan import Plan
 
@@ -19,7 +18,7 @@ __all__ = ["Todo", "TodoList", "TodoView"]
 ShownStatus = Literal["pending", "in_progress", "staged", "approved", "done", "failed", "cancelled"]
 
 
-class TodoView(BaseModel):
+class TodoView(PlanbookModel):
     content: str
     status: ShownStatus
     step_ids: list[str]

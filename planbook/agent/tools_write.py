@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 
 from planbook.agent.context import AgentDeps
@@ -27,6 +27,7 @@ from planbook.errors import (
     UnreadableFile,
     UsageMistake,
 )
+from planbook.model.base import PlanbookModel
 from planbook.model.operations import CellType
 from planbook.model.plan import APPROVED_BY_RULE, Step
 from planbook.words import count
@@ -41,7 +42,7 @@ _QUEUED = (
 )
 
 
-class Edit(BaseModel):
+class Edit(PlanbookModel):
     """Replace one exact occurrence of `search` with `replace`."""
 
     model_config = ConfigDict(extra="forbid")

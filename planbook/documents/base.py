@@ -13,7 +13,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from planbook.model.base import PlanbookModel
 
 CellType = Literal["code", "markdown", "raw"]
 #: A path below ``notebook.metadata[key]``: ("plans", "p-1") names metadata[key]["plans"]["p-1"].
@@ -29,7 +31,7 @@ class _Delete:
 DELETE: Final = _Delete()
 
 
-class Cell(BaseModel):
+class Cell(PlanbookModel):
     """One cell, in nbformat 4.5 terms (outputs are nbformat output dicts)."""
 
     model_config = ConfigDict(extra="forbid")

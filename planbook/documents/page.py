@@ -35,12 +35,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from planbook.documents.base import DELETE, Cell, CellType, MetadataPath, apply_metadata_changes
 from planbook.documents.nbnode import NodeNotebook, Tree, assign_ids, normalize, to_raw
 from planbook.documents.serializer import join_text
 from planbook.errors import TransactionFailed, UsageMistake, read_message
+from planbook.model.base import DEFERRED, PlanbookModel
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -51,7 +52,7 @@ NOT_CONNECTED = (
 )
 
 
-class PageCell(BaseModel):
+class PageCell(PlanbookModel):
     """A cell as the page's model gives it (nbformat JSON; the source as one string)."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
@@ -77,7 +78,7 @@ class PageCell(BaseModel):
         )
 
 
-class PageCells(BaseModel):
+class PageCells(PlanbookModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["cells"]
@@ -88,7 +89,7 @@ class PageCells(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="Full only.")
 
 
-class PageApplied(BaseModel):
+class PageApplied(PlanbookModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["applied"]
@@ -96,7 +97,7 @@ class PageApplied(BaseModel):
     order: list[str]
 
 
-class PageRefused(BaseModel):
+class PageRefused(PlanbookModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["refused"]
@@ -107,7 +108,9 @@ class PageRefused(BaseModel):
 
 
 PageMessage = Annotated[PageCells | PageApplied | PageRefused, Field(discriminator="type")]
-_MESSAGE: TypeAdapter[PageCells | PageApplied | PageRefused] = TypeAdapter(PageMessage)
+_MESSAGE: TypeAdapter[PageCells | PageApplied | PageRefused] = TypeAdapter(
+    PageMessage, config=DEFERRED
+)
 #: The ``type`` of every message the page sends about its document.
 PAGE_TYPES = frozenset({"cells", "applied", "refused"})
 

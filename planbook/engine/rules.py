@@ -41,11 +41,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from planbook.engine.protected import Protected
 from planbook.engine.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
 from planbook.errors import PlanbookError
+from planbook.model.base import PlanbookModel
 from planbook.model.operations import AnyOperation, target_of
 
 Action = Literal["allow", "ask", "deny"]
@@ -56,7 +57,7 @@ class RulesError(PlanbookError):
     """A rule file cannot be read; the message names the file, the rule and the fix."""
 
 
-class Rule(BaseModel):
+class Rule(PlanbookModel):
     """One permission rule."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

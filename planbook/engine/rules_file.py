@@ -24,16 +24,17 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from planbook.engine.rules import RULES_FILE, Rule, RulesError
+from planbook.model.base import PlanbookModel
 
 #: Targets no rule may allow (relative paths; a folder covers what is below it).
 PROTECTED = ("planbook.toml", "pyproject.toml", ".git")
 _FILE_TOOLS = ("write_file", "edit_file", "delete_file")
 
 
-class Scope(BaseModel):
+class Scope(PlanbookModel):
     """One "always allow" choice offered with a permission question."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

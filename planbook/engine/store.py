@@ -133,9 +133,15 @@ def default_label(number: int, kind: str) -> str:
     return label + (": shell commands are not undone by rollback" if kind == "shell" else "")
 
 
+def empty_state() -> PlanbookState:
+    """The state of a notebook without planbook metadata, made without pydantic's validator
+    (the defaults need none): opening a session on such a notebook builds no validator."""
+    return PlanbookState.model_construct()
+
+
 def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
     if raw is None:
-        return PlanbookState()
+        return empty_state()
     if not isinstance(raw, dict):
         raise MetadataError(
             f"planbook metadata in {where} is a {type(raw).__name__}, not an object; it was left "
@@ -166,7 +172,7 @@ class Store:
 
     def __init__(self, document: NotebookDocument) -> None:
         self.document = document
-        self.state = PlanbookState()
+        self.state = empty_state()
         self._raw: Any = None
         self._saved = _Saved()
         self.user = _user()

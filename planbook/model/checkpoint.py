@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
+from planbook.model.base import PlanbookModel
 from planbook.model.plan import new_id, now
 
 
-class CellSnapshot(BaseModel):
+class CellSnapshot(PlanbookModel):
     """A cell as it was: absent, or where it stood and the parts of it the step changed."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -39,7 +40,7 @@ class CellSnapshot(BaseModel):
     after_hash: str = Field(default="", description="Content hash right after the change.")
 
 
-class FileSnapshot(BaseModel):
+class FileSnapshot(PlanbookModel):
     """A file as it was: absent, or the blob of its bytes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,7 +52,7 @@ class FileSnapshot(BaseModel):
     after_hash: str = ""
 
 
-class Checkpoint(BaseModel):
+class Checkpoint(PlanbookModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     #: How many assignments saved checkpoints have had: lets the store skip looking at every

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from planbook.model.base import PlanbookModel
 
 #: Activity lines kept in the notebook (the newest).
 ACTIVITY_KEPT = 200
@@ -20,7 +22,7 @@ DecisionKind = Literal["question", "approval", "mode_switch", "doom_loop"]
 ConversationStatus = Literal["idle", "running", "finished", "stopped", "failed"]
 
 
-class Todo(BaseModel):
+class Todo(PlanbookModel):
     """One thing the agent means to do."""
 
     model_config = ConfigDict(extra="forbid")
@@ -35,7 +37,7 @@ class Todo(BaseModel):
     )
 
 
-class SavedDecision(BaseModel):
+class SavedDecision(PlanbookModel):
     """A question the agent asked and the person has not answered yet (or answered since the
     run ended: ``answer`` is then set and the next ``%plan continue`` uses it)."""
 
@@ -53,7 +55,7 @@ class SavedDecision(BaseModel):
     answer_args: dict[str, Any] | None = None
 
 
-class StepQuestion(BaseModel):
+class StepQuestion(PlanbookModel):
     """A decision point: execution pauses before the step until the person answers."""
 
     model_config = ConfigDict(extra="forbid")
@@ -66,7 +68,7 @@ class StepQuestion(BaseModel):
     resume: list[str] = Field(default_factory=list)
 
 
-class ActivityLine(BaseModel):
+class ActivityLine(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     at: str
@@ -74,7 +76,7 @@ class ActivityLine(BaseModel):
     message: str
 
 
-class Conversation(BaseModel):
+class Conversation(PlanbookModel):
     """The agent's side of a notebook: one conversation, the latest task's."""
 
     model_config = ConfigDict(extra="forbid")

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from planbook.model.base import PlanbookModel
 
 CellType = Literal["code", "markdown", "raw"]
 
 
-class _Op(BaseModel):
+class _Op(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TextEdit(BaseModel):
+class TextEdit(PlanbookModel):
     """Replace one exact occurrence of `search` with `replace`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

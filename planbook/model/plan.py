@@ -10,9 +10,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from planbook.errors import PlanStateError
+from planbook.model.base import PlanbookModel
 from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
 
 Risk = Literal["low", "medium", "high"]
@@ -95,7 +96,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-class Step(BaseModel):
+class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -126,7 +127,7 @@ class Step(BaseModel):
         )
 
 
-class Revision(BaseModel):
+class Revision(PlanbookModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     number: int
@@ -151,7 +152,7 @@ def unreviewed(by: str) -> bool:
     return by == APPROVED_BY_RULE or (by.startswith("policy (") and by.endswith(" mode)"))
 
 
-class Approval(BaseModel):
+class Approval(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     revision: int
@@ -161,7 +162,7 @@ class Approval(BaseModel):
     by: str = ""
 
 
-class StepResult(BaseModel):
+class StepResult(PlanbookModel):
     """One line of the audit trail: what happened when a step ran."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -174,7 +175,7 @@ class StepResult(BaseModel):
     seconds: float = 0.0
 
 
-class Plan(BaseModel):
+class Plan(PlanbookModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     id: str = Field(default_factory=new_id)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan
@@ -16,7 +17,7 @@ Mode = Literal["plan", "ask", "auto-edit", "act"]
 MODES: tuple[Mode, ...] = ("plan", "ask", "auto-edit", "act")
 
 
-class LogEntry(BaseModel):
+class LogEntry(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     at: str
@@ -25,7 +26,7 @@ class LogEntry(BaseModel):
     detail: str = ""
 
 
-class PlanbookState(BaseModel):
+class PlanbookState(PlanbookModel):
     """Everything planbook keeps in a notebook. Blobs are compressed, keyed by their SHA-256."""
 
     model_config = ConfigDict(extra="forbid")

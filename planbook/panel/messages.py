@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from planbook.errors import read_message
+from planbook.model.base import DEFERRED, PlanbookModel
 
 
-class _Action(BaseModel):
+class _Action(PlanbookModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
@@ -117,7 +118,7 @@ Action = Annotated[
     | Dismiss,
     Field(discriminator="action"),
 ]
-_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action, config=DEFERRED)
 
 
 class BadMessage(ValueError):
