@@ -75,7 +75,7 @@ class Proposer:
 
     def cell_id(self, token: str) -> str:
         """The id of the cell ``token`` names (id, unique id prefix, ``#N`` or tag)."""
-        if isinstance(token, str) and find_cell(self._session.document, token.strip()):
+        if isinstance(token, str) and find_cell(self._session.document, token.strip()) is not None:
             # An exact id of a cell in the notebook wins before anything else (``resolve``):
             # no need to replay the open steps, which costs more as the plan grows.
             return token.strip()

@@ -49,9 +49,6 @@ class Rope:
     def __len__(self) -> int:
         return self.size
 
-    def text(self) -> str:
-        return "".join(self.pieces)
-
 
 Text = str | Rope
 
@@ -201,11 +198,11 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
     if size < _ROPE_MIN:
         short = cast("list[str]", parts)  # no Rope: it would be at least _ROPE_MIN long
         return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
+    sep = "," + inner
     pieces = [opening + inner]
-    _append(pieces, parts, "," + inner)
+    _append(pieces, parts, sep)
     pieces.append(f"\n{outer}{closing}")
-    sep = len(inner) + 1
-    return Rope(pieces, size + len(opening) + len(inner) + sep * (len(parts) - 1) + len(pieces[-1]))
+    return Rope(pieces, len(pieces[0]) + size + len(sep) * (len(parts) - 1) + len(pieces[-1]))
 
 
 def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
