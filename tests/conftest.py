@@ -13,6 +13,25 @@ from planbook.session import Session
 from planbook.workspace import Workspace
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """pyproject's addopts ask pytest-xdist for two workers (`-n 2 --dist loadfile`). A run
+    without xdist (`-p no:xdist`, or a venv without it) still understands those options and
+    runs serially, instead of stopping at "unrecognized arguments"."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "pytest-xdist is not loaded: the run is serial")
+    # `-n` is a lowercase short option, which only pytest's private _addoption accepts (as
+    # xdist itself registers it).
+    group._addoption(
+        "-n",
+        "--numprocesses",
+        dest="numprocesses",
+        default=None,
+        help="ignored: pytest-xdist is not loaded",
+    )
+    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
+
+
 def make_notebook(path: Path, sources: list[str], *, ids: list[str] | None = None) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
