@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,19 @@ def _isolate_jupyter_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_ipython_shell_left_behind() -> Iterator[None]:
+    """A module that made an in-process IPython shell (InteractiveShell.instance(), for an
+    IPythonRunner) leaves it to no other module: with a shell, get_ipython() finds one and a
+    plan approved outside a kernel runs its cells instead of failing as it must. (xdist runs
+    the files in another order than a serial run: this no longer depends on the order.)"""
+    yield
+    if "IPython" in sys.modules:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        InteractiveShell.clear_instance()
 
 
 # --- nothing left behind -----------------------------------------------------------------------
