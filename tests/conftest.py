@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,25 @@ import pytest
 from planbook.documents.file import FileNotebook
 from planbook.session import Session
 from planbook.workspace import Workspace
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """pyproject's addopts ask pytest-xdist for two workers (`-n 2 --dist loadfile`). A run
+    without xdist (`-p no:xdist`, or a venv without it) still understands those options and
+    runs serially, instead of stopping at "unrecognized arguments"."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "pytest-xdist is not loaded: the run is serial")
+    # `-n` is a lowercase short option, which only pytest's private _addoption accepts (as
+    # xdist itself registers it).
+    group._addoption(
+        "-n",
+        "--numprocesses",
+        dest="numprocesses",
+        default=None,
+        help="ignored: pytest-xdist is not loaded",
+    )
+    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
 
 
 def make_notebook(path: Path, sources: list[str], *, ids: list[str] | None = None) -> Path:
@@ -70,6 +90,19 @@ def _isolate_jupyter_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_ipython_shell_left_behind() -> Iterator[None]:
+    """A module that made an in-process IPython shell (InteractiveShell.instance(), for an
+    IPythonRunner) leaves it to no other module: with a shell, get_ipython() finds one and a
+    plan approved outside a kernel runs its cells instead of failing as it must. (xdist runs
+    the files in another order than a serial run: this no longer depends on the order.)"""
+    yield
+    if "IPython" in sys.modules:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        InteractiveShell.clear_instance()
 
 
 # --- nothing left behind -----------------------------------------------------------------------

@@ -10,7 +10,11 @@ Each page gets a fresh temp folder holding ``analysis.ipynb`` (cells ``title``, 
   that notebook's three cells; any other page (the README) starts from an empty notebook.
 - ```console blocks: every ``$ ...`` line runs in bash in that folder (the installed
   ``planbook`` first on PATH) and must exit 0, or N when the line ends with ``# exit N``.
-  ```bash blocks: every line runs the same way.
+  ```bash blocks: every line runs the same way. A plain ``planbook ARGS`` line (no pipe,
+  redirection or other shell syntax) other than the page's first runs the command's own entry
+  function, ``planbook.cli.main(ARGS)``, in this process, in that folder with the same
+  environment: the same code and exit code without a new interpreter per line. The page's first
+  ``planbook`` line, and every line with shell syntax, runs the installed console script.
 - ```toml blocks are written as a ``pyproject.toml`` and must load as permission rules.
 - Anything else, and any block that must not run (it installs packages, reaches a paid model or
   a live server), says so visibly in the page: the line before it starts with
@@ -19,12 +23,14 @@ Each page gets a fresh temp folder holding ``analysis.ipynb`` (cells ``title``, 
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,15 +113,58 @@ def uses_analysis(page: Path) -> bool:
     return bool(re.search(r"\buses? `analysis\.ipynb`", text[: first if first >= 0 else None]))
 
 
+#: What a sample must never see: it would reach a paid model.
+HIDDEN_ENV = ("PLANBOOK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
 def sample_env(folder: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("PLANBOOK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
     env["TMPDIR"] = str(folder / "tmp")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+#: Anything bash would read as more than words: such a line runs in bash.
+SHELL_SYNTAX = re.compile(r"""[|&;<>()$`\\*?~{}\[\]'"#=]""")
+
+
+def planbook_argv(command: str) -> list[str] | None:
+    """The arguments of a plain ``planbook ARGS`` line; None for anything else."""
+    words = command.split()
+    if SHELL_SYNTAX.search(command) or not words or words[0] != "planbook":
+        return None
+    return words[1:]
+
+
+def run_cli_in_process(
+    argv: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
+    """``planbook.cli.main(argv)`` as the console script would run it from ``folder`` with
+    ``sample_env(folder)``: its exit code, stdout and stderr."""
+    from planbook import cli
+
+    # a TextIOWrapper, not a StringIO: the command writes some output to sys.stdout.buffer
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+    err = io.StringIO()
+    with monkeypatch.context() as patch:
+        patch.chdir(folder)
+        for name, value in sample_env(folder).items():
+            if os.environ.get(name) != value:
+                patch.setenv(name, value)
+        for name in HIDDEN_ENV:
+            patch.delenv(name, raising=False)
+        patch.setattr(tempfile, "tempdir", None)  # gettempdir() caches: follow the new TMPDIR
+        patch.setattr(sys, "stdout", out)
+        patch.setattr(sys, "stderr", err)
+        try:
+            code = cli.main(argv)
+        except SystemExit as stop:  # argparse's --version and --help end so
+            # what the interpreter does with it at the console script's exit
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        out.flush()
+    buffer = out.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return code, buffer.getvalue().decode("utf-8"), err.getvalue()
 
 
 class Kernel:
@@ -243,7 +292,7 @@ def _runnable_pages() -> list[Any]:
 
 @pytest.mark.kernel
 @pytest.mark.parametrize("page", _runnable_pages())
-def test_page_samples_run(page: Path, tmp_path: Path) -> None:
+def test_page_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = page_folder(tmp_path)
     runnable = [s for s in samples(page) if s.not_run is None]
     python = [s for s in runnable if s.lang == "python"]
@@ -260,21 +309,27 @@ def test_page_samples_run(page: Path, tmp_path: Path) -> None:
                 assert "UsageError" not in text, f"{page.name}:{sample.line}\n{text}"
         finally:
             kernel.close()
+    console_script_ran = False
     for sample in runnable:
         if sample.lang not in ("console", "bash"):
             continue
         for command, expected in shell_lines(sample):
-            result = subprocess.run(
-                ["bash", "-c", command],
-                cwd=folder,
-                env=sample_env(folder),
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert result.returncode == expected, (
-                f"{page.name}:{sample.line}: `{command}` exited {result.returncode}\n"
-                f"{result.stdout}\n{result.stderr}"
+            argv = planbook_argv(command)
+            if argv is not None and console_script_ran:
+                code, out, err = run_cli_in_process(argv, folder, monkeypatch)
+            else:
+                result = subprocess.run(
+                    ["bash", "-c", command],
+                    cwd=folder,
+                    env=sample_env(folder),
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                code, out, err = result.returncode, result.stdout, result.stderr
+                console_script_ran |= command.split()[:1] == ["planbook"]
+            assert code == expected, (
+                f"{page.name}:{sample.line}: `{command}` exited {code}\n{out}\n{err}"
             )
 
 
