@@ -6,9 +6,9 @@ medians. Kernel start-up is excluded on both sides.
 
 1. Approving one step of a 2,000-cell, ~19 MB notebook with image outputs, against one plain
    ``nbformat.write`` of the same notebook.
-2. A scaling table: the cost of step 10, 100 and 500 of one approved 502-step plan (each the
+2. A scaling table: the cost of step 10, 100 and 500 of an approved 502-step plan (each the
    median of five consecutive steps, timed by the executor's events) on notebooks of 10, 200
-   and 2,000 small cells.
+   and 2,000 small cells, five plans of each size, sizes interleaved.
 3. A 50-step plan of small cells approved in a real kernel, against nbclient executing the
    same cells and saving after each one (with fsync: the same durability), and saving once.
 4. Checkpoint size on an outputs-heavy notebook, against the zlib size of what the step changed
@@ -122,37 +122,46 @@ def big_notebook_step(folder: Path) -> Row:
 
 
 # --- 2. scaling --------------------------------------------------------------------------------
+def step_times(folder: Path, cells: int, marks: tuple[int, ...], name: str) -> dict[int, float]:
+    """One approval of a 502-step plan; the cost of step N is the median of steps N-2..N+2,
+    each timed from the executor's events."""
+    path = write_notebook(folder / name, cells)
+    session = open_session(path)
+    ids = [c.id for c in session.cells()]
+    for k in range(max(marks) + 2):
+        session.propose.edit_cell(ids[k % len(ids)], f"v = {k}", reason="bench")
+    finished: list[float] = []
+
+    def on_event(event: Any) -> None:
+        if event.kind == "step_finished":
+            finished.append(time.perf_counter())
+
+    session.subscribe(on_event)
+    start = time.perf_counter()
+    report = session.approve()
+    assert report.ok, str(report)
+    session.close()
+    per_step = [b - a for a, b in itertools.pairwise([start, *finished])]
+    return {m: statistics.median(per_step[m - 3 : m + 2]) for m in marks}
+
+
 def scaling(folder: Path) -> list[Row]:
-    """One approval of a 502-step plan; each step timed from the executor's events."""
-    marks = (10, 100, 500)
-    print("2. step N of one approved plan (median of steps N-2..N+2, ms)")
-    print(f"   {'cells':>6} " + " ".join(f"{'step ' + str(m):>10}" for m in marks) + "  500/10")
+    """Each notebook size approved in ROUNDS separate plans, sizes interleaved; a mark's cost
+    is its median over the rounds (a single plan is a few seconds of one machine's state)."""
+    marks, sizes = (10, 100, 500), (10, 200, 2000)
+    runs: dict[int, list[dict[int, float]]] = {cells: [] for cells in sizes}
+    for r in range(ROUNDS):
+        for cells in sizes:
+            runs[cells].append(step_times(folder, cells, marks, f"scale-{cells}-{r}.ipynb"))
+    print(f"2. step N of an approved 502-step plan, ms (median of steps N-2..N+2; {ROUNDS} plans)")
     rows = []
-    for cells in (10, 200, 2000):
-        path = write_notebook(folder / f"scale-{cells}.ipynb", cells)
-        session = open_session(path)
-        ids = [c.id for c in session.cells()]
-        for k in range(max(marks) + 2):
-            session.propose.edit_cell(ids[k % len(ids)], f"v = {k}", reason="bench")
-        finished: list[float] = []
-
-        def on_event(event: Any, finished: list[float] = finished) -> None:
-            if event.kind == "step_finished":
-                finished.append(time.perf_counter())
-
-        session.subscribe(on_event)
-        start = time.perf_counter()
-        report = session.approve()
-        assert report.ok, str(report)
-        ends = [start, *finished]
-        per_step = [b - a for a, b in itertools.pairwise(ends)]
-        times = {m: statistics.median(per_step[m - 3 : m + 2]) for m in marks}
-        growth = times[500] / times[10]
-        print(
-            f"   {cells:>6} "
-            + " ".join(f"{times[m] * 1000:>10.1f}" for m in marks)
-            + f"  {growth:5.2f}x"
-        )
+    for cells in sizes:
+        times = {m: [run[m] for run in runs[cells]] for m in marks}
+        growth = statistics.median(times[500]) / statistics.median(times[10])
+        print(f"   {cells:>5} cells")
+        for m in marks:
+            print(f"     step {m:<4}: {spread(times[m])}")
+        print(f"     step 500 / step 10 (medians): {growth:.2f}x")
         rows.append(row(f"step 500 / step 10 of a plan, {cells} cells", "<= 1.3x", growth, 1.3))
     return rows
 
