@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from planbook.documents.base import find_cell, new_cell_id
+from planbook.documents.base import new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
@@ -75,7 +75,7 @@ class Proposer:
 
     def cell_id(self, token: str) -> str:
         """The id of the cell ``token`` names (id, unique id prefix, ``#N`` or tag)."""
-        if isinstance(token, str) and find_cell(self._session.document, token.strip()) is not None:
+        if isinstance(token, str) and self._session.document.find_cell(token.strip()) is not None:
             # An exact id of a cell in the notebook wins before anything else (``resolve``):
             # no need to replay the open steps, which costs more as the plan grows.
             return token.strip()

@@ -45,6 +45,16 @@ class Cell(PlanbookModel):
     attachments: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class CellPlace:
+    """Where one cell stands: its index, the cell (the caller's own copy) and the id of the
+    cell above it (None at the top)."""
+
+    index: int
+    cell: Cell
+    above: str | None
+
+
 @runtime_checkable
 class NotebookDocument(Protocol):
     """What the engine needs from a notebook. Every mutation happens inside ``transaction()``:
@@ -58,6 +68,13 @@ class NotebookDocument(Protocol):
 
     def cells(self) -> list[Cell]:
         """The cells in order (fresh: reflects changes made by others since the last call)."""
+        ...
+
+    def find_cell(self, cell_id: str) -> CellPlace | None:
+        """The cell with ``cell_id`` and its place (inside a transaction: as the transaction
+        has it so far), or None when there is none, converting only that cell. The engine
+        reads a step's targets this way (drift check, checkpoint, change), a few times per
+        step: converting every cell each time made a step's cost grow with the notebook."""
         ...
 
     def get_metadata(self, key: str) -> Any | None:
@@ -161,34 +178,6 @@ def apply_metadata_changes(root: Any, changes: Mapping[MetadataPath, Any]) -> di
             else:
                 node[path[-1]] = value
     return out
-
-
-@dataclass(frozen=True)
-class CellPlace:
-    """Where one cell stands: its index, the cell (the caller's own copy) and the id of the
-    cell above it (None at the top)."""
-
-    index: int
-    cell: Cell
-    above: str | None
-
-
-def find_cell(document: NotebookDocument, cell_id: str) -> CellPlace | None:
-    """The cell with ``cell_id`` and its place (inside a transaction: as the transaction has
-    it so far), or None when there is none. A backend with a lookup by id of its own
-    (``find_cell``: the live room) answers in time independent of the notebook's size; for
-    others it is one ``cells()`` read. The engine reads a step's targets this way (drift check,
-    checkpoint, change), a few times per step: converting every cell each time made a step's
-    cost grow with the notebook."""
-    find = getattr(document, "find_cell", None)
-    if callable(find):
-        found: CellPlace | None = find(cell_id)
-        return found
-    cells = document.cells()
-    i = index_of(cells, cell_id)
-    if i is None:
-        return None
-    return CellPlace(i, cells[i], cells[i - 1].id if i > 0 else None)
 
 
 def new_cell_id() -> str:

@@ -240,7 +240,7 @@ class LiveNotebook:
 
     def find_cell(self, cell_id: str) -> CellPlace | None:
         """The cell with ``cell_id`` and its place, converting nothing but that cell (see
-        ``base.find_cell``): the engine reads a step's targets this way."""
+        ``NotebookDocument.find_cell``)."""
         txn = self._txn()
         if txn is not None:
             cells, ids = txn.cells, txn.ids

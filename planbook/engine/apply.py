@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument, find_cell
-from planbook.engine.checkpoints import Targets
-from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
+from planbook.documents.base import Cell, CellPlace, NotebookDocument
+from planbook.engine.checkpoints import Targets, place_hash
+from planbook.engine.hashing import ABSENT, bytes_hash
 from planbook.engine.projection import apply_text_edits
 from planbook.errors import ConflictError, UnknownCell
 from planbook.model.operations import (
@@ -36,8 +36,7 @@ def targets_of(op: AnyOperation) -> Targets:
 def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Workspace) -> str:
     match op:
         case InsertCell() | EditCell() | DeleteCell() | MoveCell() | RunCell():
-            found = find_cell(document, op.cell_id)
-            return ABSENT if found is None else cell_hash(found.cell.cell_type, found.cell.source)
+            return place_hash(document.find_cell(op.cell_id))
         case WriteFile() | EditFile() | DeleteFile():
             return bytes_hash(workspace.read_bytes(op.path))
         case Shell():
@@ -60,7 +59,7 @@ def check_drift(
             what = f"{_name(op)} changed after the step was staged"
         raise ConflictError(f"{what}; nothing was applied: revise or re-stage this step")
     for anchor in anchors_of(op):
-        if find_cell(document, anchor) is None:
+        if document.find_cell(anchor) is None:
             raise ConflictError(
                 f"anchor cell {anchor!r} no longer exists; nothing was applied: "
                 "revise or re-stage this step"
@@ -77,7 +76,7 @@ def apply_cell_op(
     document: NotebookDocument, op: InsertCell | EditCell | DeleteCell | MoveCell
 ) -> None:
     """Each target and anchor is looked up by id (``find_cell``): the cost of a step does not
-    grow with the notebook on a backend that can look cells up."""
+    grow with the notebook."""
     match op:
         case InsertCell():
             if op.after is not None:
@@ -126,7 +125,7 @@ def write_file_bytes(workspace: Workspace, path: str, data: bytes | None) -> Non
 
 
 def _place(document: NotebookDocument, cell_id: str) -> CellPlace:
-    found = find_cell(document, cell_id)
+    found = document.find_cell(cell_id)
     if found is None:
         raise UnknownCell(cell_id)
     return found

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument, find_cell, index_of
+from planbook.documents.base import Cell, CellPlace, NotebookDocument, index_of
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
@@ -47,8 +47,8 @@ def cell_state_hash(cells: list[Cell], cell_id: str) -> str:
     return ABSENT if i is None else cell_hash(cells[i].cell_type, cells[i].source)
 
 
-def _hash_of(found: CellPlace | None) -> str:
-    """``cell_state_hash`` of a cell looked up by id."""
+def place_hash(found: CellPlace | None) -> str:
+    """``cell_state_hash`` of a cell looked up by id (``NotebookDocument.find_cell``)."""
     return ABSENT if found is None else cell_hash(found.cell.cell_type, found.cell.source)
 
 
@@ -71,7 +71,7 @@ class CheckpointWriter:
         change will replace the outputs (a run), so keep them whatever they are then."""
         out = []
         for cell_id in cell_ids:  # by id: a step's cost does not grow with the notebook
-            found = find_cell(self.document, cell_id)
+            found = self.document.find_cell(cell_id)
             if found is None:
                 out.append(CellSnapshot(cell_id=cell_id, exists=False))
                 continue
@@ -99,8 +99,8 @@ class CheckpointWriter:
         like right after the change (for rollback drift)."""
         snaps = []
         for snap in checkpoint.cells:
-            found = find_cell(self.document, snap.cell_id)
-            update: dict[str, Any] = {"after_hash": _hash_of(found)}
+            found = self.document.find_cell(snap.cell_id)
+            update: dict[str, Any] = {"after_hash": place_hash(found)}
             before = self._before.pop(snap.cell_id, None)
             if snap.exists and snap.blob is None and before is not None:
                 update["parts"] = self._parts(
@@ -141,7 +141,7 @@ class CheckpointWriter:
 
     def current_hash(self, target: CellSnapshot | FileSnapshot) -> str:
         if isinstance(target, CellSnapshot):
-            return _hash_of(find_cell(self.document, target.cell_id))
+            return place_hash(self.document.find_cell(target.cell_id))
         return self.file_hash(target.path)
 
     def restore_cell(self, snap: CellSnapshot) -> None:

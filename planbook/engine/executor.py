@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from planbook.documents.base import NotebookDocument, find_cell, make_durable
+from planbook.documents.base import NotebookDocument, make_durable
 from planbook.engine import owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -422,7 +422,7 @@ class Executor:
         return None
 
     def _run_cell(self, cell_id: str) -> CellRun:
-        found = find_cell(self.document, cell_id)  # by id: not every cell converted
+        found = self.document.find_cell(cell_id)  # by id: not every cell converted
         if found is None:
             raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
         if found.cell.cell_type != "code":
@@ -443,7 +443,7 @@ class Executor:
     ) -> StepOutcome:
         with self._saved_state(), self.document.transaction():
             plan, step = self._mine(plan_id, step_id)
-            found = find_cell(self.document, cell_id)
+            found = self.document.find_cell(cell_id)
             if found is not None:
                 self.document.replace_cell(
                     found.cell.model_copy(
@@ -606,7 +606,7 @@ class Executor:
                     ),
                     None,
                 )
-                found = find_cell(self.document, merge.cell_id)
+                found = self.document.find_cell(merge.cell_id)
                 if step is None or found is None:
                     continue
                 self.document.replace_cell(found.cell.model_copy(update={"source": merge.text}))
