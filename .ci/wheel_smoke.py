@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 
 import planbook
-from planbook.widget import ReviewPanel
+from planbook.surfaces.widget.panel import ReviewPanel
 
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 assert not [n for n in names if "/tests/" in n or n.startswith("tests/")], "test files in the wheel"

@@ -38,8 +38,8 @@ from planbook.agent.run import plan_task  # noqa: E402
 from planbook.agents import Scripted  # noqa: E402
 from planbook.documents.base import Cell  # noqa: E402
 from planbook.documents.memory import MemoryNotebook  # noqa: E402
-from planbook.session import Session  # noqa: E402
-from planbook.workspace import Workspace  # noqa: E402
+from planbook.sessions.session import Session  # noqa: E402
+from planbook.workspace.files import Workspace  # noqa: E402
 
 SUMMARY = ("The person wants the sales data cleaned and plotted; " * 40)[:2000]
 

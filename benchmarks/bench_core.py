@@ -89,8 +89,8 @@ def write_notebook(path: Path, cells: int, *, png_bytes: int = 0, seed: int = 0)
 
 def open_session(path: Path) -> Any:
     from planbook.documents.file import FileNotebook
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     return Session(
         FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path

@@ -43,8 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planbook.documents.live import open_live
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter
 

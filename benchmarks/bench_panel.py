@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 from planbook.documents.base import Cell  # noqa: E402
 from planbook.documents.memory import MemoryNotebook  # noqa: E402
-from planbook.panel.assets import css_path, esm_source  # noqa: E402
-from planbook.session import Session  # noqa: E402
-from planbook.workspace import Workspace  # noqa: E402
+from planbook.sessions.session import Session  # noqa: E402
+from planbook.surfaces.widget.assets import css_path, esm_source  # noqa: E402
+from planbook.workspace.files import Workspace  # noqa: E402
 from tests.support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 PAGE_SCRIPT = """
@@ -114,7 +114,7 @@ def plan_view(steps: int) -> dict[str, Any]:
     """A real Session with `steps` staged edits (cells and files), as the widget would send."""
     import tempfile
 
-    from planbook.widget import ReviewPanel
+    from planbook.surfaces.widget.panel import ReviewPanel
 
     cells = [
         Cell(id=f"c{i}", source=f"value_{i} = load({i})\nprint(value_{i})") for i in range(steps)

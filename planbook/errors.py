@@ -129,7 +129,7 @@ class UnknownCell(PlanbookError):
 
 class CellNotSaved(UnknownCell):
     """A cell the open page has and the saved file does not (yet): planbook reads the file
-    when no collaboration and no extension bring it the page (planbook/page_advice.py)."""
+    when no collaboration and no extension bring it the page (planbook/sessions/page_advice.py)."""
 
     def __init__(self, cell_id: str) -> None:
         PlanbookError.__init__(

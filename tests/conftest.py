@@ -10,8 +10,8 @@ import nbformat
 import pytest
 
 from planbook.documents.file import FileNotebook
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

@@ -11,9 +11,9 @@ from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.anchors import resolve, short_ids
 from planbook.errors import PlanbookError
-from planbook.magics import cells_listing
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.surfaces.magics import cells_listing
+from planbook.workspace.files import Workspace
 
 CELLS = [
     Cell(id="7f3a9c21-0000-4000-8000-000000000001", source="import pandas as pd"),

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.errors import UsageMistake
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 
 
 def staged(tmp_path: Path, count: int = 4) -> Session:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planbook.checkpoint_names import checkpoint_name
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
-from planbook.session import Session
-from planbook.widget import ReviewPanel
-from planbook.workspace import Workspace
+from planbook.present.checkpoint_names import checkpoint_name
+from planbook.sessions.session import Session
+from planbook.surfaces.widget.panel import ReviewPanel
+from planbook.workspace.files import Workspace
 
 
 def ran(tmp_path: Path) -> Session:

@@ -10,7 +10,7 @@ import pytest
 
 from planbook.engine.blobs import BlobStore
 from planbook.errors import MetadataError, RollbackConflict, UnknownCheckpoint, UsageMistake
-from planbook.session import Session
+from planbook.sessions.session import Session
 from tests.conftest import reopen, sources
 
 
@@ -173,7 +173,7 @@ def test_a_commit_that_fails_leaves_no_checkpoint_and_no_change(
 def test_a_file_write_that_fails_leaves_no_checkpoint(
     session: Session, nb_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from planbook.workspace import Workspace
+    from planbook.workspace.files import Workspace
 
     session.propose.write_file("f.txt", "new", reason="f")
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from planbook import cli
 from planbook.documents.file import FileNotebook
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.surfaces.cli import main as cli
+from planbook.workspace.files import Workspace
 
 
 def make_notebook(folder: Path, *, name: str = "analysis.ipynb") -> Path:
@@ -313,7 +313,7 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
     pb.propose.insert_cell("1 / 0", after="load", reason="oops", run=True)
     pb.propose.edit_cell("title", "# Never", reason="after the failure")
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "approve", str(path)],
+        [sys.executable, "-m", "planbook", "approve", str(path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -330,7 +330,7 @@ def test_a_failing_step_stops_the_run_and_leaves_the_rest_pending(tmp_path: Path
 @pytest.mark.kernel
 def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "demo", "--dir", "demo"],
+        [sys.executable, "-m", "planbook", "demo", "--dir", "demo"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -353,7 +353,7 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
     # Approving the rest of the demo's plan, as the demo suggests: the quickstart's cells that
     # build on its planbook cells are left out, so nothing reads like a failure.
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "approve", "demo/quickstart.ipynb"],
+        [sys.executable, "-m", "planbook", "approve", "demo/quickstart.ipynb"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -380,7 +380,7 @@ def test_a_slow_notebook_cell_times_out_before_anything_is_approved(tmp_path: Pa
     open_session(path).propose.edit_cell("title", "# Later", reason="r")
     before = path.read_bytes()
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "approve", str(path), "--timeout", "2"],
+        [sys.executable, "-m", "planbook", "approve", str(path), "--timeout", "2"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -397,7 +397,7 @@ def test_ctrl_c_interrupts_the_running_step_and_leaves_the_rest_pending(tmp_path
     pb.propose.insert_cell("import time\ntime.sleep(120)", after="load", run=True, reason="slow")
     pb.propose.edit_cell("title", "# Never", reason="after the slow one")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "planbook.cli", "approve", str(path), "--no-rerun"],
+        [sys.executable, "-m", "planbook", "approve", str(path), "--no-rerun"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -464,7 +464,7 @@ def test_a_cell_that_rewrites_the_plan_while_re_running_stops_the_approval(
     open_session(path).propose.edit_cell("title", "# Later", reason="r")
     before = path.read_bytes()
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "approve", str(path)],
+        [sys.executable, "-m", "planbook", "approve", str(path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -508,7 +508,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
     for n in range(3):
         pb.propose.insert_cell("x = 1\n" * 20_000, after="load", reason=f"long {n} " * 10_000)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "planbook.cli", argv[0], str(path), *argv[1:]],
+        [sys.executable, "-m", "planbook", argv[0], str(path), *argv[1:]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -665,7 +665,7 @@ def test_approve_leaves_out_cells_that_build_on_planbook_cells(tmp_path: Path) -
     nbformat.write(nb, path)
     open_session(path).propose.edit_cell("title", "# Later", reason="r")
     result = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "approve", path.name],
+        [sys.executable, "-m", "planbook", "approve", path.name],
         cwd=tmp_path,
         capture_output=True,
         text=True,

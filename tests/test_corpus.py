@@ -17,8 +17,8 @@ import nbformat
 import pytest
 
 from planbook.documents.file import FileNotebook
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 FILES = sorted(CORPUS.glob("*.ipynb"))

@@ -12,7 +12,7 @@ Each page gets a fresh temp folder holding ``analysis.ipynb`` (cells ``title``, 
   ``planbook`` first on PATH) and must exit 0, or N when the line ends with ``# exit N``.
   ```bash blocks: every line runs the same way. A plain ``planbook ARGS`` line (no pipe,
   redirection or other shell syntax) other than the page's first runs the command's own entry
-  function, ``planbook.cli.main(ARGS)``, in this process, in that folder with the same
+  function, ``planbook.surfaces.cli.main.main(ARGS)``, in this process, in that folder with the same
   environment: the same code and exit code without a new interpreter per line. The page's first
   ``planbook`` line, and every line with shell syntax, runs the installed console script.
 - ```toml blocks are written as a ``pyproject.toml`` and must load as permission rules.
@@ -139,9 +139,10 @@ def planbook_argv(command: str) -> list[str] | None:
 def run_cli_in_process(
     argv: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, str, str]:
-    """``planbook.cli.main(argv)`` as the console script would run it from ``folder`` with
+    """``planbook.surfaces.cli.main.main(argv)`` as the console script would run it from ``folder``
+    with
     ``sample_env(folder)``: its exit code, stdout and stderr."""
-    from planbook import cli
+    from planbook.surfaces.cli import main as cli
 
     # a TextIOWrapper, not a StringIO: the command writes some output to sys.stdout.buffer
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
@@ -337,7 +338,7 @@ def test_page_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     "page", [p for p in PAGES if any(s.lang == "toml" for s in samples(p))], ids=lambda p: p.name
 )
 def test_toml_samples_are_rules_planbook_accepts(page: Path, tmp_path: Path) -> None:
-    from planbook.engine.rules import RuleSet
+    from planbook.engine.rules.matching import RuleSet
 
     for sample in samples(page):
         if sample.lang != "toml" or sample.not_run:

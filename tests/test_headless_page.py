@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from planbook.page_advice import NO_SAVED_CELLS, RELOAD_ADVICE
+from planbook.sessions.page_advice import NO_SAVED_CELLS, RELOAD_ADVICE
 from tests.kernel_helper import Kernel, Reply, kernel
 
 pytestmark = pytest.mark.kernel

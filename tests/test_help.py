@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from planbook.magics import PLAN_SUBCOMMANDS, PlanbookMagics
+from planbook.surfaces.magics import PLAN_SUBCOMMANDS, PlanbookMagics
 
 
 def test_plan_help_lists_every_subcommand() -> None:

@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
-from planbook.comm import CellReviewLink
 from planbook.documents.base import Cell
 from planbook.documents.page import PageNotebook
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.surfaces.comm.channel import CellReviewLink
+from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from planbook.present import diff as diffmod
 
 from planbook.errors import UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import EditCell, InsertCell, WriteFile
 from planbook.model.plan import Plan, Revision, Step
-from planbook.panel import diff as diffmod
-from planbook.panel.diff import diff_texts, side_by_side, unified_text
-from planbook.panel.messages import Approve, BadMessage, ShowRevisionDiff, parse
-from planbook.panel.reorder import moves_for
-from planbook.panel.view import Progress, build_view, revision_diff
-from planbook.views import StepView
+from planbook.present.diff import diff_texts, side_by_side, unified_text
+from planbook.present.views import StepView
+from planbook.surfaces.widget.messages import Approve, BadMessage, ShowRevisionDiff, parse
+from planbook.surfaces.widget.reorder import moves_for
+from planbook.surfaces.widget.view import Progress, build_view, revision_diff
 
 
 def test_a_changed_line_is_a_removed_and_an_added_line_with_the_changed_characters():

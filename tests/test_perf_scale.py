@@ -23,9 +23,9 @@ from planbook.documents import file as file_backend
 from planbook.documents.file import FileNotebook
 from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.store import BUCKET
-from planbook.events import Event
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.model.events import Event
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
 from tests.kernel_helper import kernel
 

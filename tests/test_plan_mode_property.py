@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planbook.errors import PlanbookError
-from planbook.session import Session
+from planbook.sessions.session import Session
 from tests.conftest import make_notebook, reopen
 
 ids = st.sampled_from(["c1", "c2", "c3", "nope"])

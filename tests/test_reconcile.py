@@ -8,8 +8,8 @@ from pathlib import Path
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.reconcile import reconcile
 from planbook.model.operations import InsertCell
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 
 
 def _session(tmp_path: Path) -> tuple[Session, MemoryNotebook]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from planbook.rerun import choose, names
+from planbook.surfaces.cli.rerun import choose, names
 
 
 def cells(*sources: str) -> list[nbformat.NotebookNode]:

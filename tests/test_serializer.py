@@ -20,8 +20,8 @@ from planbook.documents.file import FileNotebook
 from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.store import METADATA_KEY
 from planbook.errors import MetadataError, PlanbookError
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
 
 

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from planbook.errors import PlanbookError, UnknownCell, UnknownStep, UsageMistake
-from planbook.session import Session
+from planbook.sessions.session import Session
 from tests.conftest import reopen, sources
 
 
@@ -465,7 +465,7 @@ def test_moving_a_step_onto_itself_changes_nothing(session: Session) -> None:
 def test_a_notebook_whose_metadata_is_refused_is_not_written(tmp_path: Path) -> None:
     from planbook.documents.file import FileNotebook
     from planbook.errors import MetadataError
-    from planbook.workspace import Workspace
+    from planbook.workspace.files import Workspace
 
     nb = nbformat.v4.new_notebook()
     nb.nbformat_minor = 4

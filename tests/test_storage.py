@@ -21,8 +21,8 @@ from planbook.documents.file import FileNotebook
 from planbook.engine.hashing import canonical_json, sha256
 from planbook.engine.store import METADATA_KEY
 from planbook.errors import UsageMistake
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook, sources
 from tests.kernel_helper import kernel
 
@@ -289,7 +289,7 @@ def test_gc_keeps_the_newest_checkpoints_and_says_when_one_was_dropped(tmp_path:
 def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> bytes:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", *args],
+        [sys.executable, "-m", "planbook", *args],
         input=stdin,
         capture_output=True,
         check=True,
@@ -329,7 +329,7 @@ def test_strip_works_as_a_git_clean_filter(tmp_path: Path) -> None:
     git("init", "-q")
     # the lines docs/checkpoints.md tells people to add
     (repo / ".gitattributes").write_text("*.ipynb filter=planbook-strip\n")
-    git("config", "filter.planbook-strip.clean", f"{sys.executable} -m planbook.cli strip")
+    git("config", "filter.planbook-strip.clean", f"{sys.executable} -m planbook strip")
     git("config", "filter.planbook-strip.smudge", "cat")
     git("add", "n.ipynb", ".gitattributes")
     assert git("show", ":n.ipynb").encode() == clean

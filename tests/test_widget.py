@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from planbook.events import Event
-from planbook.session import Session
-from planbook.widget import ReviewPanel
+from planbook.model.events import Event
+from planbook.sessions.session import Session
+from planbook.surfaces.widget.panel import ReviewPanel
 from tests.conftest import sources
 
 
@@ -321,7 +321,7 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
     from planbook.agents import Scripted
     from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
-    from planbook.workspace import Workspace
+    from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
     session = Session(MemoryNotebook([Cell(id="c1", source="x = 1")]), Workspace(tmp_path))
@@ -364,7 +364,7 @@ def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
     from planbook.agents import Call, Scripted
     from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
-    from planbook.workspace import Workspace
+    from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
     session = Session(MemoryNotebook([Cell(id="c1", source="x = 1")]), Workspace(tmp_path))

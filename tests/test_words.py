@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from planbook.errors import UsageMistake
-from planbook.session import Session
-from planbook.words import count, plural
+from planbook.model.words import count, plural
+from planbook.sessions.session import Session
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 
 @pytest.fixture

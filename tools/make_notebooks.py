@@ -245,7 +245,7 @@ Plans, approvals (with the SHA-256 of exactly what was approved), results and ch
 import subprocess
 import sys
 
-log = subprocess.run([sys.executable, "-m", "planbook.cli", "log", str(work / "quickstart.ipynb")],
+log = subprocess.run([sys.executable, "-m", "planbook", "log", str(work / "quickstart.ipynb")],
                      capture_output=True, text=True, check=True)
 print(log.stdout)
 """,
@@ -715,7 +715,7 @@ redirection, substitution, or chaining into something else. Anything unsure is a
         code(
             "classify",
             """
-from planbook.engine.shell_classifier import classify
+from planbook.engine.rules.classifier import classify
 
 for command in ["ls -la", "git status", "grep -n def penguin_stats.py | head -3",
                 "python -m pytest -q", "echo hi > notes.txt", "find . -name '*.pyc' -delete",

@@ -22,9 +22,9 @@ from planbook.agent.history import make_processor
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
-from planbook.engine.rules_file import Scope, scopes_for
+from planbook.engine.rules.file import Scope, scopes_for
 from planbook.errors import PlanbookError
-from planbook.words import count
+from planbook.model.words import count
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field
 
 from planbook.agent.decisions import Decisions
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.engine.rules import RuleSet
+from planbook.engine.rules.matching import RuleSet
 from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from planbook.agent.decisions import Answer
     from planbook.agent.memory import Keeper
     from planbook.agent.todos import TodoList
-    from planbook.session import Session
+    from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def decisions_of(session: Session) -> Decisions:
 
 def _bridge_decisions(session: Session, decisions: Decisions) -> None:
     """Tell the session's observers (the panel) about open and settled decisions."""
-    from planbook.events import Event
+    from planbook.model.events import Event
 
     def forward(what: str, decision: Any) -> None:
         kind: Literal["decision_needed", "decision_made"] = (
@@ -71,7 +71,7 @@ def _bridge_decisions(session: Session, decisions: Decisions) -> None:
 
 def rules_of(session: Session) -> RuleSet:
     """The project's rules, installed as the session's ``rule_for`` hook (see rules.install)."""
-    from planbook.engine.rules import install
+    from planbook.engine.rules.matching import install
 
     return install(session)
 

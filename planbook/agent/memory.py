@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from planbook.agent.context import Activity
     from planbook.agent.decisions import Answer, Decision
-    from planbook.session import Session
+    from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from pydantic import ConfigDict
 
 from planbook.agent.context import rules_of
-from planbook.engine.rules import Rule
+from planbook.engine.rules.matching import Rule
 from planbook.errors import UsageMistake
 from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
-    from planbook.session import Session
+    from planbook.sessions.session import Session
 
 __all__ = ["RuleView", "revoke", "rule_views"]
 
@@ -57,7 +57,7 @@ def rule_views(session: Session) -> list[RuleView]:
 
 def revoke(session: Session, number: int) -> Rule:
     """Remove rule ``number``: from planbook.toml (comments kept), or from this session."""
-    from planbook.engine.rules_file import remove_rule
+    from planbook.engine.rules.file import remove_rule
 
     listed = _listed(session)
     if not 1 <= number <= len(listed):
@@ -73,7 +73,7 @@ def revoke(session: Session, number: int) -> Rule:
         if not (r.source == "added" and (r.tool, r.pattern, r.action) == key)
     ]
     rules_of(session)  # read the files again
-    from planbook.events import Event
+    from planbook.model.events import Event
 
     session.events.emit(Event(kind="plan_changed", message=f"rule {number} revoked"))
     return rule

@@ -20,14 +20,14 @@ from planbook.agent.context import Activity, AgentDeps, decisions_of, rules_of
 from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.errors import PlanbookError, UsageMistake
-from planbook.events import Event
 from planbook.model.conversation import Conversation
+from planbook.model.events import Event
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
 
-    from planbook.session import Session
+    from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from planbook.model.conversation import Conversation, StepQuestion
 if TYPE_CHECKING:
     from planbook.agent.decisions import Answer, Decision, Decisions
     from planbook.model.plan import Plan, Step
-    from planbook.session import Session
+    from planbook.sessions.session import Session
 
 STOP = "stop here"
 

@@ -13,7 +13,7 @@ from pydantic_ai import ModelRetry, RunContext
 from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
-from planbook.words import count
+from planbook.model.words import count
 
 
 async def present_plan(ctx: RunContext[AgentDeps], summary: str) -> str:
@@ -99,7 +99,7 @@ async def todo_write(ctx: RunContext[AgentDeps], todos: list[Todo]) -> str:
     todo_list.replace(todos)
     if ctx.deps.keeper is not None:
         ctx.deps.keeper.todos(todos)
-    from planbook.events import Event
+    from planbook.model.events import Event
 
     views = todo_list.views(plan)
     session.events.emit(

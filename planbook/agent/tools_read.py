@@ -3,7 +3,8 @@
 Files are read through the session's workspace (confined to its root: ``..``, absolute paths and
 symlinks that leave it are refused). Shell commands run here only when the classifier is sure
 they are read-only (anything else must be proposed with the ``shell`` write tool), and even then
-inside the OS sandbox (planbook/sandbox.py): the workspace read-only, nothing else of the disk
+inside the OS sandbox (planbook/workspace/sandbox.py): the workspace read-only, nothing else of the
+disk
 but system directories, no network, bounded output and time. Where no sandbox can start, the
 command is staged like any other instead, and the session's warnings say why.
 """
@@ -21,7 +22,7 @@ from pydantic_ai import RunContext
 
 from planbook.agent.context import AgentDeps
 from planbook.agent.inspect_var import describe, user_namespace
-from planbook.engine.shell_classifier import classify
+from planbook.engine.rules.classifier import classify
 from planbook.errors import PlanbookError
 
 CELL_SOURCE_LIMIT = 6000
@@ -254,7 +255,7 @@ async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
     Args:
         command: The command line.
     """
-    from planbook.sandbox import probe
+    from planbook.workspace.sandbox import probe
 
     verdict = classify(command)
     if not verdict.read_only:

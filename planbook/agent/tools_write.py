@@ -30,7 +30,7 @@ from planbook.errors import (
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import CellType
 from planbook.model.plan import APPROVED_BY_RULE, Step
-from planbook.words import count
+from planbook.model.words import count
 
 #: Tools that execute code or commands (auto-edit mode asks before these).
 EXECUTING = {"run_cell", "shell"}
@@ -52,7 +52,7 @@ class Edit(PlanbookModel):
 
 
 def _needs_person(deps: AgentDeps, tool: str, target: str | None) -> bool:
-    from planbook.engine.rules_file import is_protected
+    from planbook.engine.rules.file import is_protected
 
     mode = deps.session.mode
     if mode == "plan":
@@ -296,7 +296,7 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
         timeout: Seconds before it is stopped.
     """
     from planbook.agent.tools_read import run_read_only_shell
-    from planbook.engine.shell_classifier import is_read_only
+    from planbook.engine.rules.classifier import is_read_only
 
     if is_read_only(command) and ctx.deps.rules.decide("shell", command) is None:
         # Certainly read-only: no need to clutter the plan with it (a rule may still say ask).

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from planbook.documents.base import Cell
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake
-from planbook.words import count
+from planbook.model.words import count
 
 #: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
 SHORT_ID = 8

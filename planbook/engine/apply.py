@@ -20,7 +20,7 @@ from planbook.model.operations import (
     WriteFile,
     anchors_of,
 )
-from planbook.workspace import Workspace, decode_text
+from planbook.workspace.files import Workspace, decode_text
 
 
 def targets_of(op: AnyOperation) -> Targets:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from planbook.engine.hashing import canonical_json, sha256
 from planbook.errors import UnknownStep, UsageMistake
 from planbook.model.plan import Plan, Step
-from planbook.words import count, plural
+from planbook.model.words import count, plural
 
 StepSelection = None | int | str | Sequence[int]
 

@@ -19,7 +19,7 @@ from planbook.documents.base import Cell, CellPlace, NotebookDocument, index_of
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 #: Parts whose JSON is at most this long are kept in the checkpoint itself, not as a blob
 #: (a blob's key costs 64 characters, and text this short hardly compresses).

@@ -36,8 +36,8 @@ from planbook.engine.reconcile import ReloadWatch, choose_record, reconcile
 from planbook.engine.runner import CellRun, CodeRunner
 from planbook.engine.store import Store
 from planbook.errors import ConflictError, PlanbookError
-from planbook.events import Event
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
+from planbook.model.events import Event
 from planbook.model.operations import (
     DeleteFile,
     EditCell,
@@ -47,9 +47,9 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import OPEN_STATUSES, Approval, Plan, Step, StepIndex, StepResult
-from planbook.settings_guard import guard_for
-from planbook.words import count, plural
-from planbook.workspace import ShellResult, Workspace
+from planbook.model.words import count, plural
+from planbook.workspace.files import ShellResult, Workspace
+from planbook.workspace.settings_guard import guard_for
 
 if TYPE_CHECKING:
     from planbook.documents.live import LateMerge

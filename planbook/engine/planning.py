@@ -21,7 +21,7 @@ from planbook.model.operations import (
     target_of,
 )
 from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 #: Steps whose effect the projection replays: what will exist once the plan runs.
 PROJECTED = OPEN_STATUSES
@@ -193,6 +193,6 @@ def diff_revisions(plan: Plan, a: int, b: int) -> list[str]:
 
 
 def describe(step: Step) -> str:
-    from planbook.render import step_title
+    from planbook.present.text import step_title
 
     return step_title(step)

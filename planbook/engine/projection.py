@@ -26,7 +26,7 @@ from planbook.model.operations import (
     WriteFile,
     target_of,
 )
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 
 @dataclass

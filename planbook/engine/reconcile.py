@@ -19,7 +19,7 @@ from planbook.errors import MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.model.plan import Plan, Step, StepResult
-from planbook.words import plural
+from planbook.model.words import plural
 
 _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
 

@@ -16,7 +16,7 @@ from typing import Any
 from planbook.errors import MetadataError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.store import PlanbookState
-from planbook.words import count
+from planbook.model.words import count
 
 DEFAULT_KEEP_CHECKPOINTS = 50
 METADATA_KEY = "planbook"

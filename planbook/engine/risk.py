@@ -20,7 +20,7 @@ from planbook.model.plan import Risk
 
 def shell_is_read_only(command: str) -> bool:
     try:
-        from planbook.engine.shell_classifier import is_read_only
+        from planbook.engine.rules.classifier import is_read_only
     except ImportError:  # the classifier is optional here: without it, every command is a write
         return False
     return is_read_only(command)

@@ -13,7 +13,7 @@ from planbook.agent.context import decisions_of
 from planbook.agent.decisions import Decision
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 
 @pytest.fixture

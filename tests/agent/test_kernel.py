@@ -16,7 +16,7 @@ import planbook
 from planbook.agent.context import decisions_of
 from planbook.agents import Scripted
 from planbook.documents.memory import MemoryNotebook
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 s = planbook.Session(MemoryNotebook(cells=["x = 1"]), Workspace({root!r}))
 """
 
@@ -66,7 +66,7 @@ def test_stop_cancels_a_waiting_run(tmp_path: Path) -> None:
 def test_magics_drive_the_agent(tmp_path: Path) -> None:
     with kernel(tmp_path) as k:
         assert k.run("%load_ext planbook").status == "ok"
-        k.run("from planbook.agent.magics_agent import register; register(get_ipython())")
+        k.run("from planbook.surfaces.magics_agent import register; register(get_ipython())")
         k.run(f"from planbook.agents import Scripted\nscript = {SCRIPT}")
         configured = k.run("%config Planbook.model = script")
         assert configured.status == "ok", configured.text

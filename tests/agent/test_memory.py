@@ -14,12 +14,12 @@ import pytest
 import planbook
 from planbook.agent import memory
 from planbook.agent.context import decisions_of, todos_of
-from planbook.agent.magics_agent import answer_line, conversation_text
 from planbook.agent.run import continue_task, plan_task
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake
-from planbook.workspace import Workspace
+from planbook.surfaces.magics_agent import answer_line, conversation_text
+from planbook.workspace.files import Workspace
 from tests.agent.conftest import next_decision
 
 pytestmark = pytest.mark.anyio

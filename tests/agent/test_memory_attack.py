@@ -27,7 +27,7 @@ from planbook.agent.run import continue_task, revise_task
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import MetadataError
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 
 # One turn: the model answers with text, or calls 1-3 tools whose returns (of some size) follow.
 turns = st.lists(
@@ -130,7 +130,7 @@ async def test_damaged_saved_messages_give_one_line_and_change_nothing(
 
 APPEND = """
 import sys
-from planbook.engine.rules import RuleSet
+from planbook.engine.rules.matching import RuleSet
 root, who = sys.argv[1], sys.argv[2]
 rules = RuleSet.load(root)
 for n in range(5):

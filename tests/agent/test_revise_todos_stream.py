@@ -21,7 +21,7 @@ import planbook
 from planbook.agent.context import todos_of
 from planbook.agent.run import plan_task, revise_task
 from planbook.agents import Scripted
-from planbook.events import Event
+from planbook.model.events import Event
 
 pytestmark = pytest.mark.anyio
 

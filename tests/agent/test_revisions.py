@@ -9,10 +9,10 @@ import pytest
 
 import planbook
 from planbook.agent.context import decisions_of
-from planbook.agent.magics_agent import plan_subcommand
 from planbook.agent.run import plan_task, revise_task
 from planbook.agents import Scripted
 from planbook.errors import PlanbookError, UsageMistake
+from planbook.surfaces.magics_agent import plan_subcommand
 from tests.agent.conftest import next_decision
 
 pytestmark = pytest.mark.anyio

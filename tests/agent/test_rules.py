@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.rules import RulesError, RuleSet
+from planbook.engine.rules.matching import RulesError, RuleSet
 
 
 def write(path: Path, text: str) -> None:
@@ -120,8 +120,8 @@ def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
     import planbook
     from planbook.documents.memory import MemoryNotebook
     from planbook.engine.policy import PolicyDenied
-    from planbook.engine.rules import install
-    from planbook.workspace import Workspace
+    from planbook.engine.rules.matching import install
+    from planbook.workspace.files import Workspace
 
     write(tmp_path / "planbook.toml", '[permissions]\nshell = { "rm *" = "deny" }\n')
     session = planbook.Session(MemoryNotebook(), Workspace(tmp_path))

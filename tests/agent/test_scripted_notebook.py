@@ -11,7 +11,9 @@ from nbclient import NotebookClient
 pytestmark = pytest.mark.kernel
 
 CELLS = [
-    "%load_ext planbook\nfrom planbook.agent.magics_agent import register\nregister(get_ipython())",
+    "%load_ext planbook\n"
+    "from planbook.surfaces.magics_agent import register\n"
+    "register(get_ipython())",
     "import planbook\n"
     "from planbook.agents import Call, Scripted\n"
     "demo = Scripted([\n"

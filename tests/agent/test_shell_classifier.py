@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.shell_classifier import classify, is_read_only
+from planbook.engine.rules.classifier import classify, is_read_only
 
 READ_ONLY = [
     "ls",
@@ -261,7 +261,7 @@ def test_non_ascii_input_cannot_crash_the_parser() -> None:
     import sys
 
     crash = "b{\U000e2f37~=Ń;'ɚ)#\\̤<𨷵-\n'\U000938de\U000cd437~Ʒ¾>\U0001dbecʈ\\˭\U00012a91ҳ\U000166bd\U0003ca0a&*(݃\\*(ɱ#\U0005a3dd=֛ü\U000d3c6dر\U000d9a63"  # noqa: E501
-    code = "import sys; from planbook.engine.shell_classifier import classify; "
+    code = "import sys; from planbook.engine.rules.classifier import classify; "
     code += "print(classify(sys.argv[1]).read_only)"
     done = subprocess.run([sys.executable, "-c", code, crash], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-500:]

@@ -10,12 +10,12 @@ import pytest
 
 import planbook
 from planbook.agent.context import decisions_of
-from planbook.agent.magics_agent import answer_line
 from planbook.agent.run import plan_task
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake
-from planbook.workspace import Workspace
+from planbook.surfaces.magics_agent import answer_line
+from planbook.workspace.files import Workspace
 
 pytestmark = pytest.mark.anyio
 

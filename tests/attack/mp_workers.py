@@ -7,8 +7,8 @@ from typing import Any
 
 from planbook.documents.file import FileNotebook
 from planbook.errors import PlanbookError
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 
 
 def open_session(path: Path) -> Session:

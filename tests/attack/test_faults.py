@@ -26,9 +26,9 @@ from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
 from planbook.errors import PlanbookError
-from planbook.events import EventBus
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.model.events import EventBus
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
 
 LAYERS: dict[str, tuple[type, str]] = {

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from planbook.errors import PlanbookError
-from planbook.session import Session
+from planbook.sessions.session import Session
 from tests.attack.mp_workers import open_session
 from tests.conftest import make_notebook
 

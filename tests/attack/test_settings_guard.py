@@ -17,7 +17,7 @@ import planbook
 from planbook.agent.run import plan_task
 from planbook.agents import Scripted
 from planbook.model.plan import APPROVED_BY_RULE
-from planbook.sandbox import SandboxStatus, probe
+from planbook.workspace.sandbox import SandboxStatus, probe
 from tests.agent.conftest import make_session
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +62,7 @@ def sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         assert probe().available, probe().reason  # CI installs bubblewrap: never skipped
     else:
         monkeypatch.setattr(
-            "planbook.sandbox.probe", lambda *a: SandboxStatus(False, "no bwrap here")
+            "planbook.workspace.sandbox.probe", lambda *a: SandboxStatus(False, "no bwrap here")
         )
     return str(request.param)
 

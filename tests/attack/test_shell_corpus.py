@@ -32,9 +32,9 @@ from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.engine.shell_classifier import classify
-from planbook.sandbox import probe
-from planbook.workspace import Workspace
+from planbook.engine.rules.classifier import classify
+from planbook.workspace.files import Workspace
+from planbook.workspace.sandbox import probe
 
 CORPUS = tomllib.loads((Path(__file__).with_name("shell_corpus.toml")).read_text("utf-8"))
 FAMILIES = sorted(CORPUS["write"])

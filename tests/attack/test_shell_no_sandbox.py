@@ -20,8 +20,8 @@ from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.sandbox import probe
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
+from planbook.workspace.sandbox import probe
 
 
 def _ctx(root: Path) -> Any:
@@ -74,7 +74,7 @@ def test_without_bwrap_every_command_is_staged_and_the_reason_shown(
     assert all(s.status == "pending" for s in plan.steps)
     # The person sees why, once: `%plan` (the panel's text and header) and the session.
     assert [w for w in session.warnings if no_bwrap in w] == [session.warnings[-1]]
-    from planbook.widget import ReviewPanel
+    from planbook.surfaces.widget.panel import ReviewPanel
 
     panel = ReviewPanel.for_session(session)
     data, _ = panel._repr_mimebundle_()

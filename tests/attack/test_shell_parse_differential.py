@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.shell_parse import parse
-from planbook.sandbox import probe
-from planbook.workspace import Workspace
+from planbook.engine.rules.shell_parse import parse
+from planbook.workspace.files import Workspace
+from planbook.workspace.sandbox import probe
 
 pytestmark = pytest.mark.skipif(not probe().available, reason=probe().reason)
 

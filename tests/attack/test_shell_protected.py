@@ -27,8 +27,8 @@ from planbook.agent.tools_write import shell as shell_tool
 from planbook.agent.tools_write import write_file as write_file_tool
 from planbook.documents.file import FileNotebook
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.engine.protected import Protected
-from planbook.workspace import Workspace
+from planbook.engine.rules.protected import Protected
+from planbook.workspace.files import Workspace
 
 MODES = ["plan", "ask", "auto-edit", "act"]
 ALLOW_ALL = """
@@ -144,7 +144,7 @@ def test_an_allow_rule_for_protected_settings_is_reported_as_ignored(tmp_path: P
     assert len(ignored) == 2  # the `planbook.toml` rule and the `.git/*` one
     assert "planbook.toml" in ignored[0]
     # The panel's text shows it too (what `%plan` displays where widgets do not render).
-    from planbook.widget import ReviewPanel
+    from planbook.surfaces.widget.panel import ReviewPanel
 
     data, _ = ReviewPanel.for_session(session)._repr_mimebundle_()
     assert "ignored for protected settings" in data["text/plain"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from planbook.sandbox import probe
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
+from planbook.workspace.sandbox import probe
 
 pytestmark = pytest.mark.skipif(not probe().available, reason=probe().reason)
 

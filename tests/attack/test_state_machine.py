@@ -25,8 +25,8 @@ from planbook.documents.file import FileNotebook
 from planbook.engine.projection import apply_text_edits
 from planbook.errors import PlanbookError
 from planbook.model.operations import EditCell, EditFile, InsertCell, WriteFile
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.attack.test_faults import FAULTS, LAYERS, layer_fault
 from tests.conftest import make_notebook
 

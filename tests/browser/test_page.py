@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 
 from planbook import Session
 from planbook.documents.file import FileNotebook
-from planbook.workspace import Workspace
+from planbook.workspace.files import Workspace
 from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
 from tests.support.labextension import expose_labextension

@@ -13,10 +13,10 @@ import pytest
 
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
-from planbook.panel.assets import css_path, esm_source
-from planbook.session import Session
-from planbook.widget import ReviewPanel
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.surfaces.widget.assets import css_path, esm_source
+from planbook.surfaces.widget.panel import ReviewPanel
+from planbook.workspace.files import Workspace
 
 pytestmark = pytest.mark.browser
 

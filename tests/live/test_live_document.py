@@ -242,8 +242,8 @@ def test_an_edit_racing_the_executor_s_commit_is_a_conflict(
     server: RunningServer, live: LiveNotebook, other: YClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Someone edits the target after the executor's drift check, before the update lands."""
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     session.propose.edit_cell("c2", "x = 'ours'", reason="r")
@@ -291,8 +291,8 @@ def test_an_edit_racing_the_step_s_text_is_a_conflict_with_their_text(
     locally, before it reaches the server. The texts would merge into their text with pieces
     of ours; the step must end as a conflict with exactly their text."""
     from planbook.documents.live_room import Room
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
@@ -322,8 +322,8 @@ def test_a_replacement_made_on_the_step_s_text_is_a_later_edit_not_a_conflict(
     planbook looked for a merge): their edit came after the step, it did not race it. The
     step is done and the cell keeps their text; it is not put back to the text before."""
     from planbook.documents.live_room import Room
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     ours = "x = 'ours'\nmore = 1"
@@ -371,8 +371,8 @@ def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_
     deleted: whether they kept it is known nowhere), as a conflict whose message names the
     text the step replaced, so a person who typed into it can take it back."""
     from planbook.documents.live_room import Room
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
@@ -409,8 +409,8 @@ def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_
     a merge (a slow network). The texts merge unseen there; the run's end looks again and
     turns the step into a conflict with exactly their text, in the room and the record."""
     from planbook.documents.live_room import Room
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
@@ -462,8 +462,8 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
 
     from planbook.documents.live_room import Room
     from planbook.engine.runner import IPythonRunner
-    from planbook.session import Session
-    from planbook.workspace import Workspace
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
 
     marker = server.root / f"{live.address.path}.ran"
     runner = IPythonRunner(InteractiveShell.instance())

@@ -36,11 +36,11 @@ from planbook.documents.base import Cell
 from planbook.documents.live import LiveNotebook, open_live
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError
-from planbook.events import Event
+from planbook.model.events import Event
 from planbook.model.operations import InsertCell
 from planbook.model.plan import Plan
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.live.conftest import on_disk
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter

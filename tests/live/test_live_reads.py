@@ -15,8 +15,8 @@ import pytest
 
 from planbook.documents import live as live_module
 from planbook.documents.live import LiveNotebook, open_live
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer
 

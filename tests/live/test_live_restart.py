@@ -10,8 +10,8 @@ import pytest
 
 from planbook.documents.live import LiveNotebook, open_live
 from planbook.errors import PlanbookError
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter

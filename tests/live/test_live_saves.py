@@ -21,8 +21,8 @@ from planbook.documents.live import open_live
 from planbook.documents.live_room import Room
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
-from planbook.session import Session
-from planbook.workspace import Workspace
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
 from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
 from tests.support.jupyter_server import RunningServer

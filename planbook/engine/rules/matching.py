@@ -1,0 +1,322 @@
+"""Permission rules: allow / ask / deny per tool, with glob patterns on paths and commands.
+
+Where rules come from, in this order (a later rule beats an earlier one, "last match wins"):
+
+1. ``[tool.planbook]`` in the project's ``pyproject.toml``;
+2. ``planbook.toml`` next to it (top-level keys, same shape), where "always allow" from the
+   panel is written, so the person's own pyproject.toml is never rewritten.
+
+Two shapes are accepted in either file::
+
+    [tool.planbook.permissions]          # compact: tool = action, or tool = {pattern = action}
+    write_file = "ask"
+    shell = { "git status*" = "allow", "rm *" = "deny" }
+
+    [[tool.planbook.rules]]              # explicit, one table per rule (what `add` appends)
+    tool = "edit_file"
+    pattern = "notebooks/*.py"
+    action = "allow"
+
+``tool`` and ``pattern`` are ``fnmatch`` globs (``*`` also matches ``/``); the pattern is matched
+against the step's target: a workspace-relative path, a shell command, or a cell id. A rule whose
+pattern is ``*`` (the default) also matches a call that has no target.
+
+Shell commands are matched on what the shell will run (engine/shell_parse.py): each simple
+command on its own (``true && rm x`` is ``true`` and ``rm x``; leading spaces, quotes,
+continuations, ``$(...)``, subshells and wrappers such as ``sudo``/``env``/``xargs`` are seen
+through). A deny on any part denies the whole; the whole is allowed only when every part is;
+what cannot be parsed is asked about, never allowed.
+
+Protected settings (engine/protected.py: planbook.toml, ``[tool.planbook]``, ``.git/``, the
+notebook) are always asked about: a rule that would allow them is ignored for them, and
+``load`` says so in ``ignored``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from planbook.engine.rules.protected import Protected
+from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
+from planbook.errors import PlanbookError
+from planbook.model.base import PlanbookModel
+from planbook.model.operations import AnyOperation, target_of
+
+Action = Literal["allow", "ask", "deny"]
+RULES_FILE = "planbook.toml"
+
+
+class RulesError(PlanbookError):
+    """A rule file cannot be read; the message names the file, the rule and the fix."""
+
+
+class Rule(PlanbookModel):
+    """One permission rule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(min_length=1, description="Tool name or glob, such as `shell` or `*_file`.")
+    pattern: str = Field(default="*", min_length=1, description="Glob on the path or command.")
+    action: Action = Field(description="allow, ask or deny.")
+    #: Where the rule was read from (file name and position), for messages.
+    source: str = Field(default="", exclude=True, repr=False)
+
+    def matches(self, tool: str, target: str | None) -> bool:
+        if not fnmatchcase(tool, self.tool):
+            return False
+        if target is None:
+            return self.pattern == "*"
+        return fnmatchcase(target, self.pattern)
+
+
+@dataclass
+class RuleSet:
+    """The rules of one project, in precedence order (the last match wins)."""
+
+    rules: list[Rule] = field(default_factory=list)
+    #: Where `add(..., persist=True)` writes; None when the rule set is not tied to a project.
+    root: Path | None = None
+    #: What no rule can allow (always asked about); None: nothing is protected.
+    protected: Protected | None = None
+
+    @classmethod
+    def load(cls, root: str | os.PathLike[str]) -> RuleSet:
+        """Read pyproject.toml's ``[tool.planbook]`` and then planbook.toml in ``root``."""
+        base = Path(root)
+        rules: list[Rule] = []
+        pyproject = base / "pyproject.toml"
+        if pyproject.is_file():
+            section = _read_toml(pyproject).get("tool", {}).get("planbook", {})
+            rules += _parse_section(section, "pyproject.toml [tool.planbook]")
+        own = base / RULES_FILE
+        if own.is_file():
+            rules += _parse_section(_read_toml(own), RULES_FILE)
+        return cls(rules=rules, root=base, protected=Protected(base))
+
+    def decide(self, tool: str, target: str | None = None) -> Action | None:
+        """The action of the last rule that matches, or None when no rule speaks (mode decides).
+
+        A shell command is matched part by part; a protected target is never allowed."""
+        verdict = self._shell(target) if tool == "shell" and target is not None else None
+        if tool != "shell" or target is None:
+            verdict = self._last_match(tool, target)
+        if verdict != "deny" and self.protected and self.protected.reason(tool, target):
+            return "ask"
+        return verdict
+
+    def decide_op(self, op: AnyOperation) -> Action | None:
+        """``decide`` for a staged operation: also sees what a file change would write."""
+        verdict = self.decide(op.kind, rule_target(op))
+        if verdict != "deny" and self.protected and self.protected.op_reason(op):
+            return "ask"
+        return verdict
+
+    def protected_reason(self, op: AnyOperation) -> str | None:
+        """Why ``op`` touches a protected setting (always reviewed), or None."""
+        return self.protected.op_reason(op) if self.protected else None
+
+    def ignored(self) -> list[str]:
+        """One line for each rule that tries to allow a protected setting (it is ignored)."""
+        if self.protected is None:
+            return []
+        samples = [
+            ("write_file", "planbook.toml"),
+            ("edit_file", "pyproject.toml"),
+            ("write_file", ".git/config"),
+            ("shell", "git config core.fsmonitor x"),
+            ("shell", "echo x > planbook.toml"),
+        ]
+        if self.protected.notebook is not None:
+            samples.append(("shell", f"rm {self.protected.notebook.name}"))
+        out = []
+        for rule in self.rules:
+            if rule.action != "allow" or rule.pattern == "*":
+                continue
+            hits = [t for tool, t in samples if rule.matches(tool, t)]
+            if hits:
+                out.append(
+                    f"{rule.source or 'a rule'}: allow {rule.tool} {rule.pattern!r} is ignored "
+                    f"for protected settings such as {hits[0]!r}: they are always reviewed"
+                )
+        return out
+
+    def add(
+        self,
+        tool: str,
+        pattern: str = "*",
+        action: Action = "allow",
+        *,
+        persist: bool = False,
+        comment: str = "",
+    ) -> Rule:
+        """Add a rule that beats every earlier one ("always allow" in the panel).
+
+        With ``persist=True`` it is also appended to ``planbook.toml`` in the project root, so
+        it holds in the next session, with ``comment`` above it (see rules_file.py: the file's
+        own comments and layout are kept).
+        """
+        try:
+            rule = Rule(tool=tool, pattern=pattern, action=action, source="added")
+        except ValidationError as exc:
+            raise RulesError(f"cannot add rule: {_first_error(exc)}") from None
+        if persist:
+            if self.root is None:
+                raise RulesError("cannot save the rule: this rule set has no project root")
+            from planbook.engine.rules.file import append_rule
+
+            append_rule(self.root, rule, comment)
+        self.rules.append(rule)
+        return rule
+
+    def _last_match(self, tool: str, target: str | None) -> Action | None:
+        for rule in reversed(self.rules):
+            if rule.matches(tool, target):
+                return rule.action
+        return None
+
+    def _shell(self, command: str) -> Action | None:
+        whole = self._last_match("shell", command)
+        if whole == "deny":
+            return "deny"
+        parsed = parse(command)
+        parts = [c for c in parsed.commands if c.words]
+        verdicts = [self._part(c, parts) for c in parts]
+        if "deny" in verdicts:
+            return "deny"
+        if parsed.error or "ask" in verdicts:
+            return "ask"  # never allowed: we cannot tell what runs
+        counted = [v for v in verdicts if v != "defer"]
+        if counted and all(v == "allow" for v in counted):
+            return "allow"
+        return None if parts else whole
+
+    def _part(self, command: SimpleCommand, parts: list[SimpleCommand]) -> Action | str | None:
+        """One simple command: denied if any way of reading it is denied. Allowed only as
+        written, or through wrappers that do not change what it may do ("defer": the command
+        inside a wrapper, or the transparent wrapper around it, speaks for both)."""
+        name = command.words[0]
+        program = name.text.rsplit("/", 1)[-1]
+        bare = " ".join(w.text for w in command.words)
+        texts = [command.text, bare]
+        if program in WRAPPERS:
+            # A wrapper option we do not know could take the command's place: every later
+            # word may start the command, for the deny check.
+            texts += [
+                " ".join(w.text for w in command.words[i:]) for i in range(1, len(command.words))
+            ]
+        verdicts = [self._match_part(t) for t in texts]
+        if "deny" in verdicts:
+            return "deny"
+        if "ask" in verdicts:
+            return "ask"
+        if name.dynamic or name.globbed:
+            return "ask"  # `$CMD x`: only the shell knows what runs
+        if command.wrappers:
+            if all(w in TRANSPARENT for w in command.wrappers) and not command.assignments:
+                return verdicts[1]
+            return "defer"  # the wrapper as written must be allowed
+        if program in TRANSPARENT and any(p.wrappers[:1] == (program,) for p in parts):
+            return "defer" if verdicts[0] != "allow" else "allow"
+        return verdicts[0]
+
+    def _match_part(self, text: str) -> Action | None:
+        """As ``_last_match``; a pattern ``rm *`` also matches a bare ``rm`` (no arguments)."""
+        for rule in reversed(self.rules):
+            if rule.matches("shell", text) or rule.matches("shell", text + " "):
+                return rule.action
+        return None
+
+
+def rule_target(op: AnyOperation) -> str | None:
+    """What a rule's pattern is matched against: the path, the command, or the cell id."""
+    key = target_of(op)
+    if key == "shell":
+        return str(getattr(op, "command", ""))
+    if op.kind == "insert_cell":
+        return None  # a new cell's id is random: there is nothing to match
+    return key.split(":", 1)[1]
+
+
+def install(session: Any) -> RuleSet:
+    """(Re)load the project's rules and make them the session's ``rule_for`` hook, so the
+    agent, the magics and the Python API all see the same rules, as the files say now (the
+    session and each agent run call this). Rules added in this session are kept. Rules that
+    cannot be read fail closed: every change is asked about, and the error is raised."""
+    previous = session.extras.get("rules")
+    try:
+        rules = RuleSet.load(session.workspace.root)
+    except RulesError:
+        session.rule_for = lambda op: "ask"
+        raise
+    rules.protected = Protected(session.workspace.root, getattr(session, "notebook_path", None))
+    if isinstance(previous, RuleSet):
+        rules.rules.extend(r for r in previous.rules if r.source == "added")
+    session.extras["rules"] = rules
+    session.rule_for = rules.decide_op
+    warnings = getattr(session, "warnings", None)
+    if isinstance(warnings, list):
+        warnings.extend(w for w in rules.ignored() if w not in warnings)
+    return rules
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"{path.name}: invalid TOML ({exc}); fix the file") from None
+    except OSError as exc:
+        raise RulesError(f"{path.name}: cannot read it ({exc.strerror})") from None
+
+
+def _parse_section(section: Any, where: str) -> list[Rule]:
+    if not isinstance(section, dict):
+        raise RulesError(f"{where}: expected a table, got {type(section).__name__}")
+    rules: list[Rule] = []
+    compact = section.get("permissions", {})
+    if not isinstance(compact, dict):
+        raise RulesError(f"{where}: `permissions` must be a table of tool = action")
+    for tool, value in compact.items():
+        spot = f"{where} permissions.{tool}"
+        if isinstance(value, str):
+            rules.append(_rule({"tool": tool, "action": value}, spot))
+        elif isinstance(value, dict):
+            for pattern, action in value.items():
+                rules.append(_rule({"tool": tool, "pattern": pattern, "action": action}, spot))
+        else:
+            raise RulesError(f"{spot}: expected an action or a table of pattern = action")
+    explicit = section.get("rules", [])
+    if not isinstance(explicit, list):
+        raise RulesError(f"{where}: `rules` must be an array of tables ([[rules]])")
+    for i, raw in enumerate(explicit, start=1):
+        rules.append(_rule(raw, f"{where} rule {i}"))
+    return rules
+
+
+def _rule(raw: Any, where: str) -> Rule:
+    if not isinstance(raw, dict):
+        raise RulesError(f"{where}: expected a table with tool, pattern and action")
+    try:
+        return Rule.model_validate({**raw, "source": where})
+    except ValidationError as exc:
+        raise RulesError(f"{where}: {_first_error(exc)}; fix or remove the rule") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "rule"
+    if err["type"] == "literal_error":
+        choices = ", ".join(get_args(Action))
+        return f"{loc} must be one of {choices}, not {err.get('input')!r}"
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {loc!r} (use tool, pattern and action)"
+    if err["type"] == "missing":
+        return f"missing {loc!r}"
+    return f"{loc}: {err['msg']}"

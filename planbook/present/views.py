@@ -1,0 +1,206 @@
+"""Read-only views of a plan for the surfaces: each step with its target and before/after text."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from planbook.documents.base import Cell
+from planbook.engine.anchors import short_ids
+from planbook.engine.blobs import BlobStore
+from planbook.engine.checkpoints import source_before
+from planbook.engine.planning import PROJECTED
+from planbook.engine.projection import Projection, apply_text_edits
+from planbook.errors import PlanbookError
+from planbook.model.base import PlanbookModel
+from planbook.model.checkpoint import Checkpoint
+from planbook.model.operations import (
+    AnyOperation,
+    DeleteCell,
+    DeleteFile,
+    EditCell,
+    EditFile,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    Shell,
+    WriteFile,
+)
+from planbook.model.plan import Plan, Step
+from planbook.workspace.files import Workspace
+
+Language = Literal["python", "markdown", "text", "shell"]
+
+
+class StepView(PlanbookModel):
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    id: str
+    kind: str
+    target: str
+    title: str
+    reason: str
+    risk: str
+    status: str
+    error: str | None
+    before: str
+    after: str
+    language: Language
+    depends_on: list[int]
+    checkpoint: str | None
+    run_at_approval: bool
+    cell_type: str | None = None
+
+
+def language_for_path(path: str) -> Language:
+    if path.endswith(".py"):
+        return "python"
+    if path.endswith((".md", ".markdown")):
+        return "markdown"
+    return "text"
+
+
+def _cell_type(op: AnyOperation, proj: Projection) -> str | None:
+    if isinstance(op, InsertCell):
+        return op.cell_type
+    cell_id = getattr(op, "cell_id", None)
+    if cell_id is None:
+        return None
+    i = proj.index(cell_id)
+    return proj.cells[i].cell_type if i is not None else None
+
+
+def _language(op: AnyOperation, cell_type: str | None) -> Language:
+    if isinstance(op, Shell):
+        return "shell"
+    if isinstance(op, WriteFile | EditFile | DeleteFile):
+        return language_for_path(op.path)
+    return "markdown" if cell_type == "markdown" else "python" if cell_type == "code" else "text"
+
+
+def _from_checkpoint(op: AnyOperation, cp: Checkpoint, blobs: BlobStore) -> tuple[str, str]:
+    before = ""
+    for snap in cp.cells:
+        if snap.exists:
+            before = source_before(blobs, snap) or before
+    for fsnap in cp.files:
+        if fsnap.exists and fsnap.blob:
+            before = blobs.get(fsnap.blob).decode("utf-8", errors="replace")
+    match op:
+        case InsertCell() | EditCell():
+            return before, op.source
+        case WriteFile():
+            return before, op.content
+        case EditFile():
+            return before, apply_text_edits(before, op.edits, op.path)
+        case DeleteCell() | DeleteFile():
+            return before, ""
+        case MoveCell() | RunCell() | Shell():
+            return before, before
+
+
+def step_title(
+    step: Step, proj: Projection | None = None, names: dict[str, str] | None = None
+) -> str:
+    """``names``: how to show a cell id, such as "#5 `7f3a9c21`" (its position in the notebook
+    and short id, as `%plan cells` lists them); without it, the id."""
+    op = step.operation
+
+    def cell(cell_id: str) -> str:
+        return (names or {}).get(cell_id) or f"`{cell_id}`"
+
+    match op:
+        case InsertCell():
+            where = (
+                f" after {cell(op.after)}"
+                if op.after
+                else f" before {cell(op.before)}"
+                if op.before
+                else " at the end"
+            )
+            return f"insert {op.cell_type} cell `{op.cell_id}`{where}" + (
+                " and run it" if step.run_at_approval else ""
+            )
+        case EditCell():
+            return f"edit cell {cell(op.cell_id)}" + (" and run it" if step.run_at_approval else "")
+        case DeleteCell():
+            return f"delete cell {cell(op.cell_id)}"
+        case MoveCell():
+            return f"move cell {cell(op.cell_id)} " + (
+                f"after {cell(op.after)}" if op.after else "to the top"
+            )
+        case RunCell():
+            return f"run cell {cell(op.cell_id)}"
+        case WriteFile():
+            return f"write file `{op.path}`"
+        case EditFile():
+            return f"edit file `{op.path}` ({len(op.edits)} edit{'s' if len(op.edits) > 1 else ''})"
+        case DeleteFile():
+            return f"delete file `{op.path}`"
+        case Shell():
+            return f"run shell `{op.command}`"
+
+
+def _target(op: AnyOperation, before: str) -> str:
+    if isinstance(op, Shell):
+        return op.command
+    if isinstance(op, WriteFile | EditFile | DeleteFile):
+        return op.path
+    first = next((line for line in before.splitlines() if line.strip()), "")
+    cell_id = getattr(op, "cell_id", "")
+    return f"{cell_id}: {first[:60]}" if first else cell_id
+
+
+def step_views(
+    plan: Plan,
+    cells: list[Cell],
+    workspace: Workspace | None,
+    checkpoints: list[Checkpoint],
+    blobs: BlobStore,
+) -> list[StepView]:
+    proj = Projection(cells, workspace)
+    short = short_ids([c.id for c in cells])
+    names = {c.id: f"#{n} `{short[c.id]}`" for n, c in enumerate(cells, start=1)}
+    by_id = {c.id: c for c in checkpoints}
+    numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
+    views = []
+    for number, step in enumerate(plan.steps, start=1):
+        op = step.operation
+        cp = by_id.get(step.checkpoint or "")
+        cell_type = _cell_type(op, proj)
+        step_error: str | None = None
+        try:
+            if cp is not None and step.status not in PROJECTED:
+                before, after = _from_checkpoint(op, cp, blobs)
+            else:
+                before, after = proj.before_after(op)
+        except PlanbookError as exc:
+            before, after = "", ""
+            step_error = str(exc)
+        if step.status in PROJECTED:
+            with contextlib.suppress(PlanbookError):
+                proj.apply(op, step.id)
+        views.append(
+            StepView(
+                number=number,
+                id=step.id,
+                kind=op.kind,
+                target=_target(op, before),
+                title=step_title(step, names=names),
+                reason=step.reason,
+                risk=step.risk,
+                status=step.status,
+                error=step.error or (step_error if step.status in PROJECTED else None),
+                before=before,
+                after=after,
+                language=_language(op, cell_type),
+                depends_on=[numbers[d] for d in step.depends_on if d in numbers],
+                checkpoint=step.checkpoint,
+                run_at_approval=step.run_at_approval,
+                cell_type=cell_type,
+            )
+        )
+    return views

@@ -1,0 +1,166 @@
+"""``session.propose.*``: the Python API for proposing changes. Each call becomes one operation,
+validated by pydantic, and goes through the session's policy (staged in plan mode).
+
+A cell is named as a person sees it: an id, a unique id prefix, a position (``"#5"``) or a tag
+(``planbook.engine.anchors``); the step records the resolved id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from planbook.documents.base import new_cell_id
+from planbook.engine import planning
+from planbook.engine.anchors import resolve
+from planbook.engine.projection import Projection
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake, first_problem
+from planbook.model.operations import (
+    AnyOperation,
+    CellType,
+    DeleteCell,
+    DeleteFile,
+    EditCell,
+    EditFile,
+    InsertCell,
+    MoveCell,
+    RunCell,
+    Shell,
+    TextEdit,
+    WriteFile,
+)
+from planbook.model.plan import Step
+from planbook.sessions.page_advice import unknown_cell
+
+if TYPE_CHECKING:
+    from planbook.sessions.session import Session
+
+#: The operations that change which cells exist and where: what naming a cell needs.
+_CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
+
+
+def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
+    """Validate operation arguments: a bad one is a one-line `UsageMistake`, never a step."""
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        where, problem = first_problem(exc, whole=cls.__name__)
+        raise UsageMistake(f"invalid {cls.__name__} argument `{where}`: {problem}") from None
+
+
+class Proposer:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def _path(self, path: str) -> str:
+        return self._session.workspace.relative(path)
+
+    def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
+        return self._session.stage(op, reason=reason, run=run)
+
+    def _projection(self) -> Projection:
+        """The cells as they will be once the open steps ran: enough to name a cell that a
+        staged step inserts. File and shell steps are left out (no file is read for this), and
+        a step that no longer applies is passed over: staging itself reports such problems."""
+        session = self._session
+        proj = Projection(session.document.cells(), None)
+        plan = session.current_plan()
+        for step in plan.steps if plan is not None else []:
+            if step.status in planning.PROJECTED and isinstance(step.operation, _CELL_OPS):
+                with suppress(PlanbookError):
+                    proj.apply(step.operation, step.id)
+        return proj
+
+    def cell_id(self, token: str) -> str:
+        """The id of the cell ``token`` names (id, unique id prefix, ``#N`` or tag)."""
+        if isinstance(token, str) and self._session.document.find_cell(token.strip()) is not None:
+            # An exact id of a cell in the notebook wins before anything else (``resolve``):
+            # no need to replay the open steps, which costs more as the plan grows.
+            return token.strip()
+        return self._resolve(token, self._projection())
+
+    def _resolve(self, token: str, proj: Projection) -> str:
+        cells = self._session.document.cells()
+        try:
+            return resolve(token, cells, [c.id for c in proj.cells])
+        except (UnknownCell, UsageMistake) as exc:
+            raise unknown_cell(self._session, exc, token) from None
+
+    def _maybe(self, token: str | None, proj: Projection) -> str | None:
+        return None if token is None else self._resolve(token, proj)
+
+    def insert_cell(
+        self,
+        source: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        cell_type: CellType = "code",
+        reason: str = "",
+        run: bool = False,
+    ) -> Step:
+        """Propose a new cell after/before a cell (id, id prefix, ``"#N"`` or tag); at the end
+        with neither. Several inserts after one cell land in the order they were staged."""
+        proj = self._projection()
+        after, before = self._maybe(after, proj), self._maybe(before, proj)
+        if after is not None and before is None:
+            after, before = _keep_plan_order(proj, after)
+        op = build(
+            InsertCell,
+            cell_id=new_cell_id(),
+            source=source,
+            cell_type=cell_type,
+            after=after,
+            before=before,
+        )
+        return self._stage(op, reason, run)
+
+    def edit_cell(self, cell_id: str, source: str, *, reason: str = "", run: bool = False) -> Step:
+        """Propose ``source`` as the new source of a cell (id, id prefix, ``"#N"`` or tag)."""
+        cell_id = self.cell_id(cell_id)
+        return self._stage(build(EditCell, cell_id=cell_id, source=source), reason, run)
+
+    def delete_cell(self, cell_id: str, *, reason: str = "") -> Step:
+        return self._stage(build(DeleteCell, cell_id=self.cell_id(cell_id)), reason)
+
+    def move_cell(self, cell_id: str, *, after: str | None, reason: str = "") -> Step:
+        """Propose moving a cell after another one (``after=None``: to the top)."""
+        proj = self._projection()
+        op = build(MoveCell, cell_id=self._resolve(cell_id, proj), after=self._maybe(after, proj))
+        return self._stage(op, reason)
+
+    def run_cell(self, cell_id: str, *, reason: str = "") -> Step:
+        return self._stage(build(RunCell, cell_id=self.cell_id(cell_id)), reason)
+
+    def write_file(self, path: str, content: str, *, reason: str = "") -> Step:
+        return self._stage(build(WriteFile, path=self._path(path), content=content), reason)
+
+    def edit_file(
+        self, path: str, edits: Sequence[Mapping[str, str] | TextEdit], *, reason: str = ""
+    ) -> Step:
+        """Propose search/replace edits: ``[{"search": old, "replace": new}, ...]``."""
+        if isinstance(edits, (Mapping, str)):
+            raise UsageMistake('`edits` is a list of {"search": ..., "replace": ...} objects')
+        return self._stage(build(EditFile, path=self._path(path), edits=tuple(edits)), reason)
+
+    def delete_file(self, path: str, *, reason: str = "") -> Step:
+        return self._stage(build(DeleteFile, path=self._path(path)), reason)
+
+    def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
+        return self._stage(build(Shell, command=command, timeout=timeout), reason)
+
+
+def _keep_plan_order(proj: Projection, after: str) -> tuple[str | None, str | None]:
+    """(after, before) for a new cell wanted right after ``after``.
+
+    Each insert lands right after its anchor when it runs, so a second insert after the same
+    cell would land above the first one. When staged steps already insert cells there, the new
+    cell goes instead before the notebook cell that follows them (or at the end), which keeps
+    plan order and does not make it depend on those steps (either may be rejected)."""
+    at = proj.index(after)
+    if at is None or at + 1 >= len(proj.cells) or proj.cells[at + 1].id not in proj.created_by:
+        return after, None
+    following = next((c.id for c in proj.cells[at + 1 :] if c.id not in proj.created_by), None)
+    return None, following

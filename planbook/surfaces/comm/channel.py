@@ -1,0 +1,277 @@
+"""The in-cell review's link to the kernel: one comm per open notebook page, target "planbook".
+
+A thin surface beside ``widget.py``: it sends the page the current plan (``comm_view``) after
+every Session event, and carries out the page's decisions (approve or reject one step) through
+the same Session calls and checks as ``%approve``, ``%reject`` and the panel. Decisions are
+handled on the kernel's main thread (``planbook.surfaces.widget.mainloop``): a comm message may
+arrive on
+another thread while a step runs, and the Session is only ever touched from the main thread.
+
+Either side may open the comm: the page when its kernel is ready (refused while planbook is not
+loaded, so the page shows nothing), and the kernel on ``%load_ext planbook``, for pages that are
+already open. Front ends without the extension (VS Code, Colab, nbconvert) ignore the comm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter
+
+from planbook.documents.page import PAGE_TYPES
+from planbook.errors import PlanbookError, UsageMistake, read_message
+from planbook.model.base import DEFERRED, PlanbookModel
+from planbook.model.events import Event
+from planbook.surfaces.comm.view import PROTOCOL, plan_message
+from planbook.surfaces.widget.batch import Batch
+from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
+
+if TYPE_CHECKING:
+    from planbook.documents.page import PageNotebook
+    from planbook.sessions.session import Session
+
+log = logging.getLogger("planbook")
+
+TARGET = "planbook"
+#: Events that do not change what the cells show (the agent's chatter).
+QUIET = frozenset({"agent_activity", "todos_changed", "decision_needed", "decision_made"})
+
+
+class _Decision(PlanbookModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: str = Field(min_length=1, max_length=200, description="The step's id.")
+    revision: int = Field(ge=1, description="The plan revision the person was looking at.")
+
+
+class ApproveStep(_Decision):
+    action: Literal["approve"]
+
+
+class RejectStep(_Decision):
+    action: Literal["reject"]
+
+
+Decision = Annotated[ApproveStep | RejectStep, Field(discriminator="action")]
+_DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision, config=DEFERRED)
+
+
+def parse(content: object) -> ApproveStep | RejectStep:
+    return read_message(
+        _DECISION,
+        content,
+        unreadable="the page sent a decision planbook cannot read",
+        fix="reload the page",
+        error=UsageMistake,
+    )
+
+
+class CellReviewLink:
+    """One page's comm: the plan out, the person's decisions in."""
+
+    #: The page has spoken on this comm (opened it, or sent a message): a page with the
+    #: extension. A comm the kernel opened may go to a page without it, or to a client that
+    #: ignores comms (nbclient); planbook/sessions/page_advice.py tells the person to reload then.
+    heard_from_page = False
+
+    def __init__(
+        self,
+        session: Session,
+        comm: Any,
+        home: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.session = session
+        self.comm = comm
+        self._home = home or running_main_loop()
+        self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
+        comm.on_msg(self._on_msg)
+        comm.on_close(lambda _msg: self.close())
+
+    # --- out -------------------------------------------------------------------------------
+    def send_plan(self) -> None:
+        try:
+            message = plan_message(self.session)
+        except PlanbookError as exc:
+            self.send_error(str(exc))
+            return
+        self.comm.send(message)
+
+    def send_error(self, message: str, step_id: str | None = None) -> None:
+        self.comm.send({"type": "error", "message": message, "step_id": step_id})
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind in QUIET or self._unsubscribe is None:
+            return
+        # Events come from the main thread (the executor, a magic): the Session may be read.
+        self.send_plan()
+
+    # --- in --------------------------------------------------------------------------------
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        self.heard_from_page = True
+        content = msg.get("content", {}).get("data")
+        if isinstance(content, dict) and set(content) <= {"protocol"}:
+            call_on_main(self.send_plan, self._home)  # the page asks for the plan again
+            return
+        if isinstance(content, dict) and content.get("type") in PAGE_TYPES:
+            call_on_main(lambda: self.page_message(content), self._home)
+            return
+        step_id = content.get("step_id") if isinstance(content, dict) else None
+        try:
+            decision = parse(content)
+        except UsageMistake as exc:
+            self.send_error(str(exc), step_id if isinstance(step_id, str) else None)
+            return
+        call_on_main(lambda: self.decide(decision), self._home)
+
+    # --- the page's notebook (documents/page.py) ---------------------------------------------
+    def page_document(self) -> PageNotebook | None:
+        from planbook.documents.page import PageNotebook
+
+        document = self.session.document
+        return document if isinstance(document, PageNotebook) else None
+
+    def ask_for_cells(self) -> None:
+        """Where the page is the notebook (no collaboration), ask it for its cells."""
+        if self.page_document() is not None:
+            self.comm.send({"type": "resync"})
+
+    def page_message(self, content: dict[str, Any]) -> None:
+        """The page's cells, or its answer to a change (main thread); a bad one: one line."""
+        document = self.page_document()
+        if document is None:
+            return  # live or file backend: the page's own copy is not needed
+        try:
+            note = document.receive(content, self, self.comm.send)
+        except PlanbookError as exc:
+            self.send_error(str(exc))
+            return
+        if note is not None:  # the page showed it; the kernel's record now follows the page's
+            if note not in self.session.warnings:
+                self.session.warnings.append(note)
+            self.send_plan()
+
+    def decide(self, decision: ApproveStep | RejectStep) -> None:
+        """Carry out one decision (main thread); a refusal goes back to the page as one line."""
+        try:
+            if isinstance(decision, ApproveStep):
+                self._approve(decision)
+            else:
+                self._reject(decision)
+        except PlanbookError as exc:
+            self.send_error(str(exc), decision.step_id)
+            self.send_plan()
+        except Exception as exc:  # the page must hear of it, not wait forever
+            log.exception("planbook: the in-cell review failed on %r", decision)
+            self.send_error(
+                f"unexpected error: {type(exc).__name__}: {exc}; see the kernel log",
+                decision.step_id,
+            )
+
+    def _number(self, decision: ApproveStep | RejectStep) -> int:
+        plan = self.session.current_plan()
+        if plan is None:
+            raise UsageMistake("there is no plan any more; nothing was changed")
+        if plan.current.number != decision.revision:
+            raise UsageMistake(
+                f"the plan changed while you looked at revision {decision.revision}: it is now "
+                f"at revision {plan.current.number}; nothing was changed: review it again"
+            )
+        for number, step in enumerate(plan.steps, start=1):
+            if step.id == decision.step_id:
+                if step.status != "pending":
+                    raise UsageMistake(
+                        f"step {number} is {step.status}, not pending; nothing was changed"
+                    )
+                return number
+        raise UsageMistake(f"there is no step {decision.step_id!r} in this plan; nothing changed")
+
+    def _reject(self, decision: RejectStep) -> None:
+        self.session.reject([self._number(decision)])
+
+    def _approve(self, decision: ApproveStep) -> None:
+        number = self._number(decision)
+        plan = self.session.current_plan()
+        assert plan is not None
+        # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
+        for outcome in self.session.approve([number], dry_run=True).outcomes:
+            if outcome.status != "would run":
+                raise UsageMistake(
+                    f"step {number} was not applied: {outcome.message or outcome.status}"
+                )
+        batch = Batch(
+            self.session, [plan.steps[number - 1]], decision.revision, by="in-cell review"
+        )
+
+        async def run() -> None:
+            await batch.run()
+            self._after(batch)
+
+        def run_now() -> None:
+            batch.run_now()
+            self._after(batch)
+
+        start_on_main(run, run_now, self._home)
+
+    def _after(self, batch: Batch) -> None:
+        step_id = batch.step_ids[0]
+        plan = self.session.current_plan()
+        step = plan.find_step(step_id) if plan is not None else None
+        if batch.error:
+            self.send_error(batch.error, step_id)
+        elif step is not None and step.status == "failed":
+            self.send_error(f"the step failed: {step.error or 'see the plan panel'}", step_id)
+        self.send_plan()
+
+    def close(self) -> None:
+        document = self.page_document()
+        if document is not None:
+            document.detach(self)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+def _links(session: Session) -> list[CellReviewLink]:
+    links = session.extras.setdefault("cell_review_links", [])
+    links[:] = [link for link in links if link._unsubscribe is not None]
+    return links  # type: ignore[no-any-return]
+
+
+def open_link(session: Session, comm: Any) -> CellReviewLink:
+    link = CellReviewLink(session, comm)
+    _links(session).append(link)
+    link.send_plan()
+    link.ask_for_cells()
+    return link
+
+
+def register(ipython: Any) -> None:
+    """Listen for pages (comm target), and tell pages already open that planbook is here."""
+    kernel = getattr(ipython, "kernel", None)
+    if kernel is None:
+        return  # a terminal IPython: no front end to talk to
+    try:
+        from comm import create_comm, get_comm_manager
+    except ImportError:  # an old ipykernel without the comm package: the panel still works
+        return
+    from planbook.sessions import current
+
+    def on_open(comm: Any, _msg: dict[str, Any]) -> None:
+        try:
+            open_link(current.session(), comm).heard_from_page = True
+        except PlanbookError as exc:
+            comm.close({"type": "error", "message": str(exc), "step_id": None})
+
+    get_comm_manager().register_target(TARGET, on_open)
+    try:
+        session = current.session()
+    except PlanbookError:
+        return  # load_ext already said why
+    from planbook.documents.headless import HeadlessNotebook
+
+    if isinstance(session.document, HeadlessNotebook):
+        return  # nbconvert and papermill have no page, and log a comm nobody handles
+    open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))

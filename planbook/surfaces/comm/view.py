@@ -1,0 +1,74 @@
+"""What the in-cell review shows: the current plan's steps that belong on a cell, as JSON.
+
+Built from ``Session.step_views`` (the same before/after text the panel and the magics show)
+and ``planbook.present.diff`` (the same line diff the panel draws), so the page only renders and
+every surface agrees on what a step changes. Steps that touch files or run the shell are left
+to the panel: they have no cell to show on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
+from planbook.present.diff import diff_texts
+
+if TYPE_CHECKING:
+    from planbook.sessions.session import Session
+
+#: Version of the message shapes below; the page ignores a plan it does not understand.
+PROTOCOL = 1
+#: Statuses shown on a cell. Done, rejected and rolled-back steps are history: the panel has it.
+SHOWN = frozenset({"pending", "approved", "running", "failed", "skipped"})
+CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
+
+
+def plan_message(session: Session) -> dict[str, Any]:
+    """``{"type": "plan", ...}``: everything the page needs to draw the plan on its cells."""
+    plan = session.current_plan()
+    message: dict[str, Any] = {
+        "type": "plan",
+        "protocol": PROTOCOL,
+        "mode": session.mode,
+        "plan": None,
+        "steps": [],
+    }
+    if plan is None:
+        return message
+    message["plan"] = {"id": plan.id, "revision": plan.current.number, "state": plan.state}
+    views = {view.id: view for view in session.step_views(plan)}
+    for number, step in enumerate(plan.steps, start=1):
+        op = step.operation
+        if step.status not in SHOWN or not isinstance(op, CELL_OPS):
+            continue
+        view = views[step.id]
+        entry: dict[str, Any] = {
+            "number": number,
+            "id": step.id,
+            "kind": op.kind,
+            "status": step.status,
+            "cell_id": op.cell_id,
+            "cell_type": view.cell_type,
+            "title": view.title,
+            "reason": step.reason,
+            "risk": step.risk,
+            "error": view.error,
+            "runs": step.runs_cell,
+            "before": view.before,
+            "after": view.after,
+            "diff": diff_texts(view.before, view.after)
+            if isinstance(op, InsertCell | EditCell)
+            else None,
+        }
+        if isinstance(op, InsertCell):
+            entry["anchor"] = (
+                {"after": op.after}
+                if op.after is not None
+                else {"before": op.before}
+                if op.before is not None
+                else {"end": True}
+            )
+        if isinstance(op, MoveCell):
+            entry["anchor"] = {"after": op.after} if op.after is not None else {"top": True}
+        message["steps"].append(entry)
+    return message

@@ -1,0 +1,405 @@
+"""IPython magics: a thin surface that parses what was typed, calls the Session and shows the
+result. Every planbook error becomes a one-line `UsageError` (no traceback)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from planbook.documents.base import Cell
+from planbook.engine.anchors import first_line, short_ids, tags_of
+from planbook.errors import PlanbookError, speak_as
+from planbook.model.words import count
+from planbook.present.checkpoint_names import checkpoint_name
+from planbook.sessions import current, page_advice
+from planbook.sessions.session import Session
+
+T = TypeVar("T")
+PLAN_SUBCOMMANDS = (
+    "show",
+    "text",
+    "on",
+    "off",
+    "revise",
+    "skip",
+    "unskip",
+    "move",
+    "history",
+    "diff",
+    "cells",
+    "panel",
+    "stop",
+    "continue",
+    "rules",
+    "restore",
+    "gc",
+)
+
+
+@contextmanager
+def _as_usage_errors() -> Iterator[None]:
+    try:
+        yield
+    except PlanbookError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _session() -> Session:
+    with _as_usage_errors():
+        return current.session()
+
+
+def show_plan(session: Session) -> None:
+    """The review panel where widgets render; its bundle carries the plan as markdown and
+    text for everywhere else. The agent's saved conversation follows when there is one."""
+    page_advice.refresh(session)
+    display(session.review())
+    from planbook.surfaces.magics_agent import conversation_text
+
+    conversation = conversation_text(session)
+    if conversation:
+        print(conversation)
+
+
+def show_report(session: Session, report: Any) -> None:
+    print(report)
+    if any(o.status != "done" for o in report.outcomes) or report.stopped:
+        print(
+            "see `%plan` for the plan as it stands",
+            file=sys.stderr if not report.ok else sys.stdout,
+        )
+
+
+def _unquote(text: str) -> str:
+    """IPython's argument parser keeps the quotes of `--reason "two words"`; drop them."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def cells_listing(cells: list[Cell]) -> str:
+    """``%plan cells``: what a person needs to name a cell (#N, short id or tag)."""
+    if not cells:
+        return "the notebook has no cells"
+    short = short_ids([c.id for c in cells])
+    width = max(len(s) for s in short.values())
+    lines = []
+    for n, cell in enumerate(cells, start=1):
+        tags = "".join(f" [{t}]" for t in tags_of(cell))
+        kind = "" if cell.cell_type == "code" else f" ({cell.cell_type})"
+        lines.append(
+            f"#{n:<3} {short[cell.id]:<{width}}{kind}{tags}  {first_line(cell.source, 70)}"
+        )
+    lines.append("name a cell by position (#3), id (or its first characters) or tag")
+    return "\n".join(lines)
+
+
+def _running_cell(session: Session, shell: Any) -> str:
+    """The id of the cell that runs this magic, which JupyterLab and Notebook 7 send with the
+    execute request; elsewhere the one saved cell with the code being run, else the person is
+    asked for an anchor."""
+    parent: dict[str, Any] = {}
+    kernel = getattr(shell, "kernel", None)
+    with suppress(Exception):  # no kernel (plain IPython) or an old one: no parent to read
+        parent = kernel.get_parent() if kernel is not None else {}
+    cell_id = (parent or {}).get("metadata", {}).get("cellId")
+    if not isinstance(cell_id, str) or not cell_id:
+        cell_id = _cell_with_source(session, (parent or {}).get("content", {}).get("code"))
+    if cell_id is None:
+        raise UsageError(
+            "this front end does not say which cell runs %%propose: give an anchor, e.g. "
+            "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
+        )
+    if cell_id not in {c.id for c in session.cells()}:
+        if page_advice.flagged(session):
+            raise UsageError(
+                f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
+                "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
+            )
+        raise UsageError(
+            f"this cell ({cell_id[:8]}) is not in {session.document.description} yet (save the "
+            "notebook, or give an anchor such as `--after #3`; see `%plan cells`)"
+        )
+    return cell_id
+
+
+def _cell_with_source(session: Session, code: object) -> str | None:
+    """Front ends that send no cell id (nbconvert, papermill, nbclient) run a saved cell's
+    source as it is: the one saved code cell with exactly this source is the running cell."""
+    if not isinstance(code, str) or not code.strip():
+        return None
+    found = [c.id for c in session.cells() if c.cell_type == "code" and c.source == code]
+    return found[0] if len(found) == 1 else None
+
+
+def _int(token: str, what: str) -> int:
+    try:
+        return int(token)
+    except ValueError:
+        raise UsageError(f"`{token}` is not a {what}; see `%plan?`") from None
+
+
+@magics_class
+class PlanbookMagics(Magics):
+    @line_magic
+    def plan(self, line: str) -> None:
+        """Show or change the plan.
+
+        %plan | %plan show        the plan, every step with its reason, risk and diff
+        %plan text                the same as plain text
+        %plan on | %plan off      plan mode on (changes are staged) / off (act mode)
+        %plan revise "feedback"   start a new revision (the old one is kept)
+        %plan skip N | unskip N   leave step N out of "approve all" / put it back
+        %plan move N before M     reorder steps
+        %plan history             the revisions; %plan diff A B: what changed between two
+        %plan cells               the cells: position (#N), short id, tags and first line
+        %plan restore N           make revision N current again (as a new revision)
+        %plan panel               the review panel (what %plan shows where widgets render)
+        %plan "task"              ask the configured agent to plan a task
+        %plan stop                end the agent's run (the plan staged so far is kept)
+        %plan continue            resume the agent's last run where it stopped
+        %plan rules               the permission rules; %plan rules revoke N removes one
+        %plan gc [K]              keep the newest K checkpoints (default: keep_checkpoints)
+        """
+        try:
+            args = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"cannot parse `{line}`: {exc}") from None
+        session = _session()
+        with _as_usage_errors():
+            self._plan(session, args, line)
+
+    def _plan(self, session: Session, args: list[str], line: str) -> None:
+        if not args or args[0] == "show":
+            show_plan(session)
+            return
+        cmd, rest = args[0], args[1:]
+        if cmd == "text":
+            print(session.render_text())
+        elif cmd in ("on", "off"):
+            mode = session.set_mode("plan" if cmd == "on" else "act")
+            print(
+                f"planbook: mode {mode}"
+                + (
+                    " (changes are staged for your approval)"
+                    if mode == "plan"
+                    else " (changes apply at once, each with a checkpoint)"
+                )
+            )
+        elif cmd == "revise":
+            if not rest:
+                raise UsageError('say what should change: `%plan revise "use a bar chart"`')
+            feedback = " ".join(rest)
+            revise = session.extras.get("revise_with_agent")
+            if callable(revise):
+                revise(feedback)
+            else:
+                revision = session.revise(feedback)
+                print(f"revision {revision.number} started from {revision.parent}: {feedback}")
+        elif cmd in ("skip", "unskip"):
+            if len(rest) != 1:
+                raise UsageError(f"usage: `%plan {cmd} N`")
+            number = _int(rest[0], "step number")
+            step = session.skip(number) if cmd == "skip" else session.unskip(number)
+            print(f"step {number} is {step.status}")
+        elif cmd == "move":
+            if len(rest) != 3 or rest[1] not in ("before", "after"):
+                raise UsageError("usage: `%plan move N before M` (or `after M`)")
+            number, other = _int(rest[0], "step number"), _int(rest[2], "step number")
+            session.move(number, before=other if rest[1] == "before" else other + 1)
+            show_plan(session)
+        elif cmd == "history":
+            print(session.history())
+        elif cmd == "diff":
+            if len(rest) != 2:
+                raise UsageError("usage: `%plan diff A B` with two revision numbers")
+            print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
+        elif cmd == "cells":
+            cells = session.cells()
+            unsaved = not cells and page_advice.flagged(session)
+            print(page_advice.NO_SAVED_CELLS if unsaved else cells_listing(cells))
+        elif cmd == "stop":
+            from planbook.surfaces.magics_agent import stop_plan
+
+            print(stop_plan(session))
+        elif cmd in ("continue", "rules", "restore"):
+            from planbook.surfaces.magics_agent import plan_subcommand
+
+            plan_subcommand(session, cmd, rest)
+        elif cmd == "gc":
+            keep = _int(rest[0], "number of checkpoints to keep") if rest else None
+            print(f"planbook: {session.gc(keep_checkpoints=keep)}")
+        elif cmd == "panel":
+            display(session.review())
+        elif len(args) == 1 and not line.strip().startswith(("'", '"')):
+            # one bare word is far more likely a mistyped command than a task for the agent
+            raise UsageError(
+                f"`{cmd}` is not a %plan command ({', '.join(PLAN_SUBCOMMANDS)}); "
+                f'to ask the agent, quote the task: %plan "{cmd}"'
+            )
+        else:
+            self._agent_plan(session, line.strip().strip("\"'"))
+
+    def _agent_plan(self, session: Session, task: str) -> None:
+        try:
+            from planbook.surfaces.magics_agent import start_plan  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise UsageError(
+                f"`{task.split()[0] if task else ''}` is not a %plan command, and the agent is not "
+                f"available; commands: {', '.join(PLAN_SUBCOMMANDS)}"
+            ) from None
+        start_plan(session, task)
+
+    @cell_magic
+    @magic_arguments()
+    @argument("--after", metavar="CELL", help="insert the new cell after this cell")
+    @argument("--before", metavar="CELL", help="insert the new cell before this cell")
+    @argument("--replace", metavar="CELL", help="propose this as the new source of that cell")
+    @argument("--run", action="store_true", help="also run the cell once approved")
+    @argument("--markdown", action="store_true", help="the new cell is a markdown cell")
+    @argument("--reason", default="", help="why this change is wanted")
+    def propose(self, line: str, cell: str) -> None:
+        """Stage this cell's body as a proposed change instead of running it.
+
+        With no anchor the new cell goes right after the cell that runs %%propose (JupyterLab
+        and Notebook 7 say which cell that is; elsewhere give an anchor). CELL is an id, a
+        unique id prefix, a position (#5, as `%plan cells` shows it) or a cell tag.
+        """
+        args = parse_argstring(self.propose, line)
+        anchors = [a for a in (args.after, args.before, args.replace) if a]
+        if len(anchors) > 1:
+            raise UsageError("give one of --after, --before or --replace")
+        session = _session()
+        body = cell.rstrip("\n")
+        after = _unquote(args.after) if args.after else None
+        before = _unquote(args.before) if args.before else None
+        with _as_usage_errors():
+            if args.replace:
+                step = session.propose.edit_cell(
+                    _unquote(args.replace), body, reason=_unquote(args.reason), run=args.run
+                )
+            else:
+                if after is None and before is None:
+                    after = _running_cell(session, self.shell)
+                step = session.propose.insert_cell(
+                    body,
+                    after=after,
+                    before=before,
+                    reason=_unquote(args.reason),
+                    run=args.run,
+                    cell_type="markdown" if args.markdown else "code",
+                )
+        plan = session.current_plan()
+        number = plan.steps.index(step) + 1 if plan and step in plan.steps else "?"
+        verb = "applied" if step.status == "done" else "staged"
+        print(
+            f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
+            + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
+        )
+        advice = page_advice.with_first_staging(session)
+        if advice:
+            print(f"planbook: {advice}")
+
+    @line_magic
+    @magic_arguments()
+    @argument(
+        "steps",
+        nargs="?",
+        default=None,
+        help="4: step 4 (its number in %%plan); 1,3-5: those steps; nothing: all pending",
+    )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
+    @argument("--dry-run", action="store_true", help="check what would run, change nothing")
+    def approve(self, line: str) -> None:
+        """Approve pending steps and run exactly those, in order, each behind a checkpoint.
+
+        %approve            every pending step
+        %approve 4          step 4 (the number %plan shows), the same in the API, CLI and panel
+        %approve 1,3-5      steps 1, 3, 4 and 5
+        %approve --first 2  the first two pending steps
+        """
+        args = parse_argstring(self.approve, line)
+        session = _session()
+        with _as_usage_errors():
+            report = session.approve(args.steps, first=args.first, dry_run=args.dry_run)
+        show_report(session, report)
+
+    @line_magic
+    @magic_arguments()
+    @argument(
+        "steps", nargs="?", default=None, help="4: step 4; 1,3-5: those steps; nothing: all pending"
+    )
+    @argument("--first", type=int, default=None, metavar="N", help="the first N pending steps")
+    def reject(self, line: str) -> None:
+        """Reject pending steps (all by default; 4 is step 4; --first N the first N)."""
+        args = parse_argstring(self.reject, line)
+        session = _session()
+        with _as_usage_errors():
+            rejected = session.reject(args.steps, first=args.first)
+        print(f"planbook: rejected {count(rejected, 'step')}")
+
+    @line_magic
+    def checkpoints(self, line: str) -> None:
+        """List the checkpoints written before each executed step."""
+        print(_session().checkpoints_text())
+
+    @line_magic
+    @magic_arguments()
+    @argument(
+        "checkpoint",
+        nargs="?",
+        default=None,
+        help="checkpoint id or number (see %%checkpoints); nothing: undo the last step",
+    )
+    @argument("--force", action="store_true", help="roll back even over changes made since")
+    def rollback(self, line: str) -> None:
+        """Undo the last executed step, or everything after a checkpoint (itself undoable)."""
+        args = parse_argstring(self.rollback, line)
+        session = _session()
+        with _as_usage_errors():
+            record = session.rollback(args.checkpoint, force=args.force)
+        name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
+        print(
+            f"planbook: rolled back {count(record.undid, 'step')} ({name}); undo this with "
+            f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
+        )
+
+    @line_magic
+    def mode(self, line: str) -> None:
+        """Show or set the mode: plan, ask, auto-edit or act."""
+        session = _session()
+        if not line.strip():
+            print(f"planbook: mode {session.mode}")
+            return
+        with _as_usage_errors():
+            print(f"planbook: mode {session.set_mode(line.strip())}")
+
+
+def register(ipython: Any) -> None:
+    from planbook.surfaces.magics_agent import register as register_agent
+
+    ipython.register_magics(PlanbookMagics)
+    speak_as("magics")  # errors in this kernel name the magics as their fix
+    register_agent(ipython)
+    try:
+        session = current.session()
+    except PlanbookError as exc:
+        print(f"planbook: {exc}", file=sys.stderr)
+        return
+    for note in [*session.recovered, *session.warnings]:
+        print(f"planbook: {note}", file=sys.stderr)
+    plan = session.current_plan()
+    restored = ""
+    if plan is not None and plan.is_open:
+        pending = sum(1 for s in plan.steps if s.status == "pending")
+        restored = f" · plan {plan.id} restored with {count(pending, 'pending step')}"
+    print(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")

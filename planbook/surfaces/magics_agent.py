@@ -1,0 +1,335 @@
+"""The agent's pieces of the magics: ``%plan "task"``, ``%%plan``, ``%plan revise``, ``%plan
+stop``, ``%plan continue``, ``%plan rules``, ``%plan restore N``, ``%answer`` and
+``%config Planbook.model = ...``.
+
+planbook/surfaces/magics.py owns ``%plan``; it calls ``start_plan``, ``revise_plan``, ``stop_plan``
+and
+``plan_subcommand`` here, and ``register(ipython)`` adds the rest (the ``Planbook``
+configurable, the ``%%plan`` cell magic and ``%answer``). The run streams into a live output (a
+display handle updated in place), so the cell returns at once and the activity keeps appearing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from traitlets import Any as AnyTrait
+from traitlets import Bool, Float, Int, Unicode, observe
+from traitlets.config import Configurable
+
+# The agent's modules load when a magic first needs them, not on `%load_ext planbook`.
+if TYPE_CHECKING:
+    from planbook.agent.context import Activity
+    from planbook.agent.run import AgentRun
+    from planbook.sessions.session import Session
+
+__all__ = [
+    "AGENT_SUBCOMMANDS",
+    "Planbook",
+    "answer_line",
+    "conversation_text",
+    "plan_subcommand",
+    "register",
+    "revise_plan",
+    "start_plan",
+    "stop_plan",
+]
+
+#: ``%plan`` subcommands this module answers (magics.py hands them over).
+AGENT_SUBCOMMANDS = ("continue", "rules", "restore")
+
+
+class LiveView:
+    """What the %plan output shows while (and after) the agent runs."""
+
+    def __init__(self, run: AgentRun) -> None:
+        self.run = run
+        self._handle: Any = None
+
+    def _repr_markdown_(self) -> str:
+        from planbook.agent import view
+
+        return view.markdown(self.run)
+
+    def __repr__(self) -> str:
+        from planbook.agent import view
+
+        return view.text(self.run)
+
+    def show(self) -> None:
+        try:
+            from IPython.display import display
+        except ImportError:
+            return
+        self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        self.run.on_activity(self._update)
+
+    def _update(self, _: Activity) -> None:
+        if self._handle is not None:
+            self._handle.update(self)
+
+
+def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
+    """``%plan "task"``: start the agent on the kernel's loop and show its live output."""
+    from planbook.agent.run import plan_task
+
+    run = plan_task(session, task)
+    session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
+    if show:
+        LiveView(run).show()
+    return run
+
+
+def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentRun:
+    """``%plan revise "feedback"`` with an agent configured: the agent makes the next revision."""
+    from planbook.agent.run import revise_task
+
+    run = revise_task(session, feedback)
+    if show:
+        LiveView(run).show()
+    return run
+
+
+def stop_plan(session: Session) -> str:
+    """``%plan stop``: end the agent run (the staged plan is kept)."""
+    from planbook.agent.run import stop_run
+
+    stopped = stop_run(session)
+    return (
+        "planbook: agent stopped; the plan staged so far is kept"
+        if stopped
+        else ("planbook: no agent run is in progress")
+    )
+
+
+def answer_line(session: Session, line: str) -> str:
+    """``%answer``: list open decisions; ``%answer d3 approve``, ``%answer d3 deny "why"``,
+    ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
+    import json
+
+    from planbook.agent import memory, step_questions
+    from planbook.agent.context import decisions_of
+    from planbook.agent.decisions import Decisions
+    from planbook.errors import UsageMistake
+
+    step_questions.install(session)  # questions on steps a previous kernel left open
+    decisions = decisions_of(session)
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageMistake(f"cannot parse `{line}`: {exc}") from None
+    live = decisions.pending()
+    # With no run alive, the questions are those the last run left in the notebook.
+    conversation = None if live or _running(session) else memory.saved(session)
+    waiting = conversation.open_decisions() if conversation else []
+    if not words:
+        if live:
+            return "\n".join(
+                f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}]" for d in live
+            )
+        if not waiting:
+            return "planbook: no open decision"
+        return "\n".join(
+            f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}] "
+            "(asked before the kernel restarted)"
+            for d in waiting
+        )
+    if len(words) < 2:
+        raise UsageMistake("usage: `%answer <id> <choice> [reason or edited arguments]`")
+    decision_id, choice, rest = words[0], words[1], " ".join(words[2:]) or None
+    picked: str | int = int(choice) if choice.isdigit() else choice
+    args = None
+    if rest and choice == "edit":
+        try:
+            args = json.loads(rest)
+        except ValueError:
+            raise UsageMistake(
+                'edited arguments are JSON: `%answer d1 edit {"content": "..."}`'
+            ) from None
+        rest = None
+    saved_one = next((d for d in waiting if d.id == decision_id), None)
+    if saved_one is not None:
+        from planbook.agent.decisions import Answer, Decision
+
+        # The same validation as a live question: the choice must be one of its options.
+        probe = Decision(
+            id=saved_one.id,
+            kind=saved_one.kind,
+            question=saved_one.question,
+            options=saved_one.options,
+            allow_text=saved_one.allow_text,
+        )
+        chosen = Decisions._pick(probe, picked, rest)
+        memory.answer_saved(session, decision_id, Answer(choice=chosen, text=rest, args=args))
+        return (
+            f"planbook: {decision_id} -> {chosen} (recorded: `%plan continue` resumes the "
+            "agent with this answer)"
+        )
+    session.extras.pop("step_question_report", None)
+    answer = decisions.answer(decision_id, picked, text=rest, args=args)
+    report = session.extras.pop("step_question_report", None)
+    if report is not None:
+        return f"planbook: {decision_id} -> {answer.choice}; the steps held back ran:\n{report}"
+    return f"planbook: {decision_id} -> {answer.choice}"
+
+
+def _running(session: Session) -> bool:
+    from planbook.agent.run import AgentRun
+
+    current = session.extras.get("agent_run")
+    return isinstance(current, AgentRun) and not current.done()
+
+
+def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
+    """``%plan continue``: resume the agent's last run where it stopped."""
+    from planbook.agent.run import continue_task
+
+    run = continue_task(session)
+    session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
+    if show:
+        LiveView(run).show()
+    return run
+
+
+def conversation_text(session: Session, *, lines: int = 8) -> str | None:
+    """What ``%plan`` adds about the agent: an interrupted run, todos, open questions and the
+    latest activity, from the notebook (so it shows after a restart too). None: nothing."""
+    from planbook.agent import memory, view
+    from planbook.agent.context import todos_of
+
+    if _running(session):
+        return None  # the live output under the %plan cell shows it
+    conversation = memory.saved(session)
+    if conversation is None or not (conversation.messages or conversation.activity):
+        return None
+    out = [f"agent conversation: {conversation.task or '(no task)'} · {conversation.status}"]
+    if conversation.status == "running":
+        out[0] = out[0].replace("· running", "· interrupted")
+        out.append("  the run was cut off (kernel restart?): `%plan continue` resumes it")
+    for todo in todos_of(session).views(session.current_plan()):
+        out.append(f"  [{todo.status}] {todo.content}")
+    for decision in conversation.open_decisions():
+        out.append(
+            f"  waiting for you ({decision.id}): {decision.question} -> "
+            f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
+        )
+    for line in conversation.activity[-lines:]:
+        out.append(f"  {view.ICONS.get(line.type, '-')} {line.message}")
+    return "\n".join(out)
+
+
+def rules_text(session: Session) -> str:
+    """``%plan rules``: every permission rule, numbered, with where it comes from."""
+    from planbook.agent.permissions import rule_views
+
+    views = rule_views(session)
+    if not views:
+        return (
+            "planbook: no permission rules; the mode decides. Answer a question with "
+            '"always allow ..." to add one, or edit planbook.toml'
+        )
+    lines = ["permission rules (the last match wins; `%plan rules revoke N` removes one):"]
+    for v in views:
+        lines.append(f"{v.number:>3}. {v.action:<5} {v.tool} {v.pattern}   ({v.source})")
+    lines.append(
+        "rules never let a change skip the plan in plan mode, nor touch planbook.toml, "
+        "pyproject.toml or .git without review"
+    )
+    return "\n".join(lines)
+
+
+def revoke_rule(session: Session, number: int) -> str:
+    """``%plan rules revoke N``."""
+    from planbook.agent.permissions import revoke
+
+    rule = revoke(session, number)
+    return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
+
+
+def plan_subcommand(session: Session, command: str, rest: list[str]) -> None:
+    """``%plan continue`` / ``%plan rules [revoke N]`` / ``%plan restore N``."""
+    from planbook.errors import UsageMistake
+
+    if command == "continue":
+        if rest:
+            raise UsageMistake("usage: `%plan continue` (it takes no arguments)")
+        continue_plan(session)
+    elif command == "rules":
+        if not rest:
+            print(rules_text(session))
+        elif rest[0] == "revoke" and len(rest) == 2 and rest[1].isdigit():
+            print(revoke_rule(session, int(rest[1])))
+        else:
+            raise UsageMistake("usage: `%plan rules` or `%plan rules revoke N`")
+    elif command == "restore":
+        if len(rest) != 1 or not rest[0].isdigit():
+            raise UsageMistake(
+                "usage: `%plan restore N` with a revision number (see `%plan history`)"
+            )
+        revision = session.restore_revision(int(rest[0]))
+        print(
+            f"planbook: revision {revision.number} restores revision {rest[0]} "
+            f"({len(revision.steps)} steps); the revisions in between are kept"
+        )
+
+
+class Planbook(Configurable):
+    """``%config Planbook.model = "openai:gpt-4.1"`` (or an OpenAI-compatible URL)."""
+
+    model = AnyTrait(
+        None,
+        allow_none=True,
+        help="Model string, OpenAI-compatible URL "
+        "(http://host/v1#model), or a pydantic-ai Model / planbook.agents.Scripted.",
+    ).tag(config=True)
+    base_url = Unicode(None, allow_none=True, help="OpenAI-compatible endpoint.").tag(config=True)
+    stream = Bool(True, help="Stream model responses when possible.").tag(config=True)
+    context_tokens = Int(32_000, help="The model's context window, in tokens.").tag(config=True)
+    summarise_at = Float(
+        0.5, help="Share of the context past which older turns are summarised by the model."
+    ).tag(config=True)
+
+    @observe("model", "base_url", "stream", "context_tokens", "summarise_at")
+    def _apply(self, change: dict[str, Any]) -> None:
+        from planbook.agent.config import KERNEL_SETTINGS, config_of
+        from planbook.sessions import current
+
+        KERNEL_SETTINGS[change["name"]] = change["new"]
+        config = config_of(current.session())
+        setattr(config, change["name"], change["new"])
+
+
+def register(ipython: Any) -> None:
+    """Add the agent's magics and configurable to an IPython shell."""
+    from IPython.core.error import UsageError
+
+    from planbook.errors import PlanbookError
+    from planbook.sessions import current
+
+    if not any(type(c).__name__ == "Planbook" for c in ipython.configurables):
+        ipython.configurables.append(Planbook(parent=ipython))
+
+    def plan_cell(line: str, cell: str) -> None:
+        """%%plan: the cell's text is the task for the agent (it runs in the background)."""
+        task = (line + "\n" + cell).strip()
+        try:
+            start_plan(current.session(), task)
+        except PlanbookError as exc:
+            raise UsageError(str(exc)) from None
+
+    def answer(line: str) -> None:
+        """%answer [id choice [reason]]: answer a question the agent is waiting on."""
+        try:
+            print(answer_line(current.session(), line))
+        except PlanbookError as exc:
+            raise UsageError(str(exc)) from None
+
+    try:
+        from planbook.agent import step_questions
+
+        step_questions.install(current.session())
+    except PlanbookError:
+        pass  # magics.register reports a session that cannot open, in one line
+    ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")
+    ipython.register_magic_function(answer, magic_kind="line", magic_name="answer")

@@ -1,0 +1,78 @@
+"""The agent as the panel shows it: its activity, its todo list, the questions it waits on.
+
+Read through ``session.extras`` and session events only, so the panel works the same with or
+without the agent layer installed (pydantic-ai is never imported here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from planbook.errors import UsageMistake
+from planbook.model.events import Event
+from planbook.surfaces.widget.mainloop import call_on_main
+
+if TYPE_CHECKING:
+    from planbook.sessions.session import Session
+
+#: Agent activity lines kept for the panel (the newest ones).
+ACTIVITY_KEEP = 20
+AGENT_EVENTS = frozenset({"agent_activity", "todos_changed", "decision_needed", "decision_made"})
+
+
+def note_event(state: dict[str, Any], event: Event) -> None:
+    """Keep what the panel shows of an agent event in ``state`` (activity and todos)."""
+    if event.kind == "agent_activity" and event.message:
+        state["activity"] = [*state.get("activity", []), event.message][-ACTIVITY_KEEP:]
+    elif event.kind == "todos_changed":
+        state["todos"] = [
+            {
+                "text": str(t.get("content", t.get("text", ""))),
+                "status": str(t.get("status", "pending")),
+                "steps": [int(n) for n in t.get("step_numbers", [])],
+            }
+            for t in event.data.get("todos", [])
+            if isinstance(t, dict)
+        ]
+
+
+def _run(session: Session) -> Any:
+    run = session.extras.get("agent_run")
+    done = getattr(run, "done", None)
+    return run if callable(done) and not done() else None
+
+
+def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``agent`` part of the view, or None when there is nothing to show."""
+    agent: dict[str, Any] = dict(state)
+    pending = getattr(session.extras.get("decisions"), "pending", None)
+    if callable(pending):
+        agent["decisions"] = [
+            {
+                "id": d.id,
+                "kind": d.kind,
+                "question": d.question,
+                "options": list(d.options),
+                "allow_text": d.allow_text,
+            }
+            for d in pending()
+        ]
+    agent["running"] = _run(session) is not None
+    return agent if any(agent.values()) else None
+
+
+def answer(session: Session, decision_id: str, choice: str, text: str | None) -> None:
+    """Settle one of the agent's open questions (thread-safe on the agent's side)."""
+    decisions = session.extras.get("decisions")
+    if decisions is None:
+        raise UsageMistake("no question is waiting for an answer")
+    decisions.answer(decision_id, choice, text=text)
+
+
+def stop(session: Session, home: asyncio.AbstractEventLoop | None) -> None:
+    """End the agent's run; its task lives on the kernel's main loop, so it is cancelled there."""
+    run = _run(session)
+    if run is None:
+        raise UsageMistake("no agent run is in progress")
+    call_on_main(run.stop, home)

@@ -1,0 +1,91 @@
+"""One click on Approve: the chosen steps, run one at a time through the Session.
+
+Each step is approved and run on its own (``Session.approve([n])``), bound to the content hash
+it had when the person clicked, so a step that changed in the meantime is refused, and the run
+can stop between two steps: the task yields to the kernel's loop after each one, which is when
+a Stop sent from the panel is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from planbook.engine.approval import approval_hash
+from planbook.errors import PlanbookError
+from planbook.model.plan import Step
+
+if TYPE_CHECKING:
+    from planbook.sessions.session import Session
+
+#: Seconds the run yields to the kernel's loop between two steps, so a Stop sent meanwhile is
+#: read before the next step starts...
+STEP_PAUSE = 0.02
+#: ...plus this many more turns of the loop: reading a message takes a few turns (socket, then
+#: the kernel's dispatch tasks), and on a loaded machine the pause may pass in fewer.
+STEP_TURNS = 20
+
+
+class Batch:
+    def __init__(
+        self, session: Session, steps: Sequence[Step], revision: int, *, by: str = "review panel"
+    ) -> None:
+        self.session = session
+        self.revision = revision
+        #: Who approved, as the plan's record keeps it (the panel, the cell's own button).
+        self.by = by
+        #: (step id, content hash when approved), in plan order.
+        self.steps = [(s.id, approval_hash([s])) for s in steps]
+        #: Set from any thread (a Stop message); read before each step.
+        self.stop_requested = False
+        #: Why the batch ended early, for the panel.
+        self.error: str | None = None
+
+    @property
+    def step_ids(self) -> list[str]:
+        return [step_id for step_id, _ in self.steps]
+
+    async def run(self) -> None:
+        for step_id, expected in self.steps:
+            if not self.run_one(step_id, expected):
+                return
+            await asyncio.sleep(STEP_PAUSE)
+            for _ in range(STEP_TURNS):
+                await asyncio.sleep(0)
+
+    def run_now(self) -> None:
+        for step_id, expected in self.steps:
+            if not self.run_one(step_id, expected):
+                return
+
+    def run_one(self, step_id: str, expected: str) -> bool:
+        """Approve and run one step; False ends the batch (and says why in ``error``)."""
+        if self.stop_requested:
+            self.error = "stopped on request between steps; the rest are still pending"
+            return False
+        plan = self.session.current_plan()
+        step = plan.find_step(step_id) if plan is not None else None
+        if plan is None or step is None or plan.current.number != self.revision:
+            self.error = (
+                "the plan changed during the run; the remaining steps were not run: "
+                "review it and approve again"
+            )
+            return False
+        number = plan.steps.index(step) + 1
+        if approval_hash([step]) != expected:
+            self.error = (
+                f"step {number} changed after you approved it; it was not run: "
+                "review it and approve again"
+            )
+            return False
+        if step.status != "pending":
+            return True
+        try:
+            report = self.session.approve([number], by=self.by)
+        except PlanbookError as exc:
+            self.error = str(exc)
+            return False
+        if report.stopped:
+            self.error = report.stopped
+        return report.ok

@@ -1,0 +1,244 @@
+"""The panel's whole state as one JSON value (the widget's synced ``view`` trait).
+
+No business logic, just data shaping: the plan, its steps with structured diffs, checkpoints,
+revisions, the running progress and the last error. The front end renders it as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from planbook.model.checkpoint import Checkpoint
+from planbook.model.plan import Plan, Revision, Step
+from planbook.present.diff import diff_texts
+from planbook.present.views import StepView
+
+#: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
+SHOW_AS_CELL = frozenset({"insert_cell", "run_cell", "move_cell", "shell"})
+#: Counts the header always shows, even at zero.
+HEADER_COUNTS = ("pending", "approved", "done", "failed")
+
+
+@dataclass
+class Progress:
+    """A run in progress, as the panel tells it."""
+
+    running: bool = False
+    step_ids: list[str] = field(default_factory=list)
+    current: str | None = None
+    finished: list[str] = field(default_factory=list)
+    stopping: bool = False
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "running": self.running,
+            "total": len(self.step_ids),
+            "done": len(self.finished),
+            "current": self.current,
+            "stopping": self.stopping,
+            "message": self.message,
+        }
+
+
+def first_line(source: str, limit: int = 60) -> str:
+    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def step_json(text: StepView) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": text.id,
+        "number": text.number,
+        "kind": text.kind,
+        "target": text.target,
+        "title": text.title,
+        "reason": text.reason,
+        "risk": text.risk,
+        "status": text.status,
+        "error": text.error,
+        "language": text.language,
+        "depends_on": text.depends_on,
+        "checkpoint": text.checkpoint,
+        "run_at_approval": text.run_at_approval,
+        # The cell a front end can scroll to (go to cell); None for files and shell commands.
+        "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
+    }
+    if text.kind == "insert_cell" and ":" not in text.target:
+        head = first_line(text.after)
+        out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
+    if text.kind in SHOW_AS_CELL:
+        # A shell step's text is its command, which the core gives as the target.
+        out["cell"] = text.after or (text.target if text.kind == "shell" else "")
+        out["diff"] = None
+    else:
+        out["cell"] = None
+        out["diff"] = diff_texts(text.before, text.after)
+    return out
+
+
+def counts(steps: Sequence[StepView]) -> dict[str, int]:
+    out = dict.fromkeys(HEADER_COUNTS, 0)
+    for step in steps:
+        out[step.status] = out.get(step.status, 0) + 1
+    return out
+
+
+def checkpoint_json(
+    cp: Checkpoint, numbers: dict[str, int], names: dict[str, str] | None = None
+) -> dict[str, Any]:
+    step = numbers.get(cp.step or "")
+    return {
+        "id": cp.id,
+        "seq": cp.seq,
+        "kind": cp.kind,
+        "label": (names or {}).get(cp.id)
+        or cp.label
+        or (f"before step {step}" if step else cp.kind),
+        "step": step,
+        "at": cp.at.isoformat(timespec="seconds"),
+        "active": cp.active,
+    }
+
+
+def revision_json(rev: Revision) -> dict[str, Any]:
+    return {
+        "number": rev.number,
+        "summary": rev.summary,
+        "feedback": rev.feedback,
+        "steps": len(rev.steps),
+    }
+
+
+def build_view(
+    *,
+    plan: Plan | None,
+    steps: Sequence[StepView],
+    checkpoints: Sequence[Checkpoint] = (),
+    mode: str = "plan",
+    backend: str = "",
+    backend_description: str = "",
+    progress: Progress | None = None,
+    error: str | None = None,
+    revision_diff: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
+    offer: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    checkpoint_names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
+    ``checkpoint_names``: each checkpoint's name for people
+    (``planbook.present.checkpoint_names``)."""
+    numbers = {s.id: s.number for s in steps}
+    return {
+        "header": {
+            "plan_id": plan.id if plan else None,
+            "task": plan.task if plan else "",
+            "state": plan.state if plan else "idle",
+            "revision": plan.current.number if plan else 0,
+            "mode": mode,
+            "backend": backend,
+            "backend_description": backend_description,
+            "counts": counts(steps),
+            "warnings": list(warnings),
+        },
+        "steps": [step_json(s) for s in steps],
+        "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
+        "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
+        "revision_diff": revision_diff,
+        "progress": (progress or Progress()).as_json(),
+        "error": error,
+        "offer": offer if error else None,
+        "agent": agent,
+    }
+
+
+def _describe(step: Step) -> str:
+    """A step as text, so two versions of it can be diffed line by line."""
+    op = step.operation
+    data = op.model_dump(exclude={"kind"})
+    body = ""
+    for key in ("source", "content", "command"):
+        if key in data:
+            body = str(data.pop(key))
+    if "edits" in data:
+        body = "\n".join(f"- {e['search']}\n+ {e['replace']}" for e in data.pop("edits"))
+    head = " ".join(f"{k}={v}" for k, v in sorted(data.items()) if v not in (None, ""))
+    return f"{op.kind} {head}\nreason: {step.reason}\n\n{body}"
+
+
+def _target(step: Step) -> str:
+    op = step.operation
+    path = getattr(op, "path", None)
+    if isinstance(path, str):
+        return path
+    cell_id = getattr(op, "cell_id", None)
+    if isinstance(cell_id, str):
+        return cell_id  # shown after the kind: "edit cell c3"
+    command = getattr(op, "command", None)
+    return command if isinstance(command, str) else ""
+
+
+def revision_diff(plan: Plan, old: int, new: int) -> dict[str, Any]:
+    """What changed from revision `old` to `new`: steps added, removed, changed or kept.
+
+    Steps are matched by id first, then by kind and target (a revision drafted afresh gives its
+    steps new ids, but "edit cell c3" is still the same step to the person reading it)."""
+    a, b = plan.revision(old).steps, plan.revision(new).steps
+    unmatched = {s.id: s for s in a}
+    by_target: dict[tuple[str, str], list[Step]] = {}
+    for s in a:
+        by_target.setdefault((s.operation.kind, _target(s)), []).append(s)
+    changes: list[dict[str, Any]] = []
+    for step in b:
+        prior = unmatched.get(step.id)
+        if prior is None:
+            prior = next(
+                (
+                    p
+                    for p in by_target.get((step.operation.kind, _target(step)), [])
+                    if p.id in unmatched
+                ),
+                None,
+            )
+        if prior is None:
+            change, diff = "added", diff_texts("", _describe(step))
+        else:
+            del unmatched[prior.id]
+            before, after = _describe(prior), _describe(step)
+            change = "same" if before == after else "changed"
+            diff = diff_texts(before, after)
+        changes.append(
+            {"change": change, "kind": step.operation.kind, "target": _target(step), "diff": diff}
+        )
+    for prior in unmatched.values():
+        changes.append(
+            {
+                "change": "removed",
+                "kind": prior.operation.kind,
+                "target": _target(prior),
+                "diff": diff_texts(_describe(prior), ""),
+            }
+        )
+    return {"from": old, "to": new, "changes": changes}
+
+
+def merge(view: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The view with the live overrides sent during a run (step statuses, progress, error,
+    agent) applied; the front end does the same (js/panel.js ``merged``)."""
+    if not live:
+        return view
+    out = dict(view)
+    patches: dict[str, dict[str, Any]] = live.get("steps", {})
+    if patches:
+        out["steps"] = [{**s, **patches.get(s["id"], {})} for s in view.get("steps", [])]
+        counts = dict.fromkeys(HEADER_COUNTS, 0)
+        for step in out["steps"]:
+            counts[step["status"]] = counts.get(step["status"], 0) + 1
+        out["header"] = {**view.get("header", {}), "counts": counts}
+    for key in ("progress", "error", "offer", "agent"):
+        if key in live:
+            out[key] = live[key]
+    return out

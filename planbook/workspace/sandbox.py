@@ -1,0 +1,304 @@
+"""Run a read-only shell command inside an OS sandbox (bubblewrap on Linux).
+
+The shell classifier only gives an opinion; this module is what makes "read-only" true. A
+command runs with ``bwrap``:
+
+- the workspace bound read-only at its own path (and the cwd), nothing else of the disk but the
+  system directories (``/usr`` and its ``/bin``, ``/lib*`` links) and a handful of ``/etc`` files
+  that programs need to start (dynamic linker cache, ``alternatives`` links, user names);
+- the kernel's Python prefix read-only, so ``python --version`` and ``pip list`` describe the
+  environment the notebook runs in (it holds installed libraries, no user data);
+- a private empty ``/tmp`` (a small tmpfs), ``/proc``, a minimal ``/dev``;
+- every namespace unshared (no network, own pids, so killing bwrap ends everything inside),
+  ``--die-with-parent``, ``--new-session`` (no terminal to inject keystrokes into), a clean env;
+- output streamed and capped (past the cap the whole sandbox is killed, so ``cat /dev/zero`` or
+  ``yes`` cannot exhaust memory), a memory limit and a time limit.
+
+Whether a sandbox can start is probed once per process (per bwrap binary); where it cannot (no
+bwrap, user namespaces off, macOS, Windows) the caller stages every command instead and shows
+the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from planbook.workspace.files import ShellResult
+
+__all__ = ["OUTPUT_CAP", "SandboxStatus", "guarded_argv", "probe", "run_bounded", "sandbox_argv"]
+
+#: Bytes of stdout and stderr together; past this the command is killed.
+OUTPUT_CAP = 1024 * 1024
+#: Virtual memory for the command (``ulimit -v``, KiB): enough for pip, not for `sort /dev/zero`.
+MEMORY_KIB = 2 * 1024 * 1024
+#: The private /tmp is RAM: keep it small.
+TMP_BYTES = 16 * 1024 * 1024
+_ETC_FILES = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "magic",
+    "magic.mime",
+)
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """Whether commands can run sandboxed here, and if not, why (one line for the person)."""
+
+    available: bool
+    reason: str
+    bwrap: str | None = None
+
+
+def find_bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def probe(bwrap: str | None = None) -> SandboxStatus:
+    """Can a sandbox start here? Asked once per process for each bwrap binary."""
+    if not sys.platform.startswith("linux"):
+        return SandboxStatus(
+            False,
+            f"no OS sandbox on {sys.platform} (planbook uses bubblewrap, Linux only)",
+        )
+    return _probe(bwrap if bwrap is not None else find_bwrap())
+
+
+@lru_cache(maxsize=8)
+def _probe(bwrap: str | None) -> SandboxStatus:
+    if bwrap is None or not Path(bwrap).is_file():
+        return SandboxStatus(
+            False,
+            "no OS sandbox: `bwrap` was not found on PATH (install the `bubblewrap` package)",
+        )
+    try:
+        done = subprocess.run(
+            [bwrap, *_mounts(Path("/"), Path("/")), "--", "/bin/sh", "-c", "exit 0"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(False, f"no OS sandbox: bubblewrap cannot start ({exc})", bwrap)
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = detail[-1] if detail else f"exit {done.returncode}"
+        reason = f"no OS sandbox: bubblewrap cannot start here ({why}; user namespaces off?)"
+        return SandboxStatus(False, reason, bwrap)
+    return SandboxStatus(True, "commands run in a read-only bubblewrap sandbox", bwrap)
+
+
+def _python_prefixes() -> list[Path]:
+    """Python installs to show inside: the kernel's env and the interpreter it is made from."""
+    out: list[Path] = []
+    for raw in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        p = Path(raw).resolve()
+        if p != Path("/") and not p.is_relative_to("/usr") and p.is_dir():
+            out.append(p)
+    return sorted(out)
+
+
+def _mounts(workspace: Path, cwd: Path) -> list[str]:
+    args = [
+        "--unshare-all",  # user, ipc, pid, net, uts, cgroup: no network among them
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        link = Path("/") / name
+        if link.is_symlink():
+            args += ["--symlink", os.readlink(link), str(link)]
+        elif link.is_dir():
+            args += ["--ro-bind", str(link), str(link)]
+    for name in _ETC_FILES:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for prefix in _python_prefixes():
+        args += ["--ro-bind", str(prefix), str(prefix)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    # After /tmp, so a workspace under /tmp is bound on top of the private tmpfs.
+    if workspace != Path("/"):
+        args += ["--ro-bind", str(workspace), str(workspace)]
+    if cwd != workspace and cwd != Path("/"):
+        args += ["--ro-bind", str(cwd), str(cwd)]
+    args += ["--chdir", str(cwd)]
+    path = ":".join([*(str(p / "bin") for p in _python_prefixes()), "/usr/local/bin:/usr/bin:/bin"])
+    env = {
+        "PATH": path,
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PIP_NO_INPUT": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def sandbox_argv(
+    command: str,
+    workspace: str | os.PathLike[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    status: SandboxStatus | None = None,
+) -> list[str]:
+    """The bwrap command line that runs ``command`` with /bin/sh inside the sandbox."""
+    status = status or probe()
+    if not status.available or status.bwrap is None:
+        raise RuntimeError(status.reason)
+    root = Path(workspace).resolve()
+    here = Path(cwd).resolve() if cwd is not None else root
+    # `ulimit -v` inside, so the limit binds the command and not bwrap's own setup.
+    inner = f'ulimit -v {MEMORY_KIB} 2>/dev/null; exec /bin/sh -c "$1"'
+    return [status.bwrap, *_mounts(root, here), "--", "/bin/sh", "-c", inner, "sh", command]
+
+
+def guarded_argv(
+    command: str, read_only: list[Path], *, status: SandboxStatus | None = None
+) -> list[str] | None:
+    """The bwrap command line that runs an approved ``command`` as usual (the whole machine,
+    network, environment) except that ``read_only`` paths cannot be written, renamed or
+    deleted, and nothing it starts outlives it. None where no sandbox can start."""
+    status = status or probe()
+    if not status.available or status.bwrap is None:
+        return None
+    args = [
+        status.bwrap,
+        "--bind",
+        "/",
+        "/",
+        "--dev-bind",
+        "/dev",
+        "/dev",
+        "--unshare-pid",
+        "--proc",
+        "/proc",
+        "--die-with-parent",
+    ]
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    return [*args, "--", "/bin/sh", "-c", command]
+
+
+def run_bounded(
+    argv: list[str],
+    *,
+    command: str,
+    cwd: str | os.PathLike[str],
+    timeout: float,
+    cap: int = OUTPUT_CAP,
+    kill_at_cap: bool = True,
+) -> ShellResult:
+    """Run ``argv`` in its own process group, streaming its output: at most ``cap`` bytes are
+    kept; past the cap the process group is killed (or, for a step the person approved, the
+    rest is read and dropped); past ``timeout`` seconds it is killed."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err, why = _collect(proc, timeout=timeout, cap=cap, kill_at_cap=kill_at_cap)
+    finally:
+        _kill(proc)
+    stderr = err.decode("utf-8", "replace")
+    if why in ("cap", "dropped"):
+        stopped = "the command was stopped" if why == "cap" else "the rest was dropped"
+        # In front, so a later clip of long stderr cannot hide it.
+        stderr = f"[output over {cap:,} bytes: {stopped}]\n" + stderr
+    return ShellResult(
+        command=command,
+        returncode=None if why in ("cap", "time") else proc.returncode,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=stderr,
+        timed_out=why == "time",
+        seconds=time.monotonic() - start,
+    )
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], *, timeout: float, cap: int, kill_at_cap: bool
+) -> tuple[bytes, bytes, str]:
+    """Read both pipes until EOF; stop at the cap or the deadline. The third value says why
+    it stopped early: "cap", "time", "dropped" (over the cap, read on), or ""."""
+    assert proc.stdout is not None and proc.stderr is not None
+    chunks: dict[int, list[bytes]] = {1: [], 2: []}
+    # Killing: one budget for both streams. Reading on: one each, so an approved step's last
+    # error line on stderr survives a flood on stdout.
+    used = {1: 0, 2: 0}
+    deadline = time.monotonic() + timeout
+    why = ""
+    dropped = False
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, 1)
+        sel.register(proc.stderr, selectors.EVENT_READ, 2)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "time"
+                break
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                spent = used[1] + used[2] if kill_at_cap else used[key.data]
+                room = max(cap - spent, 0)
+                chunks[key.data].append(data[:room])
+                used[key.data] += min(len(data), room)
+                if len(data) > room:
+                    if kill_at_cap:
+                        why = "cap"
+                        break
+                    dropped = True
+            if why:
+                break
+    if not why:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            why = "time"
+    if not why and dropped:
+        why = "dropped"
+    return b"".join(chunks[1]), b"".join(chunks[2]), why
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """bwrap leads its own process group and is the parent of the sandbox's pid namespace:
+    killing the group ends everything inside (--die-with-parent, --unshare-pid)."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
