@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
@@ -117,6 +117,23 @@ class Step(PlanbookModel):
         default=None,
         description="While approved or running: the process that runs it (host:pid:start).",
     )
+    origin: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "Who proposed it when not the person or agent of this notebook's kernel: an MCP "
+            "client's name and version as it introduced itself, such as `claude-code 2.1.0`."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_origin(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A step without an origin is stored as before the field existed: notebooks written
+        earlier keep their bytes, and no step carries ``"origin": null``."""
+        dumped: dict[str, Any] = handler(self)
+        if self.origin is None:
+            dumped.pop("origin", None)
+        return dumped
 
     @property
     def runs_cell(self) -> bool:
