@@ -21,8 +21,8 @@ from planbook.agent.context import AgentDeps
 from planbook.agent.inspect_var import describe, user_namespace
 from planbook.engine.rules.classifier import classify
 from planbook.errors import PlanbookError
-from planbook.present.outputs import clip, summarise_output
-from planbook.workspace.walk import walk_files
+from planbook.present.bounded import clip, numbered_lines, summarise_output
+from planbook.workspace.walk import folder_listing, walk_files
 
 CELL_SOURCE_LIMIT = 6000
 MAX_ENTRIES = 200
@@ -80,15 +80,7 @@ async def list_files(ctx: RunContext[AgentDeps], path: str = ".") -> str:
     Args:
         path: Folder relative to the workspace root.
     """
-    ws = ctx.deps.session.workspace
-    folder = ws.resolve(path)
-    if not folder.is_dir():
-        return f"{path!r} is not a folder"
-    entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-    lines = [p.name + ("/" if p.is_dir() else "") for p in entries[:MAX_ENTRIES]]
-    if len(entries) > MAX_ENTRIES:
-        lines.append(f"[... {len(entries) - MAX_ENTRIES} more]")
-    return "\n".join(lines) or "(empty folder)"
+    return folder_listing(ctx.deps.session.workspace, path, MAX_ENTRIES)
 
 
 async def glob_files(ctx: RunContext[AgentDeps], pattern: str) -> str:
@@ -167,14 +159,7 @@ async def read_file(
     text = await asyncio.to_thread(ctx.deps.session.workspace.read_text, path)
     if text is None:
         return f"{path!r} does not exist"
-    lines = text.splitlines()
-    chosen = lines[max(offset, 0) : max(offset, 0) + max(limit, 1)]
-    body = "\n".join(f"{offset + i + 1:>5}| {line}" for i, line in enumerate(chosen))
-    rest = len(lines) - offset - len(chosen)
-    tail = (
-        f"\n[... {rest} more lines: read on with offset={offset + len(chosen)}]" if rest > 0 else ""
-    )
-    return clip(body, READ_LIMIT) + tail
+    return numbered_lines(text, offset, limit, chars=READ_LIMIT)
 
 
 async def inspect_variable(ctx: RunContext[AgentDeps], name: str) -> str:

@@ -57,6 +57,11 @@ class Proposer:
         #: client's name and version): every step it stages carries it.
         self.origin = origin
 
+    @property
+    def session(self) -> Session:
+        """The session this proposer stages into."""
+        return self._session
+
     def _path(self, path: str) -> str:
         return self._session.workspace.relative(path)
 

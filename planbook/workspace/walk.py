@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from planbook.workspace.files import Workspace
+
 #: Folders a walk does not enter: tool caches, environments and version control.
 SKIP_DIRS = frozenset(
     {
@@ -37,3 +39,16 @@ def walk_files(root: Path, start: Path) -> list[Path]:
             if root in real.parents:
                 found.append(p)
     return found
+
+
+def folder_listing(workspace: Workspace, path: str, limit: int) -> str:
+    """The names in a folder of ``workspace`` (folders first, ending with /), at most ``limit``
+    of them; the path is confined as every workspace path is."""
+    folder = workspace.resolve(path)
+    if not folder.is_dir():
+        return f"{path!r} is not a folder"
+    entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    lines = [p.name + ("/" if p.is_dir() else "") for p in entries[:limit]]
+    if len(entries) > limit:
+        lines.append(f"[... {len(entries) - limit} more]")
+    return "\n".join(lines) or "(empty folder)"

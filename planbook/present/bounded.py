@@ -1,5 +1,5 @@
-"""A cell's outputs as bounded text: what a read tool (the agent's, an MCP client's) shows of
-them, so a huge output or an image never floods an answer."""
+"""Bounded text for read tools (the agent's, an MCP client's): a cell's outputs, a file's lines,
+so a huge output, file or image never floods an answer."""
 
 from __future__ import annotations
 
@@ -40,3 +40,16 @@ def summarise_output(output: dict[str, Any]) -> str:
         sizes = ", ".join(f"{m} ({len(joined(data[m])):,} chars)" for m in others)
         return f"- {kind}: {text}" + (f" [also: {sizes}]" if sizes else "")
     return f"- {kind}"
+
+
+def numbered_lines(text: str, offset: int, limit: int, *, chars: int) -> str:
+    """Lines ``offset`` (0-based) to ``offset + limit`` of ``text``, numbered from 1, at most
+    ``chars`` characters, and where to read on when lines are left."""
+    lines = text.splitlines()
+    chosen = lines[max(offset, 0) : max(offset, 0) + max(limit, 1)]
+    body = "\n".join(f"{offset + i + 1:>5}| {line}" for i, line in enumerate(chosen))
+    rest = len(lines) - offset - len(chosen)
+    tail = (
+        f"\n[... {rest} more lines: read on with offset={offset + len(chosen)}]" if rest > 0 else ""
+    )
+    return clip(body, chars) + tail
