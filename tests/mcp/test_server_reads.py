@@ -19,7 +19,14 @@ PNG = base64.b64encode(
     )
 ).decode()
 
-READ_TOOLS = {"list_notebooks", "read_notebook", "read_cell", "read_plan", "list_files", "read_file"}
+READ_TOOLS = {
+    "list_notebooks",
+    "read_notebook",
+    "read_cell",
+    "read_plan",
+    "list_files",
+    "read_file",
+}
 PROPOSE_TOOLS = {
     "propose_insert_cell",
     "propose_edit_cell",
@@ -120,7 +127,9 @@ def test_a_folder_lists_its_notebooks_and_each_is_named(tmp_path: Path) -> None:
     async def main() -> None:
         async with connect(tmp_path) as session:
             assert await ok(session, "list_notebooks") == "figures.ipynb\nsub/figures.ipynb"
-            assert "#2 id=plot" in await ok(session, "read_cell", cell="plot", notebook="sub/figures.ipynb")
+            assert "#2 id=plot" in await ok(
+                session, "read_cell", cell="plot", notebook="sub/figures.ipynb"
+            )
             result = await session.call_tool("read_notebook", {})
             assert result.is_error and "say which notebook" in text(result)
 
