@@ -87,6 +87,7 @@ def stage(
     cells: list[Cell],
     workspace: Workspace | None,
     run_at_approval: bool = False,
+    origin: str | None = None,
 ) -> Step:
     proj = projection(plan, cells, workspace)
     proj.check(op)
@@ -102,6 +103,7 @@ def stage(
         base=proj.target_hash(op),
         depends_on=tuple(dict.fromkeys(depends)),
         run_at_approval=run_at_approval,
+        origin=origin,
     )
     editable(plan, "added a step").steps.append(step)
     plan.fire("stage")

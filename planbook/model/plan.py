@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
@@ -126,6 +126,10 @@ class AskFirst(PlanbookModel):
         return self.answer is None and bool(self.held_back)
 
 
+#: Fields added after notebooks were first written, left out of a step that has none.
+_DROPPED_WHEN_ABSENT = ("ask_first", "origin")
+
+
 class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
@@ -151,6 +155,24 @@ class Step(PlanbookModel):
         default=None,
         description="A question a run pauses on before this step until it is answered.",
     )
+    origin: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "Who proposed it when not the person or agent of this notebook's kernel: an MCP "
+            "client's name and version as it introduced itself, such as `claude-code 2.1.0`."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A step without a question or an origin is stored as before those fields existed:
+        notebooks written earlier keep their bytes, and no step carries ``null`` for them."""
+        dumped: dict[str, Any] = handler(self)
+        for name in _DROPPED_WHEN_ABSENT:
+            if getattr(self, name) is None:
+                dumped.pop(name, None)
+        return dumped
 
     @property
     def runs_cell(self) -> bool:

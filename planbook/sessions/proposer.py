@@ -51,14 +51,22 @@ def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
 
 
 class Proposer:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, origin: str | None = None) -> None:
         self._session = session
+        #: Who proposes through this proposer when not the kernel's person or agent (an MCP
+        #: client's name and version): every step it stages carries it.
+        self.origin = origin
+
+    @property
+    def session(self) -> Session:
+        """The session this proposer stages into."""
+        return self._session
 
     def _path(self, path: str) -> str:
         return self._session.workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
-        return self._session.stage(op, reason=reason, run=run)
+        return self._session.stage(op, reason=reason, run=run, origin=self.origin)
 
     def _projection(self) -> Projection:
         """The cells as they will be once the open steps ran: enough to name a cell that a

@@ -278,8 +278,12 @@ class Session:
         self._changed(plan=plan)
         return plan
 
-    def stage(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step:
-        """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint."""
+    def stage(
+        self, op: AnyOperation, *, reason: str = "", run: bool = False, origin: str | None = None
+    ) -> Step:
+        """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint.
+        ``origin``: who proposed it from outside this kernel (an MCP client), kept on the step
+        and in the audit log."""
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
             verdict = self.rule_for(op) if self.rule_for else None
@@ -297,8 +301,9 @@ class Session:
                 cells=self.document.cells(),
                 workspace=self.workspace,
                 run_at_approval=run,
+                origin=origin,
             )
-            self.store.log("staged", f"{step.id} {op.kind}")
+            self.store.log("staged", f"{step.id} {op.kind}" + (f" from {origin}" if origin else ""))
             self.store.save()
             self._durable()
         self._tell(
