@@ -27,7 +27,7 @@ import pytest
 
 import planbook
 from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, decisions_of, rules_of
+from planbook.agent.context import AgentDeps, decisions_of
 from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook
@@ -141,7 +141,7 @@ def context(ws: Path) -> Any:
         session=session,
         config=AgentConfig(),
         decisions=decisions_of(session),
-        rules=rules_of(session),
+        rules=session.rules.current(),
         guard=DoomLoopGuard(limit=3),
         emit=lambda activity: None,
     )

@@ -22,7 +22,7 @@ from pydantic_ai import ApprovalRequired
 
 import planbook
 from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, decisions_of, rules_of
+from planbook.agent.context import AgentDeps, decisions_of
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.agent.tools_write import write_file as write_file_tool
 from planbook.documents.file import FileNotebook
@@ -168,7 +168,7 @@ def _ctx(session: planbook.Session) -> Any:
         session=session,
         config=AgentConfig(),
         decisions=decisions_of(session),
-        rules=rules_of(session),
+        rules=session.rules.current(),
         guard=DoomLoopGuard(limit=3),
         emit=lambda activity: None,
     )
