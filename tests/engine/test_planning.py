@@ -71,7 +71,7 @@ def test_staging_by_id_and_at_a_position_leaves_the_notebook_alone(
     assert planning.step_at(plan, 2) is insert
     with pytest.raises(UnknownStep):
         planning.step_at(plan, 3)
-    with pytest.raises(UnknownCell, match="no cell with id .nope."):
+    with pytest.raises(UnknownCell, match="no cell with id 'nope'"):
         stage(plan, notebook, EditCell(cell_id="nope", source=""))
     assert notebook.path.read_bytes() == before
 

@@ -77,6 +77,6 @@ def test_limits_come_from_the_project_and_bad_ones_say_so(tmp_path: Path) -> Non
     (tmp_path / "planbook.toml").write_text("keep_plans = 2\n")
     assert Retention.load(tmp_path) == Retention(keep_checkpoints=5, keep_plans=2)
     (tmp_path / "planbook.toml").write_text("keep_plans = 0\n")
-    with pytest.raises(UsageMistake, match="`keep_plans = 0`.*at least 1") as info:
+    with pytest.raises(UsageMistake, match=r"`keep_plans = 0`.*at least 1") as info:
         Retention.load(tmp_path)
     assert "\n" not in str(info.value)
