@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field
 
 from planbook.agent.decisions import Decisions
+from planbook.agent.step_questions import offer as offer_step_questions
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.matching import RuleSet
 from planbook.model.base import PlanbookModel
@@ -51,6 +52,7 @@ def decisions_of(session: Session) -> Decisions:
         decisions = Decisions(first=max(numbers, default=0) + 1)
         session.extras["decisions"] = decisions
         _bridge_decisions(session, decisions)
+        offer_step_questions(session, decisions)
     return decisions
 
 

@@ -155,6 +155,14 @@ class Decisions:
         self._settle(decision, future, answer)
         return answer
 
+    def withdraw(self, decision_id: str) -> None:
+        """Drop a parked decision that was settled elsewhere (a step's question answered
+        through the Session); surfaces hear it as cancelled."""
+        with self._lock:
+            entry = self._parked.pop(decision_id, None)
+        if entry is not None:
+            self._emit("cancelled", entry[0])
+
     def pending(self) -> list[Decision]:
         with self._lock:
             return [d for d, _ in self._open.values()] + [d for d, _ in self._parked.values()]

@@ -112,8 +112,6 @@ class Keeper:
             # The person may have answered a saved question meanwhile: keep those answers.
             answered = {d.id: d for d in conversation.decisions if d.answer is not None}
             snapshot.decisions = [answered.get(d.id, d) for d in snapshot.decisions]
-            # Decision points on steps are written straight to the notebook, never by the run.
-            snapshot.step_questions = conversation.step_questions
             return snapshot
 
         try:

@@ -73,10 +73,8 @@ async def ask_before_step(
         question: What to ask just before the step runs, one line.
         options: The answers to offer ("stop here" is always added).
     """
-    from planbook.agent.step_questions import ask_before
-
     try:
-        asked = ask_before(ctx.deps.session, step_number, question, options)
+        asked = ctx.deps.session.ask_before(step_number, question, options)
     except PlanbookError as exc:
         raise ModelRetry(str(exc)) from None
     ctx.deps.say("staged", f"step {step_number} will ask first: {question}")

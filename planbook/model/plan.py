@@ -96,6 +96,36 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+#: The answer every step's question offers: the steps the pause held back stay pending.
+STOP_HERE = "stop here"
+
+
+class AskFirst(PlanbookModel):
+    """A question the person answers before the step runs ("ask before this step").
+
+    An approved run that reaches the step while the question is unanswered pauses there: the
+    step and the approved ones after it go back to pending (``held_back`` names them), and an
+    answer other than ``STOP_HERE`` approves and runs them again. Not part of the approval hash
+    (engine/approval.py): like a step's status, it says when the step runs, not what it does.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    question: str = Field(description="What to ask just before the step runs, one line.")
+    options: list[str] = Field(description="The answers offered; the last is always STOP_HERE.")
+    answer: str | None = Field(default=None, description="The person's answer, once given.")
+    held_back: list[str] = Field(
+        default_factory=list,
+        description="Ids of the approved steps the pause sent back to pending: answering "
+        "runs them.",
+    )
+
+    @property
+    def waiting(self) -> bool:
+        """A run paused on it and it is not answered yet."""
+        return self.answer is None and bool(self.held_back)
+
+
 class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
@@ -116,6 +146,10 @@ class Step(PlanbookModel):
     run_by: str | None = Field(
         default=None,
         description="While approved or running: the process that runs it (host:pid:start).",
+    )
+    ask_first: AskFirst | None = Field(
+        default=None,
+        description="A question a run pauses on before this step until it is answered.",
     )
 
     @property

@@ -21,7 +21,7 @@ from planbook.documents.base import (
     close_document,
     make_durable,
 )
-from planbook.engine import planning
+from planbook.engine import ask_first, planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
     StepSelection,
@@ -31,7 +31,8 @@ from planbook.engine.approval import (
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
+from planbook.engine.executor.report import RunReport, StepOutcome, one_line
+from planbook.engine.executor.run import Executor
 from planbook.engine.policy import check_mode, decide
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.rollback import find_checkpoint, rollback
@@ -45,6 +46,7 @@ from planbook.model.operations import AnyOperation
 from planbook.model.plan import (
     OPEN_STATUSES,
     Approval,
+    AskFirst,
     Plan,
     Revision,
     Step,
@@ -516,6 +518,40 @@ class Session:
             plan.fire("present")
 
         self._edit_plan(change, "presented")
+
+    # --- asking before a step -----------------------------------------------------------------
+    def ask_before(self, number: int, question: str, options: Sequence[str] = ()) -> AskFirst:
+        """Make pending step ``number`` a decision point: a run that reaches it pauses (it and
+        the approved steps after it go back to pending) until ``answer_step`` is called.
+        ``options`` are the answers offered; "stop here" is always added."""
+        check_step_number(number)
+        with self._editing():
+            plan = self.current_plan()
+            asked = ask_first.ask(plan, number, question, options)
+            self.store.save()
+        self._changed(plan=plan)
+        return asked
+
+    def waiting_questions(self) -> list[tuple[int, Step]]:
+        """The steps of the current plan a run paused on, with their numbers, whose question
+        waits for an answer (``step.ask_first``)."""
+        return ask_first.waiting(self.current_plan())
+
+    def answer_step(self, number: int, choice: str | int) -> RunReport | None:
+        """Answer step ``number``'s question with one of its options (or the option's number).
+        The answer goes in the notebook's log; unless it is "stop here", the steps the pause
+        held back are approved and run at once: their report (None when nothing runs)."""
+        check_step_number(number)
+        with self._lock:
+            with self._editing():
+                plan = self._require_plan()
+                chosen, again = ask_first.answer(plan, number, choice)
+                self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
+                self.store.save()
+            self._changed(plan=plan)
+            if not again:
+                return None
+            return self.approve(again, by="answer to step question")
 
     def request_stop(self) -> None:
         """End a run cleanly between steps."""

@@ -108,13 +108,12 @@ def answer_line(session: Session, line: str) -> str:
     ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
     import json
 
-    from planbook.agent import memory, step_questions
+    from planbook.agent import memory
     from planbook.agent.context import decisions_of
     from planbook.agent.decisions import Decisions
     from planbook.errors import UsageMistake
 
-    step_questions.install(session)  # questions on steps a previous kernel left open
-    decisions = decisions_of(session)
+    decisions = decisions_of(session)  # with the questions steps wait on (agent/step_questions)
     try:
         words = shlex.split(line)
     except ValueError as exc:
@@ -326,9 +325,9 @@ def register(ipython: Any) -> None:
             raise UsageError(str(exc)) from None
 
     try:
-        from planbook.agent import step_questions
+        from planbook.agent.context import decisions_of
 
-        step_questions.install(current.session())
+        decisions_of(current.session())  # the panel offers the questions steps wait on
     except PlanbookError:
         pass  # magics.register reports a session that cannot open, in one line
     ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")

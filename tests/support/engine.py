@@ -15,7 +15,8 @@ from planbook.documents.file import FileNotebook
 from planbook.engine import planning
 from planbook.engine.approval import approval_hash
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor import Executor, RunReport
+from planbook.engine.executor.report import RunReport
+from planbook.engine.executor.run import Executor
 from planbook.engine.runner import NoKernelRunner
 from planbook.engine.store import Store
 from planbook.model.checkpoint import Checkpoint
