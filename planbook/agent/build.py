@@ -25,6 +25,7 @@ from planbook.agent.tools_write import WRITE_TOOLS
 from planbook.engine.rules.file import Scope, scopes_for
 from planbook.errors import PlanbookError
 from planbook.model.words import count
+from planbook.present.views import step_title
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.
@@ -43,13 +44,11 @@ when a different mode clearly fits better; the person decides. If a tool refuses
 
 def plan_lines(session: Any) -> dict[str, str]:
     """One line per step of the open plan, by step id: what the model is told about it."""
-    from planbook.engine.planning import describe
-
     plan = session.current_plan()
     if plan is None or not plan.is_open:
         return {}
     return {
-        step.id: f"step {n} [{step.status}] id={step.id}: {describe(step)}"
+        step.id: f"step {n} [{step.status}] id={step.id}: {step_title(step)}"
         + (f" ({step.reason})" if step.reason else "")
         for n, step in enumerate(plan.steps, start=1)
     }

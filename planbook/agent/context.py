@@ -1,8 +1,8 @@
 """What every agent tool receives: the session and the per-session agent objects.
 
 The agent layer keeps its objects in ``session.extras`` (the core's extension point), so the
-core never imports the agent: the decision registry, the permission rules (which also become the
-session's ``rule_for`` hook, so the Python API and magics honour them too) and the todo list.
+core never imports the agent: the decision registry and the todo list. The permission rules are
+the Session's own (``session.rules``), so the Python API, the magics and the agent see the same.
 """
 
 from __future__ import annotations
@@ -69,13 +69,6 @@ def _bridge_decisions(session: Session, decisions: Decisions) -> None:
         )
 
     decisions.subscribe(forward)
-
-
-def rules_of(session: Session) -> RuleSet:
-    """The project's rules, installed as the session's ``rule_for`` hook (see rules.install)."""
-    from planbook.engine.rules.matching import install
-
-    return install(session)
 
 
 def todos_of(session: Session) -> TodoList:

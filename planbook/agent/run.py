@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from planbook.agent.config import AgentConfig, config_of, resolve_model
-from planbook.agent.context import Activity, AgentDeps, decisions_of, rules_of
+from planbook.agent.context import Activity, AgentDeps, decisions_of
 from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.errors import PlanbookError, UsageMistake
@@ -155,7 +155,7 @@ class AgentRun:
             session=session,
             config=self.config,
             decisions=decisions_of(session),
-            rules=rules_of(session),
+            rules=session.rules.current(),
             guard=DoomLoopGuard(limit=self.config.doom_loop_limit),
             emit=self._emit,
             auto_answers=self._auto_answers,
@@ -350,7 +350,7 @@ def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
         raise UsageMistake('say what to do: `%plan "clean the sales frame"`')
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
-    rules_of(session)  # a broken rule file is reported now, in one line, not mid-run
+    session.rules.current()  # a broken rule file is reported now, in one line, not mid-run
     plan = session.new_plan(task)  # refuses, with a clear line, when steps are still open
     session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
     # A new task starts a fresh conversation; revisions continue it (see revise_task).
@@ -368,7 +368,7 @@ def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentR
     """Start the next revision with the person's feedback and let the agent rework the plan."""
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
-    rules_of(session)
+    session.rules.current()
     history, conversation = _history(session)
     revision = session.revise(feedback)
     prompt = (
@@ -419,7 +419,7 @@ def continue_task(session: Session, *, model: Any = None) -> AgentRun:
 
     _check_idle(session)
     config, resolved, answers = _model_and_answers(session, model)
-    rules_of(session)
+    session.rules.current()
     history, conversation = _history(session)
     if not history and not conversation.prompt:
         raise UsageMistake(

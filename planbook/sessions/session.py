@@ -33,9 +33,10 @@ from planbook.engine.approval import (
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.executor.run import Executor
-from planbook.engine.policy import RuleVerdict, check_mode, decide
+from planbook.engine.policy import check_mode, decide
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.rollback import find_checkpoint, rollback
+from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
@@ -53,7 +54,7 @@ from planbook.model.plan import (
 )
 from planbook.model.store import Mode
 from planbook.model.words import count
-from planbook.present.text import checkpoints_text, plan_markdown, plan_text
+from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
 from planbook.sessions.proposer import Proposer
 from planbook.workspace.files import Workspace
@@ -61,8 +62,6 @@ from planbook.workspace.files import Workspace
 if TYPE_CHECKING:
     from planbook.engine.retention import GcReport
     from planbook.surfaces.plan_handle import PlanHandle
-
-RuleHook = Callable[[AnyOperation], RuleVerdict]
 
 
 class Session:
@@ -88,8 +87,8 @@ class Session:
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).
         self.warnings: list[str] = []
-        #: Permission rules (from the project, see engine/rules.py); None: the mode alone decides.
-        self.rule_for: RuleHook | None = None
+        #: The project's permission rules (engine/rules/project.py), as its files say now.
+        self.rules = ProjectRules(self.workspace.root, notebook_path)
         #: Extensions (the agent, the panel) keep their per-session objects here.
         self.extras: dict[str, Any] = {}
         self._lock = threading.RLock()
@@ -106,13 +105,9 @@ class Session:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
 
     def _install_rules(self) -> None:
-        """Permission rules apply to every surface (magics, API, agent), not only the agent."""
-        from planbook.engine.rules.matching import install
-
-        try:
-            install(self)
-        except PlanbookError as exc:  # install has failed closed: every change is asked about
-            warning = f"{exc}; until it is fixed, every change is staged for review"
+        """Read the rules again if their files changed; say what is wrong with them (a broken
+        file fails closed: every change is staged until it is fixed)."""
+        for warning in self.rules.refresh():
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
@@ -286,7 +281,7 @@ class Session:
         and in the audit log."""
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
-            verdict = self.rule_for(op) if self.rule_for else None
+            verdict = self.rules.verdict(op)
             decision = decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
             busy = self._busy(plan)
@@ -672,7 +667,7 @@ class Session:
         return "\n".join(lines)
 
     def diff_revisions(self, a: int, b: int) -> str:
-        return "\n".join(planning.diff_revisions(self._require_plan(), a, b))
+        return "\n".join(revision_diff(self._require_plan(), a, b))
 
     def review(self) -> Any:
         """The review panel for this session (an anywidget): one per session, shown again by

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from planbook.workspace.files import ShellResult
+from planbook.workspace.shell_result import ShellResult
 
 __all__ = ["OUTPUT_CAP", "SandboxStatus", "guarded_argv", "probe", "run_bounded", "sandbox_argv"]
 

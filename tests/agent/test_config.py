@@ -57,7 +57,7 @@ def test_env_default_model(session: planbook.Session, monkeypatch: pytest.Monkey
 
 def test_a_broken_rule_file_is_reported_before_the_run(session: planbook.Session) -> None:
     from planbook.agents import Scripted
-    from planbook.engine.rules.matching import RulesError
+    from planbook.engine.rules.rule import RulesError
 
     root = session.workspace.root
     (root / "planbook.toml").write_text('[permissions]\nshell = "sometimes"\n')
