@@ -52,7 +52,7 @@ from planbook.workspace.files import ShellResult, Workspace
 from planbook.workspace.settings_guard import guard_for
 
 if TYPE_CHECKING:
-    from planbook.documents.live import LateMerge
+    from planbook.documents.live.merges import LateMerge
 
 
 @dataclass
