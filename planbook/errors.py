@@ -187,6 +187,24 @@ class TransactionFailed(PlanbookError):
     the saved notebook, files and plan are as they were before it."""
 
 
+class LiveConnectionError(TransactionFailed):
+    """The collaboration room cannot be reached (or stopped answering); the message says
+    whether the change was applied (when that is unknown, ``applied`` is None and the record
+    is reconciled with the room once it is back)."""
+
+    #: The change can be tried again as it is once the room is back (nothing about the change
+    #: itself is wrong): the executor leaves such a step pending instead of failed.
+    retryable = True
+    #: False: certainly not applied; None: unknown until the room is back (then reconciled).
+    applied: bool | None = None
+
+    @classmethod
+    def nothing_applied(cls, message: str) -> LiveConnectionError:
+        error = cls(message)
+        error.applied = False
+        return error
+
+
 class StepFailed(PlanbookError):
     """A step ran and failed; later steps stay pending."""
 

@@ -15,7 +15,7 @@ from planbook.errors import PlanbookError
 from planbook.model.operations import EditCell
 
 if TYPE_CHECKING:
-    from planbook.documents.live import LateMerge
+    from planbook.documents.live.merges import LateMerge
 
 
 class LateMerges(StepRecords):
