@@ -188,9 +188,7 @@ PAPERMILL_VALUES = {
 }
 
 
-def scan_args(
-    args: Sequence[str], arity: Callable[[str], int]
-) -> tuple[list[str], dict[str, str]]:
+def scan_args(args: Sequence[str], arity: Callable[[str], int]) -> tuple[list[str], dict[str, str]]:
     """Positional arguments and ``{option: value}`` (the name without its dashes; a flag's
     value is "") of a command line: ``--name value`` takes ``arity("--name")`` values (joined
     by spaces), ``--name=value`` none, ``-- rest`` is all positional. One scanner for both
