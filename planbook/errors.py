@@ -215,3 +215,16 @@ class RollbackConflict(PlanbookError):
 
 class NotInKernel(PlanbookError):
     """Running a cell needs an IPython kernel; there is none here."""
+
+
+class CliError(PlanbookError):
+    """A one-line message for the person at the ``planbook`` command and the exit code that goes
+    with it (planbook/surfaces/cli/exit_codes.py). The message is written in the command's own
+    words already (fixes as ``planbook ...`` commands), so every surface shows it as it is."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
+        return Exception.__str__(self)

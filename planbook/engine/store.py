@@ -175,7 +175,7 @@ class Store:
         self.state = empty_state()
         self._raw: Any = None
         self._saved = _Saved()
-        self.user = _user()
+        self.user = user_name()
         #: How often ``sync`` found the saved record put back to an older copy of this one
         #: (the live server overwrote the room with the file); memory was kept each time and
         #: the record must be reconciled with the cells (engine/reconcile.py).
@@ -453,7 +453,8 @@ def _same_looks(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
     return a is not None and a[0] is b[0] and a[1] == b[1]
 
 
-def _user() -> str:
+def user_name() -> str:
+    """The login name a change is recorded under ("unknown" where there is none)."""
     try:
         return getpass.getuser()
     except Exception:  # no login name in some containers
