@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.rules.matching import RulesError, RuleSet
+from planbook.engine.rules.matching import RuleSet
+from planbook.errors import PolicyDenied, RulesError
 
 
 def write(path: Path, text: str) -> None:
@@ -119,7 +120,6 @@ def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
 def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
     import planbook
     from planbook.documents.memory import MemoryNotebook
-    from planbook.engine.policy import PolicyDenied
     from planbook.engine.rules.matching import install
     from planbook.workspace.files import Workspace
 

@@ -45,16 +45,12 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
-from planbook.errors import PlanbookError
+from planbook.errors import RulesError, invalid_as
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import AnyOperation, target_of
 
 Action = Literal["allow", "ask", "deny"]
 RULES_FILE = "planbook.toml"
-
-
-class RulesError(PlanbookError):
-    """A rule file cannot be read; the message names the file, the rule and the fix."""
 
 
 class Rule(PlanbookModel):
@@ -162,10 +158,12 @@ class RuleSet:
         it holds in the next session, with ``comment`` above it (see rules_file.py: the file's
         own comments and layout are kept).
         """
-        try:
+        with invalid_as(
+            lambda _, problem: RulesError(f"cannot add rule: {problem}"),
+            whole="rule",
+            explain=_explain,
+        ):
             rule = Rule(tool=tool, pattern=pattern, action=action, source="added")
-        except ValidationError as exc:
-            raise RulesError(f"cannot add rule: {_first_error(exc)}") from None
         if persist:
             if self.root is None:
                 raise RulesError("cannot save the rule: this rule set has no project root")
@@ -303,13 +301,16 @@ def _parse_section(section: Any, where: str) -> list[Rule]:
 def _rule(raw: Any, where: str) -> Rule:
     if not isinstance(raw, dict):
         raise RulesError(f"{where}: expected a table with tool, pattern and action")
-    try:
+    with invalid_as(
+        lambda _, problem: RulesError(f"{where}: {problem}; fix or remove the rule"),
+        whole="rule",
+        explain=_explain,
+    ):
         return Rule.model_validate({**raw, "source": where})
-    except ValidationError as exc:
-        raise RulesError(f"{where}: {_first_error(exc)}; fix or remove the rule") from None
 
 
-def _first_error(exc: ValidationError) -> str:
+def _explain(exc: ValidationError) -> str:
+    """The first problem in a rule's words: which actions exist, which keys a rule has."""
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"]) or "rule"
     if err["type"] == "literal_error":
