@@ -162,9 +162,11 @@ class BadMessage(UsageMistake):
 
 
 class UnknownCell(PlanbookError):
-    def __init__(self, cell_id: str) -> None:
+    """No cell by that id; subclasses say why in their own words (``message``)."""
+
+    def __init__(self, cell_id: str, message: str = "") -> None:
         super().__init__(
-            f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells`"
+            message or f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells`"
         )
         self.cell_id = cell_id
 
@@ -174,24 +176,22 @@ class CellNotSaved(UnknownCell):
     when no collaboration and no extension bring it the page (planbook/sessions/page_advice.py)."""
 
     def __init__(self, cell_id: str) -> None:
-        PlanbookError.__init__(
-            self,
+        super().__init__(
+            cell_id,
             f"cell {cell_id!r} is not in the saved file yet: save the notebook (Ctrl+S) and "
             "try again (`%plan cells` lists the saved cells)",
         )
-        self.cell_id = cell_id
 
 
 class UnknownCellName(UnknownCell):
     """No cell goes by that name: an UnknownCell whose message lists every way to name one."""
 
     def __init__(self, token: str) -> None:
-        PlanbookError.__init__(
-            self,
+        super().__init__(
+            token,
             f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at "
             "that position: list the cells with `%plan cells` (position #N, id, first line)",
         )
-        self.cell_id = token
 
 
 class OutsideWorkspace(PlanbookError):
