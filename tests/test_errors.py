@@ -150,7 +150,7 @@ def test_every_exception_in_errors_py_is_a_planbook_error() -> None:
     [
         ("RulesError", "planbook.engine.rules.matching", "PlanbookError"),
         ("PolicyDenied", "planbook.engine.policy", "PlanbookError"),
-        ("NotDurable", "planbook.engine.executor", "PlanbookError"),
+        ("NotDurable", "planbook.engine.executor.run", "PlanbookError"),
         ("NoModelConfigured", "planbook.agent.config", "PlanbookError"),
         ("UnknownDecision", "planbook.agent.decisions", "UsageMistake"),
         ("UnknownCellName", "planbook.engine.anchors", "UnknownCell"),

@@ -33,7 +33,7 @@ from planbook.engine.executor.recovery import Recovery
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.runner import CellRun
-from planbook.errors import ConflictError, NotDurable, PlanbookError
+from planbook.errors import ConflictError, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
 from planbook.model.operations import DeleteFile, EditFile, RunCell, Shell, WriteFile
