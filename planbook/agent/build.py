@@ -17,13 +17,13 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApp
 
 from planbook.agent.config import AgentConfig
 from planbook.agent.context import AgentDeps, todos_of
-from planbook.agent.guard import Guard, RunStopped
+from planbook.agent.guard import Guard
 from planbook.agent.history import make_processor
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
 from planbook.engine.rules.file import Scope, scopes_for
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, RunStopped
 from planbook.model.words import count
 from planbook.present.views import step_title
 

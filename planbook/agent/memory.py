@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
 
 if TYPE_CHECKING:
@@ -61,19 +62,16 @@ def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
 
 def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
     """The saved messages, or a one-line error (the notebook is left as it is)."""
-    from pydantic import ValidationError
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_ai.messages import ModelMessagesTypeAdapter  # heavy: pydantic-ai
 
-    from planbook.errors import MetadataError, first_problem
-
-    try:
-        return list(ModelMessagesTypeAdapter.validate_python(raw))
-    except ValidationError as exc:
-        loc, problem = first_problem(exc, whole="messages")
-        raise MetadataError(
-            f"the agent's saved messages are damaged at {loc}: {problem}; nothing was changed: "
+    def damaged(where: str, problem: str) -> MetadataError:
+        return MetadataError(
+            f"the agent's saved messages are damaged at {where}: {problem}; nothing was changed: "
             'start a new task with `%plan "..."` (the plan and its history are kept)'
-        ) from None
+        )
+
+    with invalid_as(damaged, whole="messages"):
+        return list(ModelMessagesTypeAdapter.validate_python(raw))
 
 
 def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:
@@ -157,8 +155,6 @@ class Keeper:
 
 def answer_saved(session: Session, decision_id: str, answer: Answer) -> SavedDecision:
     """Record the answer to a question a previous kernel asked; ``%plan continue`` uses it."""
-    from planbook.agent.decisions import UnknownDecision
-
     found: list[SavedDecision] = []
 
     def put(conversation: Conversation) -> None:

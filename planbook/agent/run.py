@@ -19,7 +19,7 @@ from planbook.agent.config import AgentConfig, config_of, resolve_model
 from planbook.agent.context import Activity, AgentDeps, decisions_of
 from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.errors import PlanbookError, UsageMistake
+from planbook.errors import PlanbookError, RunStopped, UsageMistake
 from planbook.model.conversation import Conversation
 from planbook.model.events import Event
 
@@ -146,7 +146,6 @@ class AgentRun:
         from pydantic_ai.usage import UsageLimits
 
         from planbook.agent.build import build_agent
-        from planbook.agent.guard import RunStopped
 
         session = self.session
         keeper = self.keeper

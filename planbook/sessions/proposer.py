@@ -10,13 +10,11 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from planbook.documents.base import new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
-from planbook.errors import PlanbookError, UnknownCell, UsageMistake, first_problem
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake, invalid_as
 from planbook.model.operations import (
     AnyOperation,
     CellType,
@@ -43,11 +41,12 @@ _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
 
 def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
     """Validate operation arguments: a bad one is a one-line `UsageMistake`, never a step."""
-    try:
+    name = cls.__name__
+    with invalid_as(
+        lambda where, problem: UsageMistake(f"invalid {name} argument `{where}`: {problem}"),
+        whole=name,
+    ):
         return cls(**fields)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole=cls.__name__)
-        raise UsageMistake(f"invalid {cls.__name__} argument `{where}`: {problem}") from None
 
 
 class Proposer:

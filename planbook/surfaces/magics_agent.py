@@ -1,11 +1,10 @@
 """The agent's pieces of the magics: ``%plan "task"``, ``%%plan``, ``%plan revise``, ``%plan
-stop``, ``%plan continue``, ``%plan rules``, ``%plan restore N``, ``%answer`` and
-``%config Planbook.model = ...``.
+stop``, ``%plan continue``, ``%plan rules``, ``%answer`` and ``%config Planbook.model = ...``.
 
-planbook/surfaces/magics.py owns ``%plan``; it calls ``start_plan``, ``revise_plan``, ``stop_plan``
-and
-``plan_subcommand`` here, and ``register(ipython)`` adds the rest (the ``Planbook``
-configurable, the ``%%plan`` cell magic and ``%answer``). The run streams into a live output (a
+planbook/surfaces/plan_verbs.py owns ``%plan``'s verbs; they call ``start_plan``,
+``stop_plan``, ``continue_plan``, ``rules_text`` and ``revoke_rule`` here, and
+``register(ipython)`` adds the rest (the ``Planbook`` configurable, the ``%%plan`` cell magic
+and ``%answer``). The run streams into a live output (a
 display handle updated in place), so the cell returns at once and the activity keeps appearing.
 """
 
@@ -25,19 +24,17 @@ if TYPE_CHECKING:
     from planbook.sessions.session import Session
 
 __all__ = [
-    "AGENT_SUBCOMMANDS",
     "Planbook",
     "answer_line",
+    "continue_plan",
     "conversation_text",
-    "plan_subcommand",
     "register",
     "revise_plan",
+    "revoke_rule",
+    "rules_text",
     "start_plan",
     "stop_plan",
 ]
-
-#: ``%plan`` subcommands this module answers (magics.py hands them over).
-AGENT_SUBCOMMANDS = ("continue", "rules", "restore")
 
 
 class LiveView:
@@ -244,33 +241,6 @@ def revoke_rule(session: Session, number: int) -> str:
 
     rule = revoke(session, number)
     return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
-
-
-def plan_subcommand(session: Session, command: str, rest: list[str]) -> None:
-    """``%plan continue`` / ``%plan rules [revoke N]`` / ``%plan restore N``."""
-    from planbook.errors import UsageMistake
-
-    if command == "continue":
-        if rest:
-            raise UsageMistake("usage: `%plan continue` (it takes no arguments)")
-        continue_plan(session)
-    elif command == "rules":
-        if not rest:
-            print(rules_text(session))
-        elif rest[0] == "revoke" and len(rest) == 2 and rest[1].isdigit():
-            print(revoke_rule(session, int(rest[1])))
-        else:
-            raise UsageMistake("usage: `%plan rules` or `%plan rules revoke N`")
-    elif command == "restore":
-        if len(rest) != 1 or not rest[0].isdigit():
-            raise UsageMistake(
-                "usage: `%plan restore N` with a revision number (see `%plan history`)"
-            )
-        revision = session.restore_revision(int(rest[0]))
-        print(
-            f"planbook: revision {revision.number} restores revision {rest[0]} "
-            f"({len(revision.steps)} steps); the revisions in between are kept"
-        )
 
 
 class Planbook(Configurable):

@@ -115,7 +115,7 @@ async def test_ask_rule_asks_even_in_act_mode(tmp_path: Path) -> None:
 
 
 async def test_rules_also_hold_for_the_python_api(tmp_path: Path) -> None:
-    from planbook.engine.policy import PolicyDenied
+    from planbook.errors import PolicyDenied
 
     session = project(tmp_path, '[tool.planbook.permissions]\ndelete_file = "deny"\n')
     with pytest.raises(PolicyDenied):

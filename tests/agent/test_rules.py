@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planbook.engine.rules.matching import RuleSet
-from planbook.engine.rules.rule import RulesError
+from planbook.errors import PolicyDenied, RulesError
 
 
 def write(path: Path, text: str) -> None:
@@ -120,7 +120,6 @@ def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
 def test_the_sessions_rules_follow_the_files_and_keep_session_rules(tmp_path: Path) -> None:
     import planbook
     from planbook.documents.memory import MemoryNotebook
-    from planbook.engine.policy import PolicyDenied
     from planbook.workspace.files import Workspace
 
     write(tmp_path / "planbook.toml", '[permissions]\nshell = { "rm *" = "deny" }\n')

@@ -33,7 +33,7 @@ from planbook.engine.executor.recovery import Recovery
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.runner import CellRun
-from planbook.errors import ConflictError, PlanbookError
+from planbook.errors import ConflictError, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
 from planbook.model.operations import DeleteFile, EditFile, RunCell, Shell, WriteFile
@@ -312,10 +312,3 @@ class Executor(Recovery, LateMerges):
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
-
-
-class NotDurable(PlanbookError):
-    """The server did not confirm saving a step's "running" record, so its code was not run
-    (a stop could otherwise make it run twice); approve the step again when the room is back."""
-
-    retryable = True

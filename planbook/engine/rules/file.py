@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from planbook.engine.rules.rule import RULES_FILE, Rule, RulesError
+from planbook.engine.rules.rule import RULES_FILE, Rule
+from planbook.errors import RulesError
 from planbook.model.base import PlanbookModel
 
 #: Targets no rule may allow (relative paths; a folder covers what is below it).

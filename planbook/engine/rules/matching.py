@@ -40,12 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from planbook.engine.rules.file import append_rule
 from planbook.engine.rules.protected import Protected
-from planbook.engine.rules.rule import RULES_FILE, Action, Rule, RulesError, first_error
+from planbook.engine.rules.rule import RULES_FILE, Action, Rule, first_error
 from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
+from planbook.errors import RulesError, invalid_as
 from planbook.model.operations import AnyOperation, target_of
 
 
@@ -135,10 +134,12 @@ class RuleSet:
         it holds in the next session, with ``comment`` above it (see rules_file.py: the file's
         own comments and layout are kept).
         """
-        try:
+        with invalid_as(
+            lambda _, problem: RulesError(f"cannot add rule: {problem}"),
+            whole="rule",
+            explain=first_error,
+        ):
             rule = Rule(tool=tool, pattern=pattern, action=action, source="added")
-        except ValidationError as exc:
-            raise RulesError(f"cannot add rule: {first_error(exc)}") from None
         if persist:
             if self.root is None:
                 raise RulesError("cannot save the rule: this rule set has no project root")
@@ -252,7 +253,9 @@ def _parse_section(section: Any, where: str) -> list[Rule]:
 def _rule(raw: Any, where: str) -> Rule:
     if not isinstance(raw, dict):
         raise RulesError(f"{where}: expected a table with tool, pattern and action")
-    try:
+    with invalid_as(
+        lambda _, problem: RulesError(f"{where}: {problem}; fix or remove the rule"),
+        whole="rule",
+        explain=first_error,
+    ):
         return Rule.model_validate({**raw, "source": where})
-    except ValidationError as exc:
-        raise RulesError(f"{where}: {first_error(exc)}; fix or remove the rule") from None

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from planbook.engine.rules.matching import RuleSet
 from planbook.engine.rules.protected import Protected
-from planbook.engine.rules.rule import RULES_FILE, Action, RulesError
+from planbook.engine.rules.rule import RULES_FILE, Action
+from planbook.errors import RulesError
 from planbook.model.operations import AnyOperation
 
 __all__ = ["ProjectRules"]

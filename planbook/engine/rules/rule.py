@@ -1,4 +1,4 @@
-"""One permission rule (tool glob, pattern glob, action) and the error a bad rule file raises.
+"""One permission rule (tool glob, pattern glob, action), and a bad rule in a person's words.
 
 Shared by the matcher (``matching.py``: reading the files, deciding) and the writer (``file.py``:
 changing planbook.toml with its comments kept), so neither needs the other's module to say
@@ -12,15 +12,10 @@ from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
 
 Action = Literal["allow", "ask", "deny"]
 RULES_FILE = "planbook.toml"
-
-
-class RulesError(PlanbookError):
-    """A rule file cannot be read; the message names the file, the rule and the fix."""
 
 
 class Rule(PlanbookModel):

@@ -36,7 +36,6 @@ from planbook.surfaces.widget.messages import (
     AnswerDecision,
     Approve,
     ApproveAll,
-    BadMessage,
     Dismiss,
     Reject,
     Reorder,
@@ -251,7 +250,7 @@ class ReviewPanel(anywidget.AnyWidget):
             action = parse(content)
             self._offer = None
             self._apply(action)
-        except (BadMessage, PlanbookError) as exc:
+        except PlanbookError as exc:  # a BadMessage from the front end too
             self._show_error(str(exc))
         except Exception as exc:  # the panel must say so, not die silently
             log.exception("planbook: the review panel failed on %r", content)
