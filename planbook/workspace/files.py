@@ -210,9 +210,12 @@ class Workspace:
         in ``guarded``. Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
-        from planbook.workspace.sandbox import guarded_argv, run_bounded, sandbox_argv
+        from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 
-        argv = sandbox_argv(command, self.root) if sandboxed else ["/bin/sh", "-c", command]
+        if sandboxed:
+            result = run_sandboxed(command, self.root, timeout=timeout)
+            return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+        argv = ["/bin/sh", "-c", command]
         before = guard.snapshot() if guard is not None else None
         held: tuple[str, ...] = ()
         if guard is not None:
@@ -221,7 +224,7 @@ class Workspace:
                 argv = shielded
                 held = tuple(p.relative_to(self.root).as_posix() for p in guard.read_only())
         result = run_bounded(
-            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=sandboxed
+            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=False
         )
         put_back = tuple(guard.restore(before)) if guard is not None and before else ()
         return replace(
