@@ -87,6 +87,7 @@ def test_a_plain_script_hears_python(tmp_path: Path) -> None:
 
 # --- one hierarchy: every exception planbook defines is in errors.py and a PlanbookError ------
 
+
 def planbook_modules() -> list[ModuleType]:
     """Every module of the package, imported (``__main__`` would run the CLI)."""
     found = pkgutil.walk_packages(planbook.__path__, "planbook.")

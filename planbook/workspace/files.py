@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
-from planbook.workspace.sandbox import guarded_argv, run_bounded, sandbox_argv
+from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.settings_guard import SettingsGuard
 from planbook.workspace.shell_result import ShellResult
 
@@ -193,7 +193,10 @@ class Workspace:
         in ``guarded``. Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
-        argv = sandbox_argv(command, self.root) if sandboxed else ["/bin/sh", "-c", command]
+        if sandboxed:
+            result = run_sandboxed(command, self.root, timeout=timeout)
+            return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+        argv = ["/bin/sh", "-c", command]
         before = guard.snapshot() if guard is not None else None
         held: tuple[str, ...] = ()
         if guard is not None:
@@ -202,7 +205,7 @@ class Workspace:
                 argv = shielded
                 held = tuple(p.relative_to(self.root).as_posix() for p in guard.read_only())
         result = run_bounded(
-            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=sandboxed
+            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=False
         )
         put_back = tuple(guard.restore(before)) if guard is not None and before else ()
         return replace(
