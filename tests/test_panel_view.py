@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from planbook.present import diff as diffmod
 
 from planbook.errors import UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import EditCell, InsertCell, WriteFile
 from planbook.model.plan import Plan, Revision, Step
+from planbook.present import diff as diffmod
 from planbook.present.diff import diff_texts, side_by_side, unified_text
 from planbook.present.views import StepView
 from planbook.surfaces.widget.messages import Approve, BadMessage, ShowRevisionDiff, parse

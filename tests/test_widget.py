@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from planbook.agent.state import state_of
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel
@@ -267,7 +268,7 @@ def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread
 def test_the_agents_question_shows_in_the_panel_and_is_answered_there(
     staged: Session, panel: ReviewPanel
 ):
-    from planbook.agent.context import decisions_of
+    from planbook.agent.state import decisions_of
 
     async def main() -> str:
         decisions = decisions_of(staged)
@@ -341,11 +342,11 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
 
     async def main() -> None:
         await plan_task(session, "plot x", model=first)
-        session.extras["revise_with_agent"] = lambda fb: revise_task(session, fb, model=second)
+        state_of(session).reviser = lambda fb: revise_task(session, fb, model=second)
         panel = ReviewPanel(session)
         panel.handle({"action": "revise", "feedback": "bars please", "revision": 1})
         assert panel.state["error"] is None
-        await session.extras["agent_run"]
+        await state_of(session).run
         assert panel.state["header"]["revision"] == 2
         assert [(s["status"], s["cell"]) for s in panel.state["steps"]] == [
             ("rejected", "plot(x)"),

@@ -85,7 +85,7 @@ script = Scripted([
             """
 import asyncio
 
-from planbook.agent.context import decisions_of
+from planbook.agent.state import decisions_of
 
 while not decisions_of(pb).pending():  # the run goes on in the background; wait for its question
     await asyncio.sleep(0.05)
@@ -139,7 +139,7 @@ and presents the plan.
             "continue-run",
             """
 %plan continue
-run = pb.extras["agent_run"]
+run = pb.agent_run
 await run
 print(run.status, [step.reason for step in pb.current_plan().steps])
 """,

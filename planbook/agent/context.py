@@ -1,8 +1,8 @@
 """What every agent tool receives: the session and the per-session agent objects.
 
-The agent layer keeps its objects in ``session.extras`` (the core's extension point), so the
-core never imports the agent: the decision registry, the permission rules (which also become the
-session's ``rule_for`` hook, so the Python API and magics honour them too) and the todo list.
+Those objects live in ``planbook.agent.state`` (the core never imports the agent); the
+permission rules also become the session's ``rule_for`` hook, so the Python API and magics
+honour them too.
 """
 
 from __future__ import annotations
@@ -10,83 +10,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import ConfigDict, Field
-
-from planbook.agent.decisions import Decisions
+from planbook.agent.activity import Activity, ActivityType
+from planbook.agent.config import AgentConfig
+from planbook.agent.decisions import Answer, Decisions
+from planbook.agent.memory import Keeper
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.engine.rules.matching import RuleSet
-from planbook.model.base import PlanbookModel
-
-if TYPE_CHECKING:
-    from planbook.agent.config import AgentConfig
-    from planbook.agent.decisions import Answer
-    from planbook.agent.memory import Keeper
-    from planbook.agent.todos import TodoList
-    from planbook.sessions.session import Session
+from planbook.engine.rules.matching import RuleSet, install
+from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
-
-ActivityType = Literal["status", "tool", "thinking", "text", "staged", "decision", "error"]
-
-
-class Activity(PlanbookModel):
-    """One line of what the agent is doing, for the panel and the %plan output."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: ActivityType
-    message: str = Field(description="One line, ready to show.")
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-def decisions_of(session: Session) -> Decisions:
-    decisions = session.extras.get("decisions")
-    if not isinstance(decisions, Decisions):
-        # Ids go on from those a previous kernel saved, so `d3` always means one question.
-        conversation = session.store.state.conversation
-        used = [d.id for d in conversation.decisions] if conversation else []
-        numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
-        decisions = Decisions(first=max(numbers, default=0) + 1)
-        session.extras["decisions"] = decisions
-        _bridge_decisions(session, decisions)
-    return decisions
-
-
-def _bridge_decisions(session: Session, decisions: Decisions) -> None:
-    """Tell the session's observers (the panel) about open and settled decisions."""
-    from planbook.model.events import Event
-
-    def forward(what: str, decision: Any) -> None:
-        kind: Literal["decision_needed", "decision_made"] = (
-            "decision_needed" if what == "asked" else "decision_made"
-        )
-        session.events.emit(
-            Event(kind=kind, message=decision.question, status=what, data=decision.model_dump())
-        )
-
-    decisions.subscribe(forward)
 
 
 def rules_of(session: Session) -> RuleSet:
     """The project's rules, installed as the session's ``rule_for`` hook (see rules.install)."""
-    from planbook.engine.rules.matching import install
-
     return install(session)
-
-
-def todos_of(session: Session) -> TodoList:
-    from planbook.agent.todos import TodoList
-
-    todos = session.extras.get("todos")
-    if not isinstance(todos, TodoList):
-        todos = TodoList()
-        conversation = session.store.state.conversation  # the list a previous kernel saved
-        if conversation is not None:
-            todos.replace(conversation.todos)
-        session.extras["todos"] = todos
-    return todos
 
 
 @dataclass
@@ -123,8 +62,6 @@ class AgentDeps:
 
         ``call_id`` names the tool call asking: an answer given to it after an earlier run
         ended (saved in the notebook) is taken at once when the run is continued."""
-        from planbook.agent.decisions import Answer
-
         if call_id is not None and call_id in self.recorded:
             answer = self.recorded.pop(call_id)
             self.say("decision", f"{question} -> {answer.choice} (answered earlier)")

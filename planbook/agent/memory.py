@@ -19,14 +19,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from planbook.agent.activity import Activity
+from planbook.agent.decisions import Answer, Decision, UnknownDecision
+from planbook.errors import MetadataError, first_problem
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
+from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage
-
-    from planbook.agent.context import Activity
-    from planbook.agent.decisions import Answer, Decision
-    from planbook.sessions.session import Session
+    from pydantic_ai.messages import ModelMessage  # heavy: pydantic-ai, for the type
 
 _log = logging.getLogger(__name__)
 
@@ -42,14 +44,7 @@ def saved(session: Session) -> Conversation | None:
 
 def update(session: Session, change: Callable[[Conversation], Conversation | None]) -> Conversation:
     """Change (or replace) the saved conversation under the session's transaction, and save."""
-    # _editing is the session's one way to change the state: sync first, save through the Store,
-    # drop the in-memory change if anything fails.
-    with session._editing():
-        conversation = session.store.state.conversation or Conversation()
-        conversation = change(conversation) or conversation
-        session.store.state.conversation = conversation
-        session.store.save()
-    return conversation
+    return session.edit_conversation(change)
 
 
 def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
@@ -61,10 +56,7 @@ def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
 
 def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
     """The saved messages, or a one-line error (the notebook is left as it is)."""
-    from pydantic import ValidationError
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    from planbook.errors import MetadataError, first_problem
+    from pydantic_ai.messages import ModelMessagesTypeAdapter  # heavy: pydantic-ai
 
     try:
         return list(ModelMessagesTypeAdapter.validate_python(raw))
@@ -79,7 +71,7 @@ def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
 def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:
     """Messages whose JSON fits ``budget``: old tool output pruned, then the oldest turns
     replaced by a one-line note (the history stays well-formed: it restarts at a reply)."""
-    from planbook.agent.history import prune, replace_head, start_points
+    from planbook.agent.history import prune, replace_head, start_points  # heavy: pydantic-ai
 
     def size(msgs: list[ModelMessage]) -> int:
         return len(json.dumps(dump_messages(msgs), ensure_ascii=False))
@@ -159,8 +151,6 @@ class Keeper:
 
 def answer_saved(session: Session, decision_id: str, answer: Answer) -> SavedDecision:
     """Record the answer to a question a previous kernel asked; ``%plan continue`` uses it."""
-    from planbook.agent.decisions import UnknownDecision
-
     found: list[SavedDecision] = []
 
     def put(conversation: Conversation) -> None:
@@ -181,8 +171,6 @@ def answer_saved(session: Session, decision_id: str, answer: Answer) -> SavedDec
 
 def recorded_answers(conversation: Conversation) -> dict[str, Answer]:
     """Answers given after the run ended, by the tool call that asked."""
-    from planbook.agent.decisions import Answer
-
     return {
         d.call_id: Answer(choice=d.answer, text=d.answer_text, args=d.answer_args)
         for d in conversation.decisions

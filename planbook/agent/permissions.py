@@ -7,17 +7,15 @@ it removes both the file's rule and the session's copy, so nothing keeps allowin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import ConfigDict
 
 from planbook.agent.context import rules_of
+from planbook.engine.rules.file import remove_rule
 from planbook.engine.rules.matching import Rule
 from planbook.errors import UsageMistake
 from planbook.model.base import PlanbookModel
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.model.events import Event
+from planbook.sessions.session import Session
 
 __all__ = ["RuleView", "revoke", "rule_views"]
 
@@ -57,8 +55,6 @@ def rule_views(session: Session) -> list[RuleView]:
 
 def revoke(session: Session, number: int) -> Rule:
     """Remove rule ``number``: from planbook.toml (comments kept), or from this session."""
-    from planbook.engine.rules.file import remove_rule
-
     listed = _listed(session)
     if not 1 <= number <= len(listed):
         raise UsageMistake(f"there is no rule {number}: `%plan rules` lists 1 to {len(listed)}")
@@ -73,7 +69,5 @@ def revoke(session: Session, number: int) -> Rule:
         if not (r.source == "added" and (r.tool, r.pattern, r.action) == key)
     ]
     rules_of(session)  # read the files again
-    from planbook.model.events import Event
-
     session.events.emit(Event(kind="plan_changed", message=f"rule {number} revoked"))
     return rule

@@ -12,23 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from planbook.agent.state import decisions_of, state_of
 from planbook.errors import UsageMistake
 from planbook.model.conversation import Conversation, StepQuestion
 
 if TYPE_CHECKING:
-    from planbook.agent.decisions import Answer, Decision, Decisions
+    from planbook.agent.decisions import Answer, Decision
     from planbook.model.plan import Plan, Step
     from planbook.sessions.session import Session
 
 STOP = "stop here"
-
-
-def decisions_of(session: Session) -> Decisions:
-    """The session's open decisions; the agent's modules load when a question is first asked,
-    not on `%load_ext planbook` (``install`` runs there)."""
-    from planbook.agent.context import decisions_of
-
-    return decisions_of(session)
 
 
 def ask_before(session: Session, number: int, question: str, options: list[str]) -> StepQuestion:
@@ -128,4 +121,4 @@ def _answered(session: Session, step_id: str, answer: Answer) -> None:
     if numbers:
         report = session.approve(",".join(str(n) for n in numbers), by="answer to step question")
         # The surface that took the answer says how the run went (see magics_agent.answer_line).
-        session.extras["step_question_report"] = report
+        state_of(session).step_question_report = report

@@ -10,9 +10,13 @@ from typing import Literal
 
 from pydantic_ai import ModelRetry, RunContext
 
-from planbook.agent.context import AgentDeps, todos_of
+from planbook.agent.context import AgentDeps
+from planbook.agent.plan_listing import plan_listing
+from planbook.agent.state import todos_of
+from planbook.agent.step_questions import ask_before
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
+from planbook.model.events import Event
 from planbook.model.words import count
 
 
@@ -46,8 +50,6 @@ async def read_plan(ctx: RunContext[AgentDeps]) -> str:
     Each request only tells you what changed in the plan since your last one; use this when you
     need to see it all again.
     """
-    from planbook.agent.build import plan_listing
-
     return plan_listing(ctx.deps.session)
 
 
@@ -73,8 +75,6 @@ async def ask_before_step(
         question: What to ask just before the step runs, one line.
         options: The answers to offer ("stop here" is always added).
     """
-    from planbook.agent.step_questions import ask_before
-
     try:
         asked = ask_before(ctx.deps.session, step_number, question, options)
     except PlanbookError as exc:
@@ -99,8 +99,6 @@ async def todo_write(ctx: RunContext[AgentDeps], todos: list[Todo]) -> str:
     todo_list.replace(todos)
     if ctx.deps.keeper is not None:
         ctx.deps.keeper.todos(todos)
-    from planbook.model.events import Event
-
     views = todo_list.views(plan)
     session.events.emit(
         Event(

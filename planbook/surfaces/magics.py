@@ -14,13 +14,16 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from planbook.agent.state import state_of
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
 from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
-from planbook.sessions import current, page_advice
+from planbook.sessions.page_advice import NO_SAVED_CELLS
 from planbook.sessions.session import Session
+from planbook.surfaces import api
+from planbook.surfaces.api import NotebookSession
 
 T = TypeVar("T")
 PLAN_SUBCOMMANDS = (
@@ -52,15 +55,15 @@ def _as_usage_errors() -> Iterator[None]:
         raise UsageError(str(exc)) from None
 
 
-def _session() -> Session:
+def _session() -> NotebookSession:
     with _as_usage_errors():
-        return current.session()
+        return api.session()
 
 
-def show_plan(session: Session) -> None:
+def show_plan(session: NotebookSession) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
-    page_advice.refresh(session)
+    session.page_advice.refresh()
     display(session.review())
     from planbook.surfaces.magics_agent import conversation_text
 
@@ -120,7 +123,7 @@ def _running_cell(session: Session, shell: Any) -> str:
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
         )
     if cell_id not in {c.id for c in session.cells()}:
-        if page_advice.flagged(session):
+        if session.page_advice.flagged():
             raise UsageError(
                 f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
                 "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
@@ -178,7 +181,7 @@ class PlanbookMagics(Magics):
         with _as_usage_errors():
             self._plan(session, args, line)
 
-    def _plan(self, session: Session, args: list[str], line: str) -> None:
+    def _plan(self, session: NotebookSession, args: list[str], line: str) -> None:
         if not args or args[0] == "show":
             show_plan(session)
             return
@@ -199,8 +202,8 @@ class PlanbookMagics(Magics):
             if not rest:
                 raise UsageError('say what should change: `%plan revise "use a bar chart"`')
             feedback = " ".join(rest)
-            revise = session.extras.get("revise_with_agent")
-            if callable(revise):
+            revise = state_of(session).reviser
+            if revise is not None:
                 revise(feedback)
             else:
                 revision = session.revise(feedback)
@@ -225,8 +228,8 @@ class PlanbookMagics(Magics):
             print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
         elif cmd == "cells":
             cells = session.cells()
-            unsaved = not cells and page_advice.flagged(session)
-            print(page_advice.NO_SAVED_CELLS if unsaved else cells_listing(cells))
+            unsaved = not cells and session.page_advice.flagged()
+            print(NO_SAVED_CELLS if unsaved else cells_listing(cells))
         elif cmd == "stop":
             from planbook.surfaces.magics_agent import stop_plan
 
@@ -305,7 +308,7 @@ class PlanbookMagics(Magics):
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
-        advice = page_advice.with_first_staging(session)
+        advice = session.page_advice.with_first_staging()
         if advice:
             print(f"planbook: {advice}")
 
@@ -391,7 +394,7 @@ def register(ipython: Any) -> None:
     speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
     try:
-        session = current.session()
+        session = api.session()
     except PlanbookError as exc:
         print(f"planbook: {exc}", file=sys.stderr)
         return

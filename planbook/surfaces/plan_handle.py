@@ -1,14 +1,13 @@
-"""``session.plan``: the current plan, shown as markdown in Jupyter, and callable with a task
-(``await session.plan("...")``) to have the agent draft one."""
+"""``pb.plan``: the current plan, shown as markdown in Jupyter, and callable with a task
+(``await pb.plan("...")``) to have the agent draft one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from planbook.agent.run import AgentRun, plan_task
 from planbook.errors import UsageMistake
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 
 class PlanHandle:
@@ -24,11 +23,9 @@ class PlanHandle:
     def __bool__(self) -> bool:
         return self._session.current_plan() is not None
 
-    def __call__(self, task: str, **options: Any) -> Any:
-        """Ask the configured agent to plan ``task``; returns an awaitable run."""
-        from planbook.agent.run import plan_task  # type: ignore[import-not-found,unused-ignore]
-
-        return plan_task(self._session, task, **options)
+    def __call__(self, task: str, *, model: Any = None) -> AgentRun:
+        """Ask the configured agent (or ``model``) to plan ``task``; returns an awaitable run."""
+        return plan_task(self._session, task, model=model)
 
     def _repr_markdown_(self) -> str:
         return self._session.render_markdown()

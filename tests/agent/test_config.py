@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import planbook
-from planbook.agent.config import AgentConfig, NoModelConfigured, config_of, resolve_model
+from planbook.agent.config import AgentConfig, NoModelConfigured, resolve_model
 from planbook.agent.run import plan_task
+from planbook.agent.state import config_of
 
 
 def test_no_model_says_how_and_that_planbook_works_without_it(

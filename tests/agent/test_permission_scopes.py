@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import planbook
-from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
+from planbook.agent.state import decisions_of
 from planbook.agents import Scripted
 from planbook.engine.rules.file import append_rule, scopes_for
 from planbook.engine.rules.matching import Rule, RulesError

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import planbook
-from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task, revise_task
+from planbook.agent.state import decisions_of
 from planbook.agents import Scripted
 from planbook.errors import PlanbookError, UsageMistake
 from planbook.surfaces.magics_agent import plan_subcommand

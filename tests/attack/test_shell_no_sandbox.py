@@ -15,7 +15,8 @@ from pydantic_ai import ApprovalRequired
 
 import planbook
 from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, decisions_of, rules_of
+from planbook.agent.context import AgentDeps, rules_of
+from planbook.agent.state import decisions_of
 from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook

@@ -22,7 +22,8 @@ from pydantic_ai import ApprovalRequired
 
 import planbook
 from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, decisions_of, rules_of
+from planbook.agent.context import AgentDeps, rules_of
+from planbook.agent.state import decisions_of
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.agent.tools_write import write_file as write_file_tool
 from planbook.documents.file import FileNotebook
