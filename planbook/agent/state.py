@@ -7,7 +7,7 @@ magics) read it here. Light to import: pydantic-ai is never imported by this mod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 
 
 class Run(Protocol):
-    """What the state needs of a run (``planbook.agent.run.AgentRun``)."""
+    """What the state and the surfaces need of a run (``planbook.agent.run.AgentRun``)."""
 
     def done(self) -> bool: ...
 
     def stop(self) -> None: ...
+
+    def __await__(self) -> Generator[Any, None, Any]: ...
 
 
 @dataclass

@@ -121,8 +121,8 @@ class Session:
 
     def attached(self, kind: type[Attached]) -> Attached:
         """The one ``kind`` object of this session, made by ``kind()`` on first use: how the
-        floors above keep their per-session objects (the agent's state, the review panel, the
-        pages' comms) without the Session knowing their types. Keyed by the owner's class, so
+        floors above keep their per-session objects (the agent's state, the review panel)
+        without the Session knowing their types. Keyed by the owner's class, so
         only code importing it reaches it, and typed by it. Kept here, not in a module-level
         WeakKeyDictionary, because those objects point back to the session: as values of such
         a dictionary they would keep every session alive; here they go with it."""

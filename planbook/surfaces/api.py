@@ -10,8 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planbook.agent.run import AgentRun
-from planbook.agent.state import state_of
+from planbook.agent.state import Run, state_of
 from planbook.documents.base import close_document
 from planbook.documents.locate import open_document
 from planbook.sessions.session import Session
@@ -31,11 +30,10 @@ class NotebookSession(Session):
         return PlanHandle(self)
 
     @property
-    def agent_run(self) -> AgentRun | None:
+    def agent_run(self) -> Run | None:
         """The agent's latest run in this session (``await pb.agent_run`` waits for it), or
         None before the first."""
-        run = state_of(self).run
-        return run if isinstance(run, AgentRun) else None
+        return state_of(self).run
 
     def review(self) -> ReviewPanel:
         """The review panel for this session (an anywidget): one per session, shown again by

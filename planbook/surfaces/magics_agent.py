@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import Any as AnyTrait
 from traitlets import Bool, Float, Int, Unicode, observe
@@ -25,11 +25,13 @@ from planbook.agent.activity import Activity
 from planbook.agent.config import KERNEL_SETTINGS
 from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
-from planbook.agent.run import AgentRun, continue_task, plan_task, revise_task, stop_run
 from planbook.agent.state import config_of, decisions_of, state_of, todos_of
 from planbook.errors import PlanbookError, UsageMistake
 from planbook.sessions.session import Session
 from planbook.surfaces import api
+
+if TYPE_CHECKING:
+    from planbook.agent.run import AgentRun  # heavy: the agent, loaded when a magic asks
 
 __all__ = [
     "AGENT_SUBCOMMANDS",
@@ -75,6 +77,8 @@ class LiveView:
 
 def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
     """``%plan "task"``: start the agent on the kernel's loop and show its live output."""
+    from planbook.agent.run import plan_task  # heavy: the agent (not on `%load_ext planbook`)
+
     run = plan_task(session, task)
     state_of(session).reviser = lambda feedback: revise_plan(session, feedback)
     if show:
@@ -84,6 +88,8 @@ def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
 
 def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentRun:
     """``%plan revise "feedback"`` with an agent configured: the agent makes the next revision."""
+    from planbook.agent.run import revise_task  # heavy: the agent (not on `%load_ext planbook`)
+
     run = revise_task(session, feedback)
     if show:
         LiveView(run).show()
@@ -92,6 +98,8 @@ def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentR
 
 def stop_plan(session: Session) -> str:
     """``%plan stop``: end the agent run (the staged plan is kept)."""
+    from planbook.agent.run import stop_run  # heavy: the agent (not on `%load_ext planbook`)
+
     stopped = stop_run(session)
     return (
         "planbook: agent stopped; the plan staged so far is kept"
@@ -169,6 +177,8 @@ def _running(session: Session) -> bool:
 
 def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
     """``%plan continue``: resume the agent's last run where it stopped."""
+    from planbook.agent.run import continue_task  # heavy: the agent (not on `%load_ext planbook`)
+
     run = continue_task(session)
     state_of(session).reviser = lambda feedback: revise_plan(session, feedback)
     if show:

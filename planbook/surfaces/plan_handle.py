@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from planbook.agent.run import AgentRun, plan_task
 from planbook.errors import UsageMistake
 from planbook.sessions.session import Session
+
+if TYPE_CHECKING:
+    from planbook.agent.run import AgentRun  # heavy: the agent, loaded when first asked
 
 
 class PlanHandle:
@@ -25,6 +27,9 @@ class PlanHandle:
 
     def __call__(self, task: str, *, model: Any = None) -> AgentRun:
         """Ask the configured agent (or ``model``) to plan ``task``; returns an awaitable run."""
+        # heavy: the agent loads when first asked, not with `%load_ext planbook` (issue 10)
+        from planbook.agent.run import plan_task
+
         return plan_task(self._session, task, model=model)
 
     def _repr_markdown_(self) -> str:

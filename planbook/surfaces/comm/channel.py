@@ -78,12 +78,6 @@ class CellReviewLink:
     #: ignores comms (nbclient); planbook/sessions/page_advice.py tells the person to reload then.
     heard_from_page = False
 
-    def heard(self) -> None:
-        """The page spoke: while this comm is open, the page follows planbook's changes."""
-        if not self.heard_from_page and self._unsubscribe is not None:
-            self.heard_from_page = True
-            self.session.page_advice.page_joined(self)
-
     def __init__(
         self,
         session: Session,
@@ -116,6 +110,12 @@ class CellReviewLink:
         self.send_plan()
 
     # --- in --------------------------------------------------------------------------------
+    def heard(self) -> None:
+        """The page spoke: while this comm is open, the page follows planbook's changes."""
+        if not self.heard_from_page and self._unsubscribe is not None:
+            self.heard_from_page = True
+            self.session.page_advice.page_joined(self)
+
     def _on_msg(self, msg: dict[str, Any]) -> None:
         self.heard()
         content = msg.get("content", {}).get("data")
