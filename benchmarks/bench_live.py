@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planbook.documents.live import open_live
+from planbook.documents.live.document import open_live
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.yclient import YClient

@@ -7,11 +7,11 @@ without a traceback and the panel can show it as it is.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal, TypeVar
 
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 _T = TypeVar("_T")
 
@@ -78,6 +78,23 @@ def first_problem(exc: ValidationError, *, whole: str) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]) or whole, first["msg"]
 
 
+@contextmanager
+def invalid_as(
+    error: Callable[[str, str], Exception],
+    *,
+    whole: str,
+    explain: Callable[[ValidationError], str] | None = None,
+) -> Iterator[None]:
+    """Inside, pydantic's ``ValidationError`` becomes ``error(where, problem)``, raised without
+    pydantic's report: ``where`` and ``problem`` are its first problem (``first_problem``), or
+    ``explain``'s words for the problem where a caller knows better ones."""
+    try:
+        yield
+    except ValidationError as exc:
+        where, problem = first_problem(exc, whole=whole)
+        raise error(where, explain(exc) if explain else problem) from None
+
+
 def read_message(
     adapter: TypeAdapter[_T],
     content: object,
@@ -88,13 +105,13 @@ def read_message(
 ) -> _T:
     """``content`` as ``adapter`` reads it; else ``error`` with one line: what could not be
     read, where and why, that nothing changed, and ``fix`` (a front end's message, say)."""
-    from pydantic import ValidationError
-
-    try:
+    with invalid_as(
+        lambda where, problem: error(
+            f"{unreadable} ({where}: {problem}); nothing was changed: {fix}"
+        ),
+        whole="message",
+    ):
         return adapter.validate_python(content)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole="message")
-        raise error(f"{unreadable} ({where}: {problem}); nothing was changed: {fix}") from None
 
 
 class PlanbookError(Exception):
@@ -119,27 +136,6 @@ class NothingToDo(UsageMistake):
     """Nothing to act on: no plan, no pending step, no step left to roll back."""
 
 
-class UnknownCell(PlanbookError):
-    def __init__(self, cell_id: str) -> None:
-        super().__init__(
-            f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells`"
-        )
-        self.cell_id = cell_id
-
-
-class CellNotSaved(UnknownCell):
-    """A cell the open page has and the saved file does not (yet): planbook reads the file
-    when no collaboration and no extension bring it the page (planbook/sessions/page_advice.py)."""
-
-    def __init__(self, cell_id: str) -> None:
-        PlanbookError.__init__(
-            self,
-            f"cell {cell_id!r} is not in the saved file yet: save the notebook (Ctrl+S) and "
-            "try again (`%plan cells` lists the saved cells)",
-        )
-        self.cell_id = cell_id
-
-
 class UnknownStep(UsageMistake):
     def __init__(self, number: int, count: int) -> None:
         where = f"steps are numbered 1 to {count}" if count else "the plan has no steps yet"
@@ -150,6 +146,52 @@ class UnknownStep(UsageMistake):
 class UnknownCheckpoint(UsageMistake):
     def __init__(self, checkpoint: str) -> None:
         super().__init__(f"no checkpoint {checkpoint!r}: list them with `%checkpoints`")
+
+
+class UnknownDecision(UsageMistake):
+    def __init__(self, decision_id: str, open_ids: list[str]) -> None:
+        where = ", ".join(open_ids) if open_ids else "none is open"
+        super().__init__(
+            f"no open decision {decision_id!r} ({where}); see them with `%answer` "
+            "or `session.decisions.pending()`"
+        )
+
+
+class BadMessage(UsageMistake):
+    """A message from the review panel that does not fit any action."""
+
+
+class UnknownCell(PlanbookError):
+    """No cell by that id; subclasses say why in their own words (``message``)."""
+
+    def __init__(self, cell_id: str, message: str = "") -> None:
+        super().__init__(
+            message or f"no cell with id {cell_id!r} in this notebook: list ids with `%plan cells`"
+        )
+        self.cell_id = cell_id
+
+
+class CellNotSaved(UnknownCell):
+    """A cell the open page has and the saved file does not (yet): planbook reads the file
+    when no collaboration and no extension bring it the page (planbook/sessions/page_advice.py)."""
+
+    def __init__(self, cell_id: str) -> None:
+        super().__init__(
+            cell_id,
+            f"cell {cell_id!r} is not in the saved file yet: save the notebook (Ctrl+S) and "
+            "try again (`%plan cells` lists the saved cells)",
+        )
+
+
+class UnknownCellName(UnknownCell):
+    """No cell goes by that name: an UnknownCell whose message lists every way to name one."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(
+            token,
+            f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at "
+            "that position: list the cells with `%plan cells` (position #N, id, first line)",
+        )
 
 
 class OutsideWorkspace(PlanbookError):
@@ -187,6 +229,31 @@ class TransactionFailed(PlanbookError):
     the saved notebook, files and plan are as they were before it."""
 
 
+class LiveConnectionError(TransactionFailed):
+    """The collaboration room cannot be reached (or stopped answering); the message says
+    whether the change was applied (when that is unknown, ``applied`` is None and the record
+    is reconciled with the room once it is back)."""
+
+    #: The change can be tried again as it is once the room is back (nothing about the change
+    #: itself is wrong): the executor leaves such a step pending instead of failed.
+    retryable = True
+    #: False: certainly not applied; None: unknown until the room is back (then reconciled).
+    applied: bool | None = None
+
+    @classmethod
+    def nothing_applied(cls, message: str) -> LiveConnectionError:
+        error = cls(message)
+        error.applied = False
+        return error
+
+
+class NotDurable(PlanbookError):
+    """The server did not confirm saving a step's "running" record, so its code was not run
+    (a stop could otherwise make it run twice); approve the step again when the room is back."""
+
+    retryable = True
+
+
 class StepFailed(PlanbookError):
     """A step ran and failed; later steps stay pending."""
 
@@ -197,3 +264,39 @@ class RollbackConflict(PlanbookError):
 
 class NotInKernel(PlanbookError):
     """Running a cell needs an IPython kernel; there is none here."""
+
+
+class CliError(PlanbookError):
+    """A one-line message for the person at the ``planbook`` command and the exit code that goes
+    with it (planbook/surfaces/cli/exit_codes.py). The message is written in the command's own
+    words already (fixes as ``planbook ...`` commands), so every surface shows it as it is."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
+        return Exception.__str__(self)
+
+
+class PolicyDenied(PlanbookError):
+    """A permission rule forbids this change."""
+
+
+class RulesError(PlanbookError):
+    """A rule file cannot be read; the message names the file, the rule and the fix."""
+
+
+class UnsureCommand(PlanbookError):
+    """The shell classifier cannot be sure a command is read-only; the message (why not)
+    becomes the verdict's reason, and the command counts as a write. Never reaches a person
+    as an error: engine/rules/classifier.py turns it into a verdict."""
+
+
+class NoModelConfigured(PlanbookError):
+    """No model, or no key for it: the agent cannot run, everything else can."""
+
+
+class RunStopped(PlanbookError):
+    """Not a failure: the person chose to stop the agent's run at a decision point; the run
+    ends and the plan staged so far is kept."""

@@ -12,7 +12,7 @@ from planbook.documents.memory import MemoryNotebook
 from planbook.engine.anchors import resolve, short_ids
 from planbook.errors import PlanbookError
 from planbook.sessions.session import Session
-from planbook.surfaces.magics import cells_listing
+from planbook.surfaces.plan_verbs import cells_listing
 from planbook.workspace.files import Workspace
 
 CELLS = [

@@ -1,5 +1,5 @@
 """What a step's text rewrite and a person's concurrent edit leave, rebuilt as "their" text
-(documents/live.py ``_SourceWatch``), on real pycrdt documents: a server document that relays
+(documents/live/watch.py ``SourceWatch``), on real pycrdt documents: a server document that relays
 each applied update as the collaboration server does (its own transaction's update, which
 leaves out a deletion already made), planbook's copy, and the person's. Both orders in which
 the server can get the two edits, for arbitrary texts and edits (hypothesis)."""
@@ -15,7 +15,8 @@ from jupyter_ydoc import YNotebook
 from pycrdt import Array, Doc, Text
 
 from planbook.documents.base import Cell
-from planbook.documents.live import _Op, _SourceWatch
+from planbook.documents.live.operations import Op
+from planbook.documents.live.watch import SourceWatch
 
 # the step's text shares no character with the text before it, so the step replaces it whole
 BEFORE = st.text(alphabet="abc =1\n", min_size=1, max_size=12)
@@ -55,7 +56,7 @@ def _race(before: str, ours: str, at: int, cut: int, inserted: str, theirs_first
     mine, person = server.client(), server.client()
     room = SimpleNamespace(doc=mine, cells=mine.get("cells", type=Array), recorders=[], reloads=0)
     cell = Cell(id="c1", cell_type="code", source=ours)
-    watch = _SourceWatch(room, [_Op("replace", cell=cell, cell_id="c1")])  # type: ignore[arg-type]
+    watch = SourceWatch(room, [Op("replace", cell=cell, cell_id="c1")])  # type: ignore[arg-type]
     own = _edit(mine, lambda text: (text.__delitem__(slice(0, len(text))), text.insert(0, ours)))
 
     def their_change(text: Text) -> None:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pycrdt import Doc, Map
 
 from planbook.documents.base import DELETE, apply_metadata_changes
-from planbook.documents.live import _apply_parts, _ints
+from planbook.documents.live.convert import json_ints
+from planbook.documents.live.metadata import apply_parts
 
 KEYS = st.sampled_from(["a", "b", "plans", "steps", "status"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
@@ -33,7 +34,7 @@ CHANGES = st.dictionaries(
 
 def _read(meta: Map[Any]) -> Any:
     value = meta["metadata"]["planbook"]
-    return _ints(value.to_py() if hasattr(value, "to_py") else value)
+    return json_ints(value.to_py() if hasattr(value, "to_py") else value)
 
 
 @settings(max_examples=150, deadline=None)
@@ -49,7 +50,7 @@ def test_the_shared_document_reads_back_as_the_same_changes_on_json(
         with doc.transaction():
             # the backend keeps values as given: hand it its own copies (as the store does)
             own = {p: v if v is DELETE else copy.deepcopy(v) for p, v in changes.items()}
-            view = _apply_parts(meta, "planbook", own, view)
+            view = apply_parts(meta, "planbook", own, view)
         reference = apply_metadata_changes(reference, changes)
         assert view == reference  # what the backend believes it wrote
         assert _read(meta) == reference  # what the document holds
@@ -84,7 +85,7 @@ def test_a_step_of_a_long_plan_sends_only_what_changed() -> None:
     for done in range(0, 201):
         before = doc.get_state()
         with doc.transaction():
-            view = _apply_parts(meta, "planbook", {("plans", "p1"): _plan(200, done)}, view)
+            view = apply_parts(meta, "planbook", {("plans", "p1"): _plan(200, done)}, view)
         sizes.append(len(doc.get_update(before)))
     whole = len(doc.get_update(Doc().get_state()))
     # the first writes are whole (an entry becomes shared parts when written again); after

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from planbook.errors import UsageMistake
+from planbook.errors import BadMessage, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import EditCell, InsertCell, WriteFile
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present import diff as diffmod
 from planbook.present.diff import diff_texts, side_by_side, unified_text
 from planbook.present.views import StepView
-from planbook.surfaces.widget.messages import Approve, BadMessage, ShowRevisionDiff, parse
+from planbook.surfaces.widget.messages import Approve, ShowRevisionDiff, parse
 from planbook.surfaces.widget.reorder import moves_for
 from planbook.surfaces.widget.view import Progress, build_view, revision_diff
 

@@ -127,18 +127,18 @@ def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]
     """Count the notebook's durable saves (write, fsync, rename) through the real function;
     ``then`` is called after each."""
     saves: list[int] = []
-    real = file_backend._atomic_write
+    real = file_backend.atomic_write
 
     def counting(path: Path, data: bytes) -> None:
         real(path, data)
         saves.append(len(data))
         then()
 
-    file_backend._atomic_write = counting  # type: ignore[assignment]
+    file_backend.atomic_write = counting  # type: ignore[assignment]
     try:
         yield saves
     finally:
-        file_backend._atomic_write = real  # type: ignore[assignment]
+        file_backend.atomic_write = real  # type: ignore[assignment]
 
 
 def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
@@ -195,8 +195,8 @@ def test_a_step_that_runs_code_is_two_durable_writes_the_first_before_its_code(
         reply = k.run(
             "import planbook\n"
             "from planbook.documents import file as backend\n"
-            "saves, real = [], backend._atomic_write\n"
-            "backend._atomic_write = lambda p, d: (real(p, d), saves.append(len(d)))[0]\n"
+            "saves, real = [], backend.atomic_write\n"
+            "backend.atomic_write = lambda p, d: (real(p, d), saves.append(len(d)))[0]\n"
             "s = planbook.session(notebook='n.ipynb', live=False)\n"
             "s.propose.edit_cell('c1', 'x = 10', reason='r')\n"
             f"s.propose.edit_cell('c2', {reads_its_record!r}, reason='r', run=True)\n"

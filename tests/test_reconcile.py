@@ -69,9 +69,11 @@ def test_a_record_put_back_to_an_older_copy_is_reconciled_not_believed(tmp_path:
         assert isinstance(step.operation, InsertCell)
         anchor = step.operation.cell_id
     older: list[object] = []
-    session.executor.before_step = lambda plan, step: older.append(doc.get_metadata("planbook"))
+    # the record as saved when the run began: steps approved, the plan executing
+    session.subscribe(
+        lambda e: older.append(doc.get_metadata("planbook")) if e.kind == "run_started" else None
+    )
     assert session.approve().ok
-    session.executor.before_step = None
     plan = session.current_plan()
     assert plan is not None and [s.status for s in plan.steps] == ["done", "done"]
 

@@ -142,7 +142,7 @@ def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: P
         # a cellId the notebook does not have (an unsaved cell)
         execute_from_cell(k, "%%propose\nw = 0", "not-saved-yet")
         count = k.run("import planbook; print(len(planbook.session().current_plan().steps))")
-        assert count.stdout.strip() == "2"
+        assert count.stdout.strip() == "2", count.stderr
         report = k.run("%approve")
         assert "step 2 (insert_cell): done" in report.stdout, report.text
         sources = [c.source for c in nbformat.read(nb, as_version=4).cells]

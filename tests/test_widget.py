@@ -268,7 +268,7 @@ def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread
 def test_the_agents_question_shows_in_the_panel_and_is_answered_there(
     staged: Session, panel: ReviewPanel
 ):
-    from planbook.agent.state import decisions_of
+    from planbook.agent.context import decisions_of
 
     async def main() -> str:
         decisions = decisions_of(staged)

@@ -85,7 +85,7 @@ script = Scripted([
             """
 import asyncio
 
-from planbook.agent.state import decisions_of
+from planbook.agent.context import decisions_of
 
 while not decisions_of(pb).pending():  # the run goes on in the background; wait for its question
     await asyncio.sleep(0.05)

@@ -18,8 +18,8 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
 from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps
-from planbook.agent.guard import Guard, RunStopped
+from planbook.agent.context import AgentDeps, todos_of
+from planbook.agent.guard import Guard
 from planbook.agent.history import (
     SUMMARY_HEAD,
     cut_for_summary,
@@ -29,12 +29,11 @@ from planbook.agent.history import (
     summarise,
 )
 from planbook.agent.plan_listing import plan_changes, plan_listing, seen_listing
-from planbook.agent.state import todos_of
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
 from planbook.engine.rules.file import Scope, scopes_for
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, RunStopped
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from planbook.errors import PlanbookError
+from planbook.errors import NoModelConfigured
 from planbook.model.base import PlanbookModel
 
 if TYPE_CHECKING:
@@ -34,10 +34,6 @@ _HOW = (
     'environment (or an OpenAI-compatible URL such as "http://localhost:11434/v1#llama3.1"); '
     "the rest of planbook (%%propose, %approve, the panel, rollback) works without an agent"
 )
-
-
-class NoModelConfigured(PlanbookError):
-    """No model, or no key for it: the agent cannot run, everything else can."""
 
 
 class AgentConfig(PlanbookModel):

@@ -1,8 +1,9 @@
 """What every agent tool receives: the session and the per-session agent objects.
 
-Those objects live in ``planbook.agent.state`` (the core never imports the agent); the
-permission rules also become the session's ``rule_for`` hook, so the Python API and magics
-honour them too.
+The objects live in the agent's state of the session (``planbook.agent.state``; the core never
+imports the agent), made here on first use: the settings, the decision registry and the todo
+list. The permission rules are the Session's own (``session.rules``), so the Python API, the
+magics and the agent see the same.
 """
 
 from __future__ import annotations
@@ -10,22 +11,69 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from planbook.agent.activity import Activity, ActivityType
-from planbook.agent.config import AgentConfig
-from planbook.agent.decisions import Answer, Decisions
+from planbook.agent.config import AgentConfig, new_config
+from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.memory import Keeper
+from planbook.agent.state import state_of
+from planbook.agent.step_questions import offer as offer_step_questions
+from planbook.agent.todos import TodoList
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.engine.rules.matching import RuleSet, install
+from planbook.engine.rules.matching import RuleSet
+from planbook.model.events import Event
 from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 
 
-def rules_of(session: Session) -> RuleSet:
-    """The project's rules, installed as the session's ``rule_for`` hook (see rules.install)."""
-    return install(session)
+def config_of(session: Session) -> AgentConfig:
+    """The session's agent config, made on first use."""
+    state = state_of(session)
+    if state.config is None:
+        state.config = new_config()
+    return state.config
+
+
+def decisions_of(session: Session) -> Decisions:
+    """The session's open questions (the agent's, and those steps wait on), made on first use;
+    the registry's events reach the session's observers."""
+    state = state_of(session)
+    if state.decisions is None:
+        # Ids go on from those a previous kernel saved, so `d3` always means one question.
+        conversation = session.store.state.conversation
+        used = [d.id for d in conversation.decisions] if conversation else []
+        numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
+        state.decisions = Decisions(first=max(numbers, default=0) + 1)
+        _bridge_decisions(session, state.decisions)
+        offer_step_questions(session, state.decisions)
+    return state.decisions
+
+
+def _bridge_decisions(session: Session, decisions: Decisions) -> None:
+    """Tell the session's observers (the panel) about open and settled decisions."""
+
+    def forward(what: str, decision: Decision) -> None:
+        kind: Literal["decision_needed", "decision_made"] = (
+            "decision_needed" if what == "asked" else "decision_made"
+        )
+        session.events.emit(
+            Event(kind=kind, message=decision.question, status=what, data=decision.model_dump())
+        )
+
+    decisions.subscribe(forward)
+
+
+def todos_of(session: Session) -> TodoList:
+    """The agent's todo list, made on first use from the one a previous kernel saved."""
+    state = state_of(session)
+    if state.todos is None:
+        state.todos = TodoList()
+        conversation = session.store.state.conversation
+        if conversation is not None:
+            state.todos.replace(conversation.todos)
+    return state.todos
 
 
 @dataclass

@@ -18,23 +18,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from planbook.errors import UsageMistake
+from planbook.errors import UnknownDecision, UsageMistake
 from planbook.model.base import PlanbookModel
 
 _log = logging.getLogger(__name__)
 
 DecisionKind = Literal["question", "approval", "mode_switch", "doom_loop"]
 
-__all__ = ["Answer", "Decision", "DecisionKind", "Decisions", "UnknownDecision"]
-
-
-class UnknownDecision(UsageMistake):
-    def __init__(self, decision_id: str, open_ids: list[str]) -> None:
-        where = ", ".join(open_ids) if open_ids else "none is open"
-        super().__init__(
-            f"no open decision {decision_id!r} ({where}); see them with `%answer` "
-            "or `session.decisions.pending()`"
-        )
+__all__ = ["Answer", "Decision", "DecisionKind", "Decisions"]
 
 
 class Decision(PlanbookModel):
@@ -154,6 +145,14 @@ class Decisions:
         answer = Answer(choice=picked, text=text, args=args)
         self._settle(decision, future, answer)
         return answer
+
+    def withdraw(self, decision_id: str) -> None:
+        """Drop a parked decision that was settled elsewhere (a step's question answered
+        through the Session); surfaces hear it as cancelled."""
+        with self._lock:
+            entry = self._parked.pop(decision_id, None)
+        if entry is not None:
+            self._emit("cancelled", entry[0])
 
     def pending(self) -> list[Decision]:
         with self._lock:

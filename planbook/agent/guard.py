@@ -22,11 +22,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
 from planbook.agent.context import AgentDeps
-from planbook.errors import PlanbookError, first_problem
-
-
-class RunStopped(Exception):
-    """The person chose to stop the run at a decision point."""
+from planbook.errors import PlanbookError, RunStopped, first_problem
 
 
 def summarise_call(tool: str, args: dict[str, Any]) -> str:

@@ -19,11 +19,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from planbook.agent.activity import Activity
-from planbook.agent.decisions import Answer, Decision, UnknownDecision
-from planbook.errors import MetadataError, first_problem
+from planbook.agent.decisions import Answer, Decision
+from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
 from planbook.sessions.session import Session
 
@@ -58,14 +56,14 @@ def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
     """The saved messages, or a one-line error (the notebook is left as it is)."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter  # heavy: pydantic-ai
 
-    try:
-        return list(ModelMessagesTypeAdapter.validate_python(raw))
-    except ValidationError as exc:
-        loc, problem = first_problem(exc, whole="messages")
-        raise MetadataError(
-            f"the agent's saved messages are damaged at {loc}: {problem}; nothing was changed: "
+    def damaged(where: str, problem: str) -> MetadataError:
+        return MetadataError(
+            f"the agent's saved messages are damaged at {where}: {problem}; nothing was changed: "
             'start a new task with `%plan "..."` (the plan and its history are kept)'
-        ) from None
+        )
+
+    with invalid_as(damaged, whole="messages"):
+        return list(ModelMessagesTypeAdapter.validate_python(raw))
 
 
 def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:
@@ -104,8 +102,6 @@ class Keeper:
             # The person may have answered a saved question meanwhile: keep those answers.
             answered = {d.id: d for d in conversation.decisions if d.answer is not None}
             snapshot.decisions = [answered.get(d.id, d) for d in snapshot.decisions]
-            # Decision points on steps are written straight to the notebook, never by the run.
-            snapshot.step_questions = conversation.step_questions
             return snapshot
 
         try:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from planbook.agent.context import rules_of
 from planbook.engine.rules.file import remove_rule
-from planbook.engine.rules.matching import Rule
+from planbook.engine.rules.rule import Rule
 from planbook.errors import UsageMistake
 from planbook.model.base import PlanbookModel
 from planbook.model.events import Event
@@ -34,7 +33,7 @@ class RuleView(PlanbookModel):
 
 
 def _listed(session: Session) -> list[Rule]:
-    rules = rules_of(session).rules
+    rules = session.rules.current().rules
     on_file = {(r.tool, r.pattern, r.action) for r in rules if r.source != "added"}
     return [r for r in rules if r.source != "added" or (r.tool, r.pattern, r.action) not in on_file]
 
@@ -60,7 +59,7 @@ def revoke(session: Session, number: int) -> Rule:
         raise UsageMistake(f"there is no rule {number}: `%plan rules` lists 1 to {len(listed)}")
     rule = listed[number - 1]
     key = (rule.tool, rule.pattern, rule.action)
-    ruleset = rules_of(session)
+    ruleset = session.rules.current()
     if rule.source != "added":
         remove_rule(session.workspace.root, rule)
     ruleset.rules[:] = [
@@ -68,6 +67,6 @@ def revoke(session: Session, number: int) -> Rule:
         for r in ruleset.rules
         if not (r.source == "added" and (r.tool, r.pattern, r.action) == key)
     ]
-    rules_of(session)  # read the files again
+    session.rules.current()  # read the files again
     session.events.emit(Event(kind="plan_changed", message=f"rule {number} revoked"))
     return rule

@@ -4,8 +4,8 @@ since the model's last request (``AgentDeps.plan_seen`` remembers what it saw)."
 from __future__ import annotations
 
 from planbook.agent.context import AgentDeps
-from planbook.engine.planning import describe
 from planbook.model.words import count
+from planbook.present.views import step_title
 from planbook.sessions.session import Session
 
 
@@ -15,7 +15,7 @@ def plan_lines(session: Session) -> dict[str, str]:
     if plan is None or not plan.is_open:
         return {}
     return {
-        step.id: f"step {n} [{step.status}] id={step.id}: {describe(step)}"
+        step.id: f"step {n} [{step.status}] id={step.id}: {step_title(step)}"
         + (f" ({step.reason})" if step.reason else "")
         for n, step in enumerate(plan.steps, start=1)
     }

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from planbook.agent import view
 from planbook.agent.activity import Activity
 from planbook.agent.config import AgentConfig, resolve_model
-from planbook.agent.context import AgentDeps, rules_of
+from planbook.agent.context import AgentDeps, config_of, decisions_of
 from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
-from planbook.agent.state import AgentState, config_of, decisions_of, state_of
+from planbook.agent.state import AgentState, state_of
 from planbook.engine.doom_loop import DoomLoopGuard
-from planbook.errors import PlanbookError, UsageMistake
+from planbook.errors import PlanbookError, RunStopped, UsageMistake
 from planbook.model.conversation import Conversation
 from planbook.model.events import Event
 from planbook.sessions.session import Session
@@ -144,7 +144,6 @@ class AgentRun:
         from pydantic_ai.usage import UsageLimits
 
         from planbook.agent.build import build_agent  # heavy: pydantic-ai
-        from planbook.agent.guard import RunStopped  # heavy: pydantic-ai
 
         session = self.session
         keeper = self.keeper
@@ -153,7 +152,7 @@ class AgentRun:
             session=session,
             config=self.config,
             decisions=decisions_of(session),
-            rules=rules_of(session),
+            rules=session.rules.current(),
             guard=DoomLoopGuard(limit=self.config.doom_loop_limit),
             emit=self._emit,
             auto_answers=self._auto_answers,
@@ -349,7 +348,7 @@ def _start(session: Session, model: Any, begin: Callable[[AgentState], Opening])
             "`%plan stop` (or `run.stop()`)"
         )
     config, resolved, answers = _model_and_answers(session, model)
-    rules_of(session)  # a broken rule file is reported now, in one line, not mid-run
+    session.rules.current()  # a broken rule file is reported now, in one line, not mid-run
     prompt, history, conversation = begin(state)
     run = AgentRun(
         session,

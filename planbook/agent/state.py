@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from planbook.agent.config import AgentConfig, new_config
-from planbook.agent.decisions import Decision, Decisions
+from planbook.agent.config import AgentConfig
+from planbook.agent.decisions import Decisions
 from planbook.agent.todos import TodoList
-from planbook.engine.executor import RunReport
-from planbook.model.events import Event
+from planbook.engine.executor.report import RunReport
 from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
@@ -36,16 +35,16 @@ class Run(Protocol):
 class AgentState:
     """Each field is None until the agent (or a surface driving it) first needs it."""
 
-    #: The agent's settings (``%config Planbook.x``; made by ``config_of``).
+    #: The agent's settings (``%config Planbook.x``; made by ``context.config_of``).
     config: AgentConfig | None = None
     #: The latest run (``AgentRun``): awaited, stopped, shown by the panel while it runs.
     run: Run | None = None
     #: The messages of the conversation so far in this kernel: a revision or ``%plan
     #: continue`` goes on from them; a new task starts without (None).
     history: list[ModelMessage] | None = None
-    #: The questions waiting for the person (made by ``decisions_of``).
+    #: The questions waiting for the person (made by ``context.decisions_of``).
     decisions: Decisions | None = None
-    #: The agent's todo list (made by ``todos_of``, from the one the notebook saved).
+    #: The agent's todo list (made by ``context.todos_of``, from the one the notebook saved).
     todos: TodoList | None = None
     #: The namespace ``inspect_variable`` reads instead of the kernel's (tests, embedding).
     user_ns: Mapping[str, Any] | None = None
@@ -64,49 +63,3 @@ class AgentState:
 def state_of(session: Session) -> AgentState:
     """The agent's state of ``session``, made on first use."""
     return session.attached(AgentState)
-
-
-def config_of(session: Session) -> AgentConfig:
-    """The session's agent config, made on first use."""
-    state = state_of(session)
-    if state.config is None:
-        state.config = new_config()
-    return state.config
-
-
-def decisions_of(session: Session) -> Decisions:
-    """The session's open questions; the registry's events reach the session's observers."""
-    state = state_of(session)
-    if state.decisions is None:
-        # Ids go on from those a previous kernel saved, so `d3` always means one question.
-        conversation = session.store.state.conversation
-        used = [d.id for d in conversation.decisions] if conversation else []
-        numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
-        state.decisions = Decisions(first=max(numbers, default=0) + 1)
-        _bridge_decisions(session, state.decisions)
-    return state.decisions
-
-
-def _bridge_decisions(session: Session, decisions: Decisions) -> None:
-    """Tell the session's observers (the panel) about open and settled decisions."""
-
-    def forward(what: str, decision: Decision) -> None:
-        kind: Literal["decision_needed", "decision_made"] = (
-            "decision_needed" if what == "asked" else "decision_made"
-        )
-        session.events.emit(
-            Event(kind=kind, message=decision.question, status=what, data=decision.model_dump())
-        )
-
-    decisions.subscribe(forward)
-
-
-def todos_of(session: Session) -> TodoList:
-    """The agent's todo list, made on first use from the one a previous kernel saved."""
-    state = state_of(session)
-    if state.todos is None:
-        state.todos = TodoList()
-        conversation = session.store.state.conversation
-        if conversation is not None:
-            state.todos.replace(conversation.todos)
-    return state.todos

@@ -10,10 +10,8 @@ from typing import Literal
 
 from pydantic_ai import ModelRetry, RunContext
 
-from planbook.agent.context import AgentDeps
+from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.plan_listing import plan_listing
-from planbook.agent.state import todos_of
-from planbook.agent.step_questions import ask_before
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
 from planbook.model.events import Event
@@ -76,7 +74,7 @@ async def ask_before_step(
         options: The answers to offer ("stop here" is always added).
     """
     try:
-        asked = ask_before(ctx.deps.session, step_number, question, options)
+        asked = ctx.deps.session.ask_before(step_number, question, options)
     except PlanbookError as exc:
         raise ModelRetry(str(exc)) from None
     ctx.deps.say("staged", f"step {step_number} will ask first: {question}")

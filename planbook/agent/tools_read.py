@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import os
 import re
-from pathlib import Path
-from typing import Any
 
 from pydantic_ai import RunContext
 
@@ -25,31 +22,14 @@ from planbook.agent.inspect_var import describe, user_namespace
 from planbook.agent.staging import propose_shell
 from planbook.engine.rules.classifier import classify
 from planbook.errors import PlanbookError, UnknownCell
+from planbook.present.bounded import clip, numbered_lines, summarise_output
 from planbook.workspace.sandbox import probe
+from planbook.workspace.walk import folder_listing, walk_files
 
 CELL_SOURCE_LIMIT = 6000
-OUTPUT_LIMIT = 1500
 MAX_ENTRIES = 200
 MAX_MATCHES = 100
 READ_LIMIT = 20_000
-_SKIP_DIRS = {
-    ".git",
-    "node_modules",
-    "__pycache__",
-    ".ipynb_checkpoints",
-    ".venv",
-    "venv",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".hypothesis",
-}
-
-
-def _clip(text: str, limit: int) -> str:
-    return (
-        text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit:,} more chars]"
-    )
 
 
 async def list_cells(ctx: RunContext[AgentDeps]) -> str:
@@ -86,35 +66,12 @@ async def read_cell(ctx: RunContext[AgentDeps], cell_id: str) -> str:
     parts = [
         f"id={cell.id} type={cell.cell_type} execution_count={cell.execution_count}",
         "source:",
-        _clip(cell.source, CELL_SOURCE_LIMIT),
+        clip(cell.source, CELL_SOURCE_LIMIT),
     ]
     if cell.outputs:
         parts.append(f"outputs ({len(cell.outputs)}):")
         parts += [summarise_output(o) for o in cell.outputs[:10]]
     return "\n".join(parts)
-
-
-def summarise_output(output: dict[str, Any]) -> str:
-    kind = output.get("output_type")
-    if kind == "stream":
-        return f"- {output.get('name', 'stream')}: " + _clip(
-            _text(output.get("text")), OUTPUT_LIMIT
-        )
-    if kind == "error":
-        return f"- error {output.get('ename')}: {_clip(str(output.get('evalue')), 500)}"
-    if kind in ("execute_result", "display_data"):
-        data = output.get("data") or {}
-        others = [m for m in data if m != "text/plain"]
-        text = _clip(_text(data.get("text/plain")), OUTPUT_LIMIT)
-        sizes = ", ".join(f"{m} ({len(_text(data[m])):,} chars)" for m in others)
-        return f"- {kind}: {text}" + (f" [also: {sizes}]" if sizes else "")
-    return f"- {kind}"
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "".join(str(v) for v in value)
-    return "" if value is None else str(value)
 
 
 async def list_files(ctx: RunContext[AgentDeps], path: str = ".") -> str:
@@ -123,31 +80,7 @@ async def list_files(ctx: RunContext[AgentDeps], path: str = ".") -> str:
     Args:
         path: Folder relative to the workspace root.
     """
-    ws = ctx.deps.session.workspace
-    folder = ws.resolve(path)
-    if not folder.is_dir():
-        return f"{path!r} is not a folder"
-    entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-    lines = [p.name + ("/" if p.is_dir() else "") for p in entries[:MAX_ENTRIES]]
-    if len(entries) > MAX_ENTRIES:
-        lines.append(f"[... {len(entries) - MAX_ENTRIES} more]")
-    return "\n".join(lines) or "(empty folder)"
-
-
-def _walk(root: Path, start: Path) -> list[Path]:
-    """Files under ``start`` that really live inside ``root`` (symlinks out are left out)."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(start):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            try:
-                real = p.resolve()
-            except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
-                continue
-            if root in real.parents:
-                found.append(p)
-    return found
+    return folder_listing(ctx.deps.session.workspace, path, MAX_ENTRIES)
 
 
 async def glob_files(ctx: RunContext[AgentDeps], pattern: str) -> str:
@@ -157,7 +90,7 @@ async def glob_files(ctx: RunContext[AgentDeps], pattern: str) -> str:
         pattern: A glob matched against paths relative to the workspace root.
     """
     ws = ctx.deps.session.workspace
-    files = await asyncio.to_thread(_walk, ws.root, ws.root)
+    files = await asyncio.to_thread(walk_files, ws.root, ws.root)
     rel = [p.relative_to(ws.root).as_posix() for p in files]
     flat = "/" not in pattern
     hits = [r for r in rel if fnmatch.fnmatch(r.rsplit("/", 1)[-1] if flat else r, pattern)]
@@ -189,7 +122,7 @@ async def grep_files(
     start = ws.resolve(path)
 
     def search() -> list[str]:
-        files = [start] if start.is_file() else _walk(ws.root, start)
+        files = [start] if start.is_file() else walk_files(ws.root, start)
         hits: list[str] = []
         for f in files:
             if not fnmatch.fnmatch(f.name, include):
@@ -226,14 +159,7 @@ async def read_file(
     text = await asyncio.to_thread(ctx.deps.session.workspace.read_text, path)
     if text is None:
         return f"{path!r} does not exist"
-    lines = text.splitlines()
-    chosen = lines[max(offset, 0) : max(offset, 0) + max(limit, 1)]
-    body = "\n".join(f"{offset + i + 1:>5}| {line}" for i, line in enumerate(chosen))
-    rest = len(lines) - offset - len(chosen)
-    tail = (
-        f"\n[... {rest} more lines: read on with offset={offset + len(chosen)}]" if rest > 0 else ""
-    )
-    return _clip(body, READ_LIMIT) + tail
+    return numbered_lines(text, offset, limit, chars=READ_LIMIT)
 
 
 async def inspect_variable(ctx: RunContext[AgentDeps], name: str) -> str:
@@ -270,8 +196,8 @@ async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
         ctx.deps.session.workspace.run_shell, command, timeout=30, sandboxed=True
     )
     status = "timed out" if result.timed_out else f"exit {result.returncode}"
-    out = _clip(result.stdout, 8000)
-    err = _clip(result.stderr, 2000)
+    out = clip(result.stdout, 8000)
+    err = clip(result.stderr, 2000)
     return f"[{status}]\n{out}" + (f"\n[stderr]\n{err}" if err.strip() else "")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from planbook.agent.activity import Activity
-from planbook.agent.state import decisions_of
+from planbook.agent.context import decisions_of
 from planbook.sessions.session import Session
 
 

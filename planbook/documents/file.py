@@ -107,7 +107,7 @@ class FileNotebook(NodeNotebook):
             ) from None
         if data == self._bytes:
             return
-        _atomic_write(self.path, data)
+        atomic_write(self.path, data)
         self._bytes = data
 
 
@@ -126,7 +126,7 @@ def _converted(text: str, name: str) -> tuple[dict[str, Any], str]:
     return normalize(json.loads(text)), text + "\n"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write to a temporary file beside ``path``, make it durable, then rename it over."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

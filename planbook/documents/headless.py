@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,9 +188,12 @@ PAPERMILL_VALUES = {
 }
 
 
-def traitlets_args(args: Sequence[str], values: frozenset[str]) -> tuple[list[str], dict[str, str]]:
-    """Positional arguments and ``{option: value}`` (flags map to "") of a traitlets command
-    line: ``--name value``, ``--name=value``, ``--Class.trait=value``, ``-- rest``."""
+def scan_args(args: Sequence[str], arity: Callable[[str], int]) -> tuple[list[str], dict[str, str]]:
+    """Positional arguments and ``{option: value}`` (the name without its dashes; a flag's
+    value is "") of a command line: ``--name value`` takes ``arity("--name")`` values (joined
+    by spaces), ``--name=value`` none, ``-- rest`` is all positional. One scanner for both
+    kinds of tool: traitlets (nbconvert, nbclient) and click (papermill) differ only in which
+    options take values and how many."""
     positional: list[str] = []
     options: dict[str, str] = {}
     i = 0
@@ -203,15 +206,22 @@ def traitlets_args(args: Sequence[str], values: frozenset[str]) -> tuple[list[st
         if not arg.startswith("-") or arg == "-":
             positional.append(arg)
             continue
-        name, eq, value = arg.lstrip("-").partition("=")
-        if not eq and (name in values or "." in name) and i < len(args):
-            value, i = args[i], i + 1
-        options[name] = value
+        name, eq, value = arg.partition("=")
+        if not eq:
+            taken = arity(name)
+            value, i = " ".join(args[i : i + taken]), i + taken
+        options[name.lstrip("-")] = value
     return positional, options
 
 
+def traitlets_arity(values: frozenset[str]) -> Callable[[str], int]:
+    """A traitlets app's options: its aliases in ``values`` and any ``--Class.trait`` take one
+    value, the rest are flags."""
+    return lambda option: int(option.lstrip("-") in values or "." in option)
+
+
 def _nbconvert(args: list[str], cwd: Path) -> HeadlessRun | Unnamed:
-    patterns, options = traitlets_args(args, NBCONVERT_VALUES)
+    patterns, options = scan_args(args, traitlets_arity(NBCONVERT_VALUES))
     notebook = _the_notebook("jupyter nbconvert", _glob(patterns, cwd))
     if isinstance(notebook, Unnamed):
         return notebook
@@ -235,7 +245,7 @@ def _nbconvert(args: list[str], cwd: Path) -> HeadlessRun | Unnamed:
 
 
 def _jupyter_execute(args: list[str], cwd: Path) -> HeadlessRun | Unnamed:
-    names, options = traitlets_args(args, NBCLIENT_VALUES)
+    names, options = scan_args(args, traitlets_arity(NBCLIENT_VALUES))
     paths = [(cwd / p).with_suffix(".ipynb").resolve() for p in names]
     notebook = _the_notebook("jupyter execute", paths)
     if isinstance(notebook, Unnamed):
@@ -249,28 +259,9 @@ def _jupyter_execute(args: list[str], cwd: Path) -> HeadlessRun | Unnamed:
     return HeadlessRun("jupyter execute", notebook, writes)
 
 
-def click_args(args: Sequence[str], values: dict[str, int]) -> list[str]:
-    """The positional arguments of a click command line (options with ``values[name]``
-    values, ``--name=value``, ``-- rest``)."""
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            positional += args[i:]
-            break
-        if arg.startswith("-") and arg != "-":
-            if "=" not in arg:
-                i += values.get(arg, 0)
-            continue
-        positional.append(arg)
-    return positional
-
-
 def _papermill(args: list[str], cwd: Path) -> HeadlessRun | Unnamed:
-    positional = [*click_args(args, PAPERMILL_VALUES), "", ""]
-    source, target = positional[0], positional[1]
+    positional, _ = scan_args(args, lambda option: PAPERMILL_VALUES.get(option, 0))
+    source, target = [*positional, "", ""][:2]
     if not _local(source):
         where = source or "its notebook"
         return Unnamed(f"papermill reads {where!r}, not a local file; {HOW_TO_NAME}")

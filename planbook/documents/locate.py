@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from planbook.documents.base import NotebookDocument
+from planbook.documents.live.document import open_live
+from planbook.errors import LiveConnectionError
 
 log = logging.getLogger("planbook.locate")
 
@@ -280,8 +282,6 @@ def open_document(
     reason = _live_reason(server, path, rel if explicit is None else None, live)
     if reason is None:
         assert server is not None
-        from planbook.documents.live import LiveConnectionError, open_live
-
         room = _relative(path, server.root_dir) if explicit is not None else rel
         room = room or _relative(path, server.root_dir) or find_on_server(server, path)
         assert room is not None
@@ -304,8 +304,6 @@ def open_document(
     if page is not None:
         return Located(page, path)
     if live and reason:
-        from planbook.documents.live import LiveConnectionError
-
         raise LiveConnectionError(f"cannot edit {path.name} live: {reason}")
     description = f"file: {path.name} ({why})"
     if reason:

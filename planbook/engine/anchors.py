@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from planbook.documents.base import Cell
-from planbook.errors import PlanbookError, UnknownCell, UsageMistake
+from planbook.errors import UnknownCellName, UsageMistake
 from planbook.model.words import count
 
 #: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
@@ -23,18 +23,6 @@ WHOLE_ID = 16
 #: A prefix shorter than this is too easily a typo that happens to match.
 MIN_PREFIX = 4
 _POSITION = re.compile(r"^#(\d+)$")
-
-
-class UnknownCellName(UnknownCell):
-    """No cell goes by that name: an UnknownCell whose message lists every way to name one."""
-
-    def __init__(self, token: str) -> None:
-        PlanbookError.__init__(
-            self,
-            f"no cell with id {token!r}, nor one whose id starts with it, tagged with it or at "
-            "that position: list the cells with `%plan cells` (position #N, id, first line)",
-        )
-        self.cell_id = token
 
 
 def first_line(source: str, width: int = 60) -> str:

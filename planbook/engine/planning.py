@@ -87,6 +87,7 @@ def stage(
     cells: list[Cell],
     workspace: Workspace | None,
     run_at_approval: bool = False,
+    origin: str | None = None,
 ) -> Step:
     proj = projection(plan, cells, workspace)
     proj.check(op)
@@ -102,6 +103,7 @@ def stage(
         base=proj.target_hash(op),
         depends_on=tuple(dict.fromkeys(depends)),
         run_at_approval=run_at_approval,
+        origin=origin,
     )
     editable(plan, "added a step").steps.append(step)
     plan.fire("stage")
@@ -183,16 +185,3 @@ def revise(plan: Plan, feedback: str) -> Revision:
         raise UsageMistake('say what should change: `%plan revise "use a bar chart instead"`')
     plan.fire("request_revision")
     return fork(plan, feedback)
-
-
-def diff_revisions(plan: Plan, a: int, b: int) -> list[str]:
-    """What changed between two revisions: added, changed, moved and withdrawn steps."""
-    from planbook.engine.revisions import diff
-
-    return diff(plan, a, b)
-
-
-def describe(step: Step) -> str:
-    from planbook.present.text import step_title
-
-    return step_title(step)

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, PolicyDenied
 from planbook.model.operations import AnyOperation, RunCell, Shell
 from planbook.model.store import MODES, Mode
 
 Decision = Literal["stage", "apply"]
 RuleVerdict = Literal["allow", "ask", "deny"] | None
-
-
-class PolicyDenied(PlanbookError):
-    """A permission rule forbids this change."""
 
 
 def check_mode(mode: str) -> Mode:

@@ -28,12 +28,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
-from planbook.errors import MetadataError, first_problem
+from planbook.errors import MetadataError, invalid_as
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
@@ -153,14 +151,15 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
             f"planbook metadata in {where} has schema {version}, newer than this planbook "
             f"understands ({SCHEMA_VERSION}); it was left untouched: upgrade planbook to use it"
         )
-    try:
-        state = PlanbookState.model_validate(from_layout(raw))
-    except ValidationError as exc:
-        loc, problem = first_problem(exc, whole="(top level)")
-        raise MetadataError(
-            f"planbook metadata in {where} is corrupted at {loc}: {problem}; it was left "
+
+    def corrupted(at: str, problem: str) -> MetadataError:
+        return MetadataError(
+            f"planbook metadata in {where} is corrupted at {at}: {problem}; it was left "
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
-        ) from None
+        )
+
+    with invalid_as(corrupted, whole="(top level)"):
+        state = PlanbookState.model_validate(from_layout(raw))
     state.schema_version = SCHEMA_VERSION
     # in seq order, as they are appended (schema 2 is read that way; schema 1 as written)
     state.checkpoints.sort(key=lambda c: c.seq)
@@ -175,7 +174,7 @@ class Store:
         self.state = empty_state()
         self._raw: Any = None
         self._saved = _Saved()
-        self.user = _user()
+        self.user = user_name()
         #: How often ``sync`` found the saved record put back to an older copy of this one
         #: (the live server overwrote the room with the file); memory was kept each time and
         #: the record must be reconciled with the cells (engine/reconcile.py).
@@ -453,7 +452,8 @@ def _same_looks(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
     return a is not None and a[0] is b[0] and a[1] == b[1]
 
 
-def _user() -> str:
+def user_name() -> str:
+    """The login name a change is recorded under ("unknown" where there is none)."""
     try:
         return getpass.getuser()
     except Exception:  # no login name in some containers

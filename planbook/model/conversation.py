@@ -56,7 +56,8 @@ class SavedDecision(PlanbookModel):
 
 
 class StepQuestion(PlanbookModel):
-    """A decision point: execution pauses before the step until the person answers."""
+    """A step's question as notebooks saved it before it lived on the step (``Step.ask_first``):
+    read only, moved onto its step when the notebook loads (model/store.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -94,6 +95,7 @@ class Conversation(PlanbookModel):
     dropped: int = 0
     todos: list[Todo] = Field(default_factory=list)
     decisions: list[SavedDecision] = Field(default_factory=list)
+    #: Always empty once loaded: older notebooks' step questions, moved onto their steps.
     step_questions: list[StepQuestion] = Field(default_factory=list)
     activity: list[ActivityLine] = Field(default_factory=list)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
@@ -96,6 +96,40 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+#: The answer every step's question offers: the steps the pause held back stay pending.
+STOP_HERE = "stop here"
+
+
+class AskFirst(PlanbookModel):
+    """A question the person answers before the step runs ("ask before this step").
+
+    An approved run that reaches the step while the question is unanswered pauses there: the
+    step and the approved ones after it go back to pending (``held_back`` names them), and an
+    answer other than ``STOP_HERE`` approves and runs them again. Not part of the approval hash
+    (engine/approval.py): like a step's status, it says when the step runs, not what it does.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    question: str = Field(description="What to ask just before the step runs, one line.")
+    options: list[str] = Field(description="The answers offered; the last is always STOP_HERE.")
+    answer: str | None = Field(default=None, description="The person's answer, once given.")
+    held_back: list[str] = Field(
+        default_factory=list,
+        description="Ids of the approved steps the pause sent back to pending: answering "
+        "runs them.",
+    )
+
+    @property
+    def waiting(self) -> bool:
+        """A run paused on it and it is not answered yet."""
+        return self.answer is None and bool(self.held_back)
+
+
+#: Fields added after notebooks were first written, left out of a step that has none.
+_DROPPED_WHEN_ABSENT = ("ask_first", "origin")
+
+
 class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
@@ -117,6 +151,28 @@ class Step(PlanbookModel):
         default=None,
         description="While approved or running: the process that runs it (host:pid:start).",
     )
+    ask_first: AskFirst | None = Field(
+        default=None,
+        description="A question a run pauses on before this step until it is answered.",
+    )
+    origin: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "Who proposed it when not the person or agent of this notebook's kernel: an MCP "
+            "client's name and version as it introduced itself, such as `claude-code 2.1.0`."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A step without a question or an origin is stored as before those fields existed:
+        notebooks written earlier keep their bytes, and no step carries ``null`` for them."""
+        dumped: dict[str, Any] = handler(self)
+        for name in _DROPPED_WHEN_ABSENT:
+            if getattr(self, name) is None:
+                dumped.pop(name, None)
+        return dumped
 
     @property
     def runs_cell(self) -> bool:

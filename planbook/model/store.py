@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
-from planbook.model.plan import Plan
+from planbook.model.plan import AskFirst, Plan
 
 #: 2: plans, checkpoints and log entries stored by id (see planbook.engine.store); 1 is read too.
 SCHEMA_VERSION: Final = 2
@@ -40,3 +40,23 @@ class PlanbookState(PlanbookModel):
     #: The agent's conversation (messages, todos, open questions, activity); absent once the
     #: notebook is stripped for sharing, which simply starts a fresh conversation.
     conversation: Conversation | None = None
+
+    @model_validator(mode="after")
+    def _questions_onto_steps(self) -> PlanbookState:
+        """A notebook saved while a step's question was kept in the agent's conversation:
+        each question moves onto its step (``Step.ask_first``), so a run still pauses on it."""
+        conversation = self.conversation
+        if conversation is None or not conversation.step_questions:
+            return self
+        steps = {step.id: step for plan in self.plans for step in plan.steps}
+        for asked in conversation.step_questions:
+            step = steps.get(asked.step_id)
+            if step is not None and step.ask_first is None:
+                step.ask_first = AskFirst(
+                    question=asked.question,
+                    options=asked.options,
+                    answer=asked.answer,
+                    held_back=asked.resume,
+                )
+        conversation.step_questions = []
+        return self

@@ -1,4 +1,5 @@
-"""The plan as text: markdown for Jupyter's rich display, plain text for terminals."""
+"""The plan as text: markdown for Jupyter's rich display, plain text for terminals, and what
+changed between two revisions."""
 
 from __future__ import annotations
 
@@ -131,3 +132,40 @@ def checkpoints_text(checkpoints: list[Checkpoint], plans: Sequence[Plan] = ()) 
         )
         out.append(f"{n}. {names[cp.id]}{state}  ({cp.id}, {cp.at:%Y-%m-%d %H:%M:%S})")
     return "\n".join(out)
+
+
+#: A step the person withdrew in a revision (rejected): the diff says "withdrawn".
+_WITHDRAWN = frozenset({"rejected"})
+
+
+def revision_diff(plan: Plan, a: int, b: int) -> list[str]:
+    """What changed from revision ``a`` to ``b``, a line each: steps added, changed, moved,
+    withdrawn, put back or removed (revisions are never edited in place, so this is what the
+    person saw each time)."""
+    old, new = plan.revision(a), plan.revision(b)
+    old_by = {s.id: (i, s) for i, s in enumerate(old.steps, start=1)}
+    new_by = {s.id: (i, s) for i, s in enumerate(new.steps, start=1)}
+    lines = []
+    if old.summary != new.summary:
+        lines.append("summary changed")
+    if new.feedback and new.parent == a:
+        lines.append(f"feedback: {new.feedback}")
+    for sid, (i, s) in new_by.items():
+        if sid not in old_by:
+            mark = "withdrawn" if s.status in _WITHDRAWN else "added"
+            sign = "-" if mark == "withdrawn" else "+"
+            lines.append(f"{sign} step {i} {mark}: {step_title(s)}")
+            continue
+        j, o = old_by[sid]
+        if s.status in _WITHDRAWN and o.status not in _WITHDRAWN:
+            lines.append(f"- step {i} withdrawn: {step_title(s)}")
+        elif o.status in _WITHDRAWN and s.status not in _WITHDRAWN:
+            lines.append(f"+ step {i} put back: {step_title(s)}")
+        elif o.operation != s.operation:
+            lines.append(f"~ step {i} changed: {step_title(s)}")
+        elif i != j:
+            lines.append(f"> step {j} moved to {i}: {step_title(s)}")
+    for sid, (j, o) in old_by.items():
+        if sid not in new_by:
+            lines.append(f"- step {j} removed: {step_title(o)}")
+    return lines or ["no differences"]

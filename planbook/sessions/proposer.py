@@ -10,13 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
 from planbook.documents.base import NotebookDocument, new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
-from planbook.errors import PlanbookError, UnknownCell, UsageMistake, first_problem
+from planbook.errors import PlanbookError, UnknownCell, UsageMistake, invalid_as
 from planbook.model.operations import (
     AnyOperation,
     CellType,
@@ -39,7 +37,9 @@ from planbook.workspace.files import Workspace
 class Stage(Protocol):
     """How a proposal is staged: the Session's ``stage`` (its policy decides staged or applied)."""
 
-    def __call__(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step: ...
+    def __call__(
+        self, op: AnyOperation, *, reason: str = "", run: bool = False, origin: str | None = None
+    ) -> Step: ...
 
 
 #: The operations that change which cells exist and where: what naming a cell needs.
@@ -48,11 +48,12 @@ _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
 
 def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
     """Validate operation arguments: a bad one is a one-line `UsageMistake`, never a step."""
-    try:
+    name = cls.__name__
+    with invalid_as(
+        lambda where, problem: UsageMistake(f"invalid {name} argument `{where}`: {problem}"),
+        whole=name,
+    ):
         return cls(**fields)
-    except ValidationError as exc:
-        where, problem = first_problem(exc, whole=cls.__name__)
-        raise UsageMistake(f"invalid {cls.__name__} argument `{where}`: {problem}") from None
 
 
 class Proposer:
@@ -66,18 +67,22 @@ class Proposer:
         stage: Stage,
         current_plan: Callable[[], Plan | None],
         advice: PageAdvice,
+        origin: str | None = None,
     ) -> None:
         self._document = document
         self._workspace = workspace
         self._stage_op = stage
         self._current_plan = current_plan
         self._advice = advice
+        #: Who proposes through this proposer when not the kernel's person or agent (an MCP
+        #: client's name and version): every step it stages carries it.
+        self.origin = origin
 
     def _path(self, path: str) -> str:
         return self._workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
-        return self._stage_op(op, reason=reason, run=run)
+        return self._stage_op(op, reason=reason, run=run, origin=self.origin)
 
     def _projection(self) -> Projection:
         """The cells as they will be once the open steps ran: enough to name a cell that a

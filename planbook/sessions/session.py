@@ -21,7 +21,7 @@ from planbook.documents.base import (
     close_document,
     make_durable,
 )
-from planbook.engine import planning
+from planbook.engine import ask_first, planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
     StepSelection,
@@ -31,14 +31,16 @@ from planbook.engine.approval import (
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor import Executor, RunReport, StepOutcome, one_line
+from planbook.engine.executor.report import RunReport, StepOutcome, one_line
+from planbook.engine.executor.run import Executor
 from planbook.engine.owner import describe
-from planbook.engine.policy import RuleVerdict, check_mode, decide
+from planbook.engine.policy import check_mode, decide
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
 from planbook.engine.revisions import restore
 from planbook.engine.rollback import find_checkpoint, rollback
+from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
@@ -49,6 +51,7 @@ from planbook.model.operations import AnyOperation
 from planbook.model.plan import (
     OPEN_STATUSES,
     Approval,
+    AskFirst,
     Plan,
     Revision,
     Step,
@@ -56,13 +59,12 @@ from planbook.model.plan import (
 )
 from planbook.model.store import Mode
 from planbook.model.words import count
-from planbook.present.text import checkpoints_text, plan_markdown, plan_text
+from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
 from planbook.sessions.page_advice import PageAdvice
 from planbook.sessions.proposer import Proposer
 from planbook.workspace.files import Workspace
 
-RuleHook = Callable[[AnyOperation], RuleVerdict]
 Attached = TypeVar("Attached")
 
 
@@ -91,18 +93,9 @@ class Session:
         #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
         #: every surface's "no such cell" (``propose``) depends on it.
         self.page_advice = PageAdvice(document, self.warnings)
-        self.propose = Proposer(
-            document,
-            self.workspace,
-            stage=self.stage,
-            current_plan=self.current_plan,
-            advice=self.page_advice,
-        )
-        #: Permission rules (from the project, see engine/rules.py); None: the mode alone decides.
-        self.rule_for: RuleHook | None = None
-        #: Only engine/rules/matching.install keeps the project's rules here (key "rules"), until
-        #: rules are installed on the policy instead; nothing else uses it.
-        self.extras: dict[str, Any] = {}
+        self.propose = self.proposing_as(None)
+        #: The project's permission rules (engine/rules/project.py), as its files say now.
+        self.rules = ProjectRules(self.workspace.root, notebook_path)
         #: Per-session objects of the floors above, by their owner's class (``attached``).
         self._attached: dict[type, object] = {}
         self._attached_lock = threading.Lock()
@@ -119,6 +112,18 @@ class Session:
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
 
+    def proposing_as(self, origin: str | None) -> Proposer:
+        """``propose`` for someone other than the kernel's person or agent (an MCP client's
+        name and version, ``origin``): every step it stages carries it."""
+        return Proposer(
+            self.document,
+            self.workspace,
+            stage=self.stage,
+            current_plan=self.current_plan,
+            advice=self.page_advice,
+            origin=origin,
+        )
+
     def attached(self, kind: type[Attached]) -> Attached:
         """The one ``kind`` object of this session, made by ``kind()`` on first use: how the
         floors above keep their per-session objects (the agent's state, the review panel)
@@ -134,13 +139,9 @@ class Session:
             return found
 
     def _install_rules(self) -> None:
-        """Permission rules apply to every surface (magics, API, agent), not only the agent."""
-        from planbook.engine.rules.matching import install
-
-        try:
-            install(self)
-        except PlanbookError as exc:  # install has failed closed: every change is asked about
-            warning = f"{exc}; until it is fixed, every change is staged for review"
+        """Read the rules again if their files changed; say what is wrong with them (a broken
+        file fails closed: every change is staged until it is fixed)."""
+        for warning in self.rules.refresh():
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
@@ -297,11 +298,15 @@ class Session:
         self._changed(plan=plan)
         return plan
 
-    def stage(self, op: AnyOperation, *, reason: str = "", run: bool = False) -> Step:
-        """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint."""
+    def stage(
+        self, op: AnyOperation, *, reason: str = "", run: bool = False, origin: str | None = None
+    ) -> Step:
+        """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint.
+        ``origin``: who proposed it from outside this kernel (an MCP client), kept on the step
+        and in the audit log."""
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
-            verdict = self.rule_for(op) if self.rule_for else None
+            verdict = self.rules.verdict(op)
             decision = decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
             busy = self._busy(plan)
@@ -316,8 +321,9 @@ class Session:
                 cells=self.document.cells(),
                 workspace=self.workspace,
                 run_at_approval=run,
+                origin=origin,
             )
-            self.store.log("staged", f"{step.id} {op.kind}")
+            self.store.log("staged", f"{step.id} {op.kind}" + (f" from {origin}" if origin else ""))
             self.store.save()
             self._durable()
         self._tell(
@@ -550,6 +556,40 @@ class Session:
             self.store.save()
         return conversation
 
+    # --- asking before a step -----------------------------------------------------------------
+    def ask_before(self, number: int, question: str, options: Sequence[str] = ()) -> AskFirst:
+        """Make pending step ``number`` a decision point: a run that reaches it pauses (it and
+        the approved steps after it go back to pending) until ``answer_step`` is called.
+        ``options`` are the answers offered; "stop here" is always added."""
+        check_step_number(number)
+        with self._editing():
+            plan = self.current_plan()
+            asked = ask_first.ask(plan, number, question, options)
+            self.store.save()
+        self._changed(plan=plan)
+        return asked
+
+    def waiting_questions(self) -> list[tuple[int, Step]]:
+        """The steps of the current plan a run paused on, with their numbers, whose question
+        waits for an answer (``step.ask_first``)."""
+        return ask_first.waiting(self.current_plan())
+
+    def answer_step(self, number: int, choice: str | int) -> RunReport | None:
+        """Answer step ``number``'s question with one of its options (or the option's number).
+        The answer goes in the notebook's log; unless it is "stop here", the steps the pause
+        held back are approved and run at once: their report (None when nothing runs)."""
+        check_step_number(number)
+        with self._lock:
+            with self._editing():
+                plan = self._require_plan()
+                chosen, again = ask_first.answer(plan, number, choice)
+                self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
+                self.store.save()
+            self._changed(plan=plan)
+            if not again:
+                return None
+            return self.approve(again, by="answer to step question")
+
     def request_stop(self) -> None:
         """End a run cleanly between steps."""
         self.executor.stop_requested = True
@@ -657,4 +697,4 @@ class Session:
         return "\n".join(lines)
 
     def diff_revisions(self, a: int, b: int) -> str:
-        return "\n".join(planning.diff_revisions(self._require_plan(), a, b))
+        return "\n".join(revision_diff(self._require_plan(), a, b))

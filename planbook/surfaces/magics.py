@@ -3,7 +3,6 @@ result. Every planbook error becomes a one-line `UsageError` (no traceback)."""
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -12,39 +11,16 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.display import display
 
-from planbook.agent.state import state_of
-from planbook.documents.base import Cell
-from planbook.engine.anchors import first_line, short_ids, tags_of
 from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
-from planbook.sessions.page_advice import NO_SAVED_CELLS
 from planbook.sessions.session import Session
-from planbook.surfaces import api
+from planbook.surfaces import api, plan_verbs
 from planbook.surfaces.api import NotebookSession
+from planbook.surfaces.magics_agent import register as register_agent
 
 T = TypeVar("T")
-PLAN_SUBCOMMANDS = (
-    "show",
-    "text",
-    "on",
-    "off",
-    "revise",
-    "skip",
-    "unskip",
-    "move",
-    "history",
-    "diff",
-    "cells",
-    "panel",
-    "stop",
-    "continue",
-    "rules",
-    "restore",
-    "gc",
-)
 
 
 @contextmanager
@@ -58,18 +34,6 @@ def _as_usage_errors() -> Iterator[None]:
 def _session() -> NotebookSession:
     with _as_usage_errors():
         return api.session()
-
-
-def show_plan(session: NotebookSession) -> None:
-    """The review panel where widgets render; its bundle carries the plan as markdown and
-    text for everywhere else. The agent's saved conversation follows when there is one."""
-    session.page_advice.refresh()
-    display(session.review())
-    from planbook.surfaces.magics_agent import conversation_text
-
-    conversation = conversation_text(session)
-    if conversation:
-        print(conversation)
 
 
 def show_report(session: Session, report: Any) -> None:
@@ -87,23 +51,6 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     return text
-
-
-def cells_listing(cells: list[Cell]) -> str:
-    """``%plan cells``: what a person needs to name a cell (#N, short id or tag)."""
-    if not cells:
-        return "the notebook has no cells"
-    short = short_ids([c.id for c in cells])
-    width = max(len(s) for s in short.values())
-    lines = []
-    for n, cell in enumerate(cells, start=1):
-        tags = "".join(f" [{t}]" for t in tags_of(cell))
-        kind = "" if cell.cell_type == "code" else f" ({cell.cell_type})"
-        lines.append(
-            f"#{n:<3} {short[cell.id]:<{width}}{kind}{tags}  {first_line(cell.source, 70)}"
-        )
-    lines.append("name a cell by position (#3), id (or its first characters) or tag")
-    return "\n".join(lines)
 
 
 def _running_cell(session: Session, shell: Any) -> str:
@@ -144,123 +91,15 @@ def _cell_with_source(session: Session, code: object) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def _int(token: str, what: str) -> int:
-    try:
-        return int(token)
-    except ValueError:
-        raise UsageError(f"`{token}` is not a {what}; see `%plan?`") from None
-
-
 @magics_class
 class PlanbookMagics(Magics):
     @line_magic
     def plan(self, line: str) -> None:
-        """Show or change the plan.
-
-        %plan | %plan show        the plan, every step with its reason, risk and diff
-        %plan text                the same as plain text
-        %plan on | %plan off      plan mode on (changes are staged) / off (act mode)
-        %plan revise "feedback"   start a new revision (the old one is kept)
-        %plan skip N | unskip N   leave step N out of "approve all" / put it back
-        %plan move N before M     reorder steps
-        %plan history             the revisions; %plan diff A B: what changed between two
-        %plan cells               the cells: position (#N), short id, tags and first line
-        %plan restore N           make revision N current again (as a new revision)
-        %plan panel               the review panel (what %plan shows where widgets render)
-        %plan "task"              ask the configured agent to plan a task
-        %plan stop                end the agent's run (the plan staged so far is kept)
-        %plan continue            resume the agent's last run where it stopped
-        %plan rules               the permission rules; %plan rules revoke N removes one
-        %plan gc [K]              keep the newest K checkpoints (default: keep_checkpoints)
-        """
-        try:
-            args = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"cannot parse `{line}`: {exc}") from None
         session = _session()
         with _as_usage_errors():
-            self._plan(session, args, line)
+            plan_verbs.run(session, line)
 
-    def _plan(self, session: NotebookSession, args: list[str], line: str) -> None:
-        if not args or args[0] == "show":
-            show_plan(session)
-            return
-        cmd, rest = args[0], args[1:]
-        if cmd == "text":
-            print(session.render_text())
-        elif cmd in ("on", "off"):
-            mode = session.set_mode("plan" if cmd == "on" else "act")
-            print(
-                f"planbook: mode {mode}"
-                + (
-                    " (changes are staged for your approval)"
-                    if mode == "plan"
-                    else " (changes apply at once, each with a checkpoint)"
-                )
-            )
-        elif cmd == "revise":
-            if not rest:
-                raise UsageError('say what should change: `%plan revise "use a bar chart"`')
-            feedback = " ".join(rest)
-            revise = state_of(session).reviser
-            if revise is not None:
-                revise(feedback)
-            else:
-                revision = session.revise(feedback)
-                print(f"revision {revision.number} started from {revision.parent}: {feedback}")
-        elif cmd in ("skip", "unskip"):
-            if len(rest) != 1:
-                raise UsageError(f"usage: `%plan {cmd} N`")
-            number = _int(rest[0], "step number")
-            step = session.skip(number) if cmd == "skip" else session.unskip(number)
-            print(f"step {number} is {step.status}")
-        elif cmd == "move":
-            if len(rest) != 3 or rest[1] not in ("before", "after"):
-                raise UsageError("usage: `%plan move N before M` (or `after M`)")
-            number, other = _int(rest[0], "step number"), _int(rest[2], "step number")
-            session.move(number, before=other if rest[1] == "before" else other + 1)
-            show_plan(session)
-        elif cmd == "history":
-            print(session.history())
-        elif cmd == "diff":
-            if len(rest) != 2:
-                raise UsageError("usage: `%plan diff A B` with two revision numbers")
-            print(session.diff_revisions(_int(rest[0], "revision"), _int(rest[1], "revision")))
-        elif cmd == "cells":
-            cells = session.cells()
-            unsaved = not cells and session.page_advice.flagged()
-            print(NO_SAVED_CELLS if unsaved else cells_listing(cells))
-        elif cmd == "stop":
-            from planbook.surfaces.magics_agent import stop_plan
-
-            print(stop_plan(session))
-        elif cmd in ("continue", "rules", "restore"):
-            from planbook.surfaces.magics_agent import plan_subcommand
-
-            plan_subcommand(session, cmd, rest)
-        elif cmd == "gc":
-            keep = _int(rest[0], "number of checkpoints to keep") if rest else None
-            print(f"planbook: {session.gc(keep_checkpoints=keep)}")
-        elif cmd == "panel":
-            display(session.review())
-        elif len(args) == 1 and not line.strip().startswith(("'", '"')):
-            # one bare word is far more likely a mistyped command than a task for the agent
-            raise UsageError(
-                f"`{cmd}` is not a %plan command ({', '.join(PLAN_SUBCOMMANDS)}); "
-                f'to ask the agent, quote the task: %plan "{cmd}"'
-            )
-        else:
-            self._agent_plan(session, line.strip().strip("\"'"))
-
-    def _agent_plan(self, session: Session, task: str) -> None:
-        try:
-            from planbook.surfaces.magics_agent import start_plan  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            raise UsageError(
-                f"`{task.split()[0] if task else ''}` is not a %plan command, and the agent is not "
-                f"available; commands: {', '.join(PLAN_SUBCOMMANDS)}"
-            ) from None
-        start_plan(session, task)
+    plan.__doc__ = plan_verbs.help_text()  # `%plan?`: generated from the verbs' table
 
     @cell_magic
     @magic_arguments()
@@ -388,8 +227,6 @@ class PlanbookMagics(Magics):
 
 
 def register(ipython: Any) -> None:
-    from planbook.surfaces.magics_agent import register as register_agent
-
     ipython.register_magics(PlanbookMagics)
     speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)

@@ -1,11 +1,10 @@
 """The agent's pieces of the magics: ``%plan "task"``, ``%%plan``, ``%plan revise``, ``%plan
-stop``, ``%plan continue``, ``%plan rules``, ``%plan restore N``, ``%answer`` and
-``%config Planbook.model = ...``.
+stop``, ``%plan continue``, ``%plan rules``, ``%answer`` and ``%config Planbook.model = ...``.
 
-planbook/surfaces/magics.py owns ``%plan``; it calls ``start_plan``, ``revise_plan``, ``stop_plan``
-and
-``plan_subcommand`` here, and ``register(ipython)`` adds the rest (the ``Planbook``
-configurable, the ``%%plan`` cell magic and ``%answer``). The run streams into a live output (a
+planbook/surfaces/plan_verbs.py owns ``%plan``'s verbs; they call ``start_plan``,
+``stop_plan``, ``continue_plan``, ``rules_text`` and ``revoke_rule`` here, and
+``register(ipython)`` adds the rest (the ``Planbook`` configurable, the ``%%plan`` cell magic
+and ``%answer``). The run streams into a live output (a
 display handle updated in place), so the cell returns at once and the activity keeps appearing.
 """
 
@@ -20,12 +19,13 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
-from planbook.agent import memory, step_questions, view
+from planbook.agent import memory, view
 from planbook.agent.activity import Activity
 from planbook.agent.config import KERNEL_SETTINGS
+from planbook.agent.context import config_of, decisions_of, todos_of
 from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
-from planbook.agent.state import config_of, decisions_of, state_of, todos_of
+from planbook.agent.state import state_of
 from planbook.errors import PlanbookError, UsageMistake
 from planbook.sessions.session import Session
 from planbook.surfaces import api
@@ -34,19 +34,17 @@ if TYPE_CHECKING:
     from planbook.agent.run import AgentRun  # heavy: the agent, loaded when a magic asks
 
 __all__ = [
-    "AGENT_SUBCOMMANDS",
     "Planbook",
     "answer_line",
+    "continue_plan",
     "conversation_text",
-    "plan_subcommand",
     "register",
     "revise_plan",
+    "revoke_rule",
+    "rules_text",
     "start_plan",
     "stop_plan",
 ]
-
-#: ``%plan`` subcommands this module answers (magics.py hands them over).
-AGENT_SUBCOMMANDS = ("continue", "rules", "restore")
 
 
 class LiveView:
@@ -111,8 +109,7 @@ def stop_plan(session: Session) -> str:
 def answer_line(session: Session, line: str) -> str:
     """``%answer``: list open decisions; ``%answer d3 approve``, ``%answer d3 deny "why"``,
     ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
-    step_questions.install(session)  # questions on steps a previous kernel left open
-    decisions = decisions_of(session)
+    decisions = decisions_of(session)  # with the questions steps wait on (agent/step_questions)
     try:
         words = shlex.split(line)
     except ValueError as exc:
@@ -234,31 +231,6 @@ def revoke_rule(session: Session, number: int) -> str:
     return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
 
 
-def plan_subcommand(session: Session, command: str, rest: list[str]) -> None:
-    """``%plan continue`` / ``%plan rules [revoke N]`` / ``%plan restore N``."""
-    if command == "continue":
-        if rest:
-            raise UsageMistake("usage: `%plan continue` (it takes no arguments)")
-        continue_plan(session)
-    elif command == "rules":
-        if not rest:
-            print(rules_text(session))
-        elif rest[0] == "revoke" and len(rest) == 2 and rest[1].isdigit():
-            print(revoke_rule(session, int(rest[1])))
-        else:
-            raise UsageMistake("usage: `%plan rules` or `%plan rules revoke N`")
-    elif command == "restore":
-        if len(rest) != 1 or not rest[0].isdigit():
-            raise UsageMistake(
-                "usage: `%plan restore N` with a revision number (see `%plan history`)"
-            )
-        revision = session.restore_revision(int(rest[0]))
-        print(
-            f"planbook: revision {revision.number} restores revision {rest[0]} "
-            f"({len(revision.steps)} steps); the revisions in between are kept"
-        )
-
-
 class Planbook(Configurable):
     """``%config Planbook.model = "openai:gpt-4.1"`` (or an OpenAI-compatible URL)."""
 
@@ -305,6 +277,6 @@ def register(ipython: Any) -> None:
             raise UsageError(str(exc)) from None
 
     with suppress(PlanbookError):  # magics.register says in one line why no session opens
-        step_questions.install(api.session())
+        decisions_of(api.session())  # the panel offers the questions steps wait on
     ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")
     ipython.register_magic_function(answer, magic_kind="line", magic_name="answer")

@@ -15,35 +15,18 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
+from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
+from planbook.workspace.settings_guard import SettingsGuard
+from planbook.workspace.shell_result import ShellResult
 
-if TYPE_CHECKING:
-    from planbook.workspace.settings_guard import SettingsGuard
+__all__ = ["DEFAULT_MAX_BYTES", "ShellResult", "Workspace", "decode_text"]
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 _OUTPUT_LIMIT = 64 * 1024
-
-
-@dataclass(frozen=True)
-class ShellResult:
-    command: str
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    seconds: float
-    #: Protected settings the command changed and that were put back (one line each).
-    guarded: tuple[str, ...] = ()
-    #: Paths the command could not write (no one reviewed it: settings_guard.py).
-    read_only: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and not self.guarded
 
 
 class Workspace:
@@ -210,9 +193,10 @@ class Workspace:
         in ``guarded``. Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
-        from planbook.workspace.sandbox import guarded_argv, run_bounded, sandbox_argv
-
-        argv = sandbox_argv(command, self.root) if sandboxed else ["/bin/sh", "-c", command]
+        if sandboxed:
+            result = run_sandboxed(command, self.root, timeout=timeout)
+            return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+        argv = ["/bin/sh", "-c", command]
         before = guard.snapshot() if guard is not None else None
         held: tuple[str, ...] = ()
         if guard is not None:
@@ -221,7 +205,7 @@ class Workspace:
                 argv = shielded
                 held = tuple(p.relative_to(self.root).as_posix() for p in guard.read_only())
         result = run_bounded(
-            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=sandboxed
+            argv, command=command, cwd=self.root, timeout=timeout, kill_at_cap=False
         )
         put_back = tuple(guard.restore(before)) if guard is not None and before else ()
         return replace(

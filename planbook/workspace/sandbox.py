@@ -10,9 +10,18 @@ command runs with ``bwrap``:
   environment the notebook runs in (it holds installed libraries, no user data);
 - a private empty ``/tmp`` (a small tmpfs), ``/proc``, a minimal ``/dev``;
 - every namespace unshared (no network, own pids, so killing bwrap ends everything inside),
-  ``--die-with-parent``, ``--new-session`` (no terminal to inject keystrokes into), a clean env;
+  ``--die-with-parent``, ``--new-session`` (no terminal to inject keystrokes into);
+- a clean environment for bwrap itself too, not only for the command: bwrap is the sandbox's
+  pid 1, and ``/proc/1/environ`` shows the environment it was started with;
+- ``/proc`` mounted read-only and, as root, every capability dropped: a process whose user is
+  root outside may write ``/proc/sys`` (``kernel/core_pattern``) or ``/proc/sysrq-trigger``
+  from inside a user namespace, with or without capabilities; no ``/sys`` at all;
+- no sockets: a seccomp filter makes ``socket()`` fail (planbook/workspace/seccomp.py), since a
+  read-only mount does not stop ``connect()`` to a Unix socket in the workspace;
+- one memory and process budget for the whole command (planbook/workspace/budget.py), and a
+  per-process memory limit;
 - output streamed and capped (past the cap the whole sandbox is killed, so ``cat /dev/zero`` or
-  ``yes`` cannot exhaust memory), a memory limit and a time limit.
+  ``yes`` cannot exhaust memory), and a time limit.
 
 Whether a sandbox can start is probed once per process (per bwrap binary); where it cannot (no
 bwrap, user namespaces off, macOS, Windows) the caller stages every command instead and shows
@@ -23,24 +32,39 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from planbook.workspace.files import ShellResult
+from planbook.workspace.budget import Budget, make_cgroup
+from planbook.workspace.seccomp import socket_filter
+from planbook.workspace.shell_result import ShellResult
 
-__all__ = ["OUTPUT_CAP", "SandboxStatus", "guarded_argv", "probe", "run_bounded", "sandbox_argv"]
+__all__ = [
+    "OUTPUT_CAP",
+    "SandboxStatus",
+    "guarded_argv",
+    "probe",
+    "run_bounded",
+    "run_sandboxed",
+    "sandbox_argv",
+]
 
 #: Bytes of stdout and stderr together; past this the command is killed.
 OUTPUT_CAP = 1024 * 1024
-#: Virtual memory for the command (``ulimit -v``, KiB): enough for pip, not for `sort /dev/zero`.
+#: Virtual memory for each process (``ulimit -v``, KiB): enough for pip, not for `sort /dev/zero`.
+#: The whole command's budget is budget.Budget.
 MEMORY_KIB = 2 * 1024 * 1024
+#: What bwrap itself is started with (it is pid 1 inside: /proc/1/environ shows this).
+BWRAP_ENV: dict[str, str] = {}
 #: The private /tmp is RAM: keep it small.
 TMP_BYTES = 16 * 1024 * 1024
 _ETC_FILES = (
@@ -87,13 +111,22 @@ def _probe(bwrap: str | None) -> SandboxStatus:
             False,
             "no OS sandbox: `bwrap` was not found on PATH (install the `bubblewrap` package)",
         )
-    try:
-        done = subprocess.run(
-            [bwrap, *_mounts(Path("/"), Path("/")), "--", "/bin/sh", "-c", "exit 0"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=20,
+    if socket_filter() is None:
+        return SandboxStatus(
+            False,
+            f"no OS sandbox: planbook has no socket filter for this CPU ({platform.machine()})",
+            bwrap,
         )
+    try:
+        with _filter_fd() as fd:
+            done = subprocess.run(
+                [bwrap, *_mounts(Path("/"), Path("/"), fd), "--", "/bin/sh", "-c", "exit 0"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                env=BWRAP_ENV,
+                pass_fds=(fd,),
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxStatus(False, f"no OS sandbox: bubblewrap cannot start ({exc})", bwrap)
     if done.returncode != 0:
@@ -114,16 +147,38 @@ def _python_prefixes() -> list[Path]:
     return sorted(out)
 
 
-def _mounts(workspace: Path, cwd: Path) -> list[str]:
+@contextlib.contextmanager
+def _filter_fd() -> Iterator[int]:
+    """A pipe's read end holding the seccomp program, for bwrap's ``--seccomp FD``."""
+    program = socket_filter()
+    if program is None:
+        raise OSError(f"no socket filter for this CPU ({platform.machine()})")
+    read_end, write_end = os.pipe()
+    try:
+        # A few dozen bytes: fits the pipe's buffer. Closed once only: in a threaded kernel
+        # a second close could hit another thread's new file with the same number.
+        try:
+            os.write(write_end, program)
+        finally:
+            os.close(write_end)
+        yield read_end
+    finally:
+        os.close(read_end)
+
+
+def _mounts(workspace: Path, cwd: Path, seccomp_fd: int | None) -> list[str]:
     args = [
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup: no network among them
         "--die-with-parent",
         "--new-session",
         "--clearenv",
-        "--ro-bind",
-        "/usr",
-        "/usr",
     ]
+    if os.geteuid() == 0:
+        # bwrap keeps a privileged caller's capabilities inside its user namespace.
+        args += ["--cap-drop", "ALL"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    args += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         link = Path("/") / name
         if link.is_symlink():
@@ -135,7 +190,10 @@ def _mounts(workspace: Path, cwd: Path) -> list[str]:
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for prefix in _python_prefixes():
         args += ["--ro-bind", str(prefix), str(prefix)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    # /proc read-only as a whole: bwrap covers only some of it, and uid 0 outside passes the
+    # permission check of /proc/sys files from inside a user namespace.
+    args += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]
+    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     # After /tmp, so a workspace under /tmp is bound on top of the private tmpfs.
     if workspace != Path("/"):
         args += ["--ro-bind", str(workspace), str(workspace)]
@@ -165,16 +223,64 @@ def sandbox_argv(
     *,
     cwd: str | os.PathLike[str] | None = None,
     status: SandboxStatus | None = None,
+    seccomp_fd: int | None,
+    processes: int = Budget().processes,
 ) -> list[str]:
-    """The bwrap command line that runs ``command`` with /bin/sh inside the sandbox."""
+    """The bwrap command line that runs ``command`` with /bin/sh inside the sandbox; bwrap
+    reads the socket filter from ``seccomp_fd`` (None: no filter, for tests that show what
+    the other walls alone let through). Start it with ``env=BWRAP_ENV``."""
     status = status or probe()
     if not status.available or status.bwrap is None:
         raise RuntimeError(status.reason)
     root = Path(workspace).resolve()
     here = Path(cwd).resolve() if cwd is not None else root
-    # `ulimit -v` inside, so the limit binds the command and not bwrap's own setup.
-    inner = f'ulimit -v {MEMORY_KIB} 2>/dev/null; exec /bin/sh -c "$1"'
-    return [status.bwrap, *_mounts(root, here), "--", "/bin/sh", "-c", inner, "sh", command]
+    # Limits set inside, so they bind the command and not bwrap's own setup. RLIMIT_NPROC
+    # counts per user namespace and user: inside this fresh one, only the command's processes
+    # (bash spells it -u, dash -p).
+    inner = (
+        f"ulimit -v {MEMORY_KIB} 2>/dev/null; "
+        f"ulimit -u {processes} 2>/dev/null || ulimit -p {processes} 2>/dev/null; "
+        'exec /bin/sh -c "$1"'
+    )
+    mounts = _mounts(root, here, seccomp_fd)
+    return [status.bwrap, *mounts, "--", "/bin/sh", "-c", inner, "sh", command]
+
+
+#: Puts itself into the cgroup(s) named before `--`, then becomes the command after it.
+_JOIN_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+
+def run_sandboxed(
+    command: str,
+    workspace: str | os.PathLike[str],
+    *,
+    timeout: float,
+    cwd: str | os.PathLike[str] | None = None,
+    budget: Budget | None = None,
+) -> ShellResult:
+    """Run a read-only ``command`` in the sandbox, within one budget for all its processes
+    (a cgroup where one can be made, see planbook/workspace/budget.py)."""
+    budget = budget or Budget()
+    here = Path(cwd) if cwd is not None else Path(workspace)
+    cgroup = make_cgroup(budget)
+    try:
+        with _filter_fd() as fd:
+            argv = sandbox_argv(
+                command, workspace, cwd=here, seccomp_fd=fd, processes=budget.processes
+            )
+            if cgroup is not None:
+                argv = ["/bin/sh", "-c", _JOIN_CGROUPS, "sh", *cgroup.procs_files(), "--", *argv]
+            result = run_bounded(
+                argv, command=command, cwd=here, timeout=timeout, env=BWRAP_ENV, pass_fds=(fd,)
+            )
+        over = cgroup.verdict() if cgroup is not None else ""
+    finally:
+        if cgroup is not None:
+            cgroup.close()
+    if over:
+        # In front, like the output cap's line: a later clip of long stderr cannot hide it.
+        return replace(result, returncode=None, stderr=f"{over}\n{result.stderr}")
+    return result
 
 
 def guarded_argv(
@@ -212,6 +318,8 @@ def run_bounded(
     timeout: float,
     cap: int = OUTPUT_CAP,
     kill_at_cap: bool = True,
+    env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ShellResult:
     """Run ``argv`` in its own process group, streaming its output: at most ``cap`` bytes are
     kept; past the cap the process group is killed (or, for a step the person approved, the
@@ -224,6 +332,8 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env=env,
+        pass_fds=pass_fds,
     )
     try:
         out, err, why = _collect(proc, timeout=timeout, cap=cap, kill_at_cap=kill_at_cap)

@@ -23,12 +23,9 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from planbook.model.plan import Plan, Step, unreviewed
-
-if TYPE_CHECKING:
-    from planbook.workspace.files import Workspace
 
 __all__ = ["SettingsGuard", "guard_for"]
 
@@ -128,7 +125,18 @@ class SettingsGuard:
         )
 
 
-def guard_for(plan: Plan, step: Step, workspace: Workspace) -> SettingsGuard | None:
+class _Confined(Protocol):
+    """What a guard needs of a workspace (files.py's Workspace, which runs the command and so
+    imports this module): its root and the notebook files it protects."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def protected_paths(self) -> tuple[Path, ...]: ...
+
+
+def guard_for(plan: Plan, step: Step, workspace: _Confined) -> SettingsGuard | None:
     """A guard when the step runs on a rule's or a mode's word, not the person's."""
     approvals = [a for a in plan.approvals if step.id in a.step_ids]
     if approvals and unreviewed(approvals[-1].by):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.decisions import Decision
-from planbook.agent.state import decisions_of, state_of
+from planbook.agent.state import state_of
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.workspace.files import Workspace

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import decisions_of, state_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import next_decision
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 import planbook
-from planbook.agent.config import AgentConfig, NoModelConfigured, resolve_model
+from planbook.agent.config import AgentConfig, resolve_model
+from planbook.agent.context import config_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import config_of
+from planbook.errors import NoModelConfigured, RulesError
 
 
 def test_no_model_says_how_and_that_planbook_works_without_it(
@@ -58,7 +59,6 @@ def test_env_default_model(session: planbook.Session, monkeypatch: pytest.Monkey
 
 def test_a_broken_rule_file_is_reported_before_the_run(session: planbook.Session) -> None:
     from planbook.agents import Scripted
-    from planbook.engine.rules.matching import RulesError
 
     root = session.workspace.root
     (root / "planbook.toml").write_text('[permissions]\nshell = "sometimes"\n')

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from planbook.agent.decisions import Decisions, UnknownDecision
-from planbook.errors import UsageMistake
+from planbook.agent.decisions import Decisions
+from planbook.errors import UnknownDecision, UsageMistake
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,10 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.history import history_size, prune
 from planbook.agent.run import plan_task
-from planbook.agent.state import decisions_of, state_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import make_session, next_decision
 
@@ -115,11 +116,9 @@ async def test_ask_rule_asks_even_in_act_mode(tmp_path: Path) -> None:
 
 
 async def test_rules_also_hold_for_the_python_api(tmp_path: Path) -> None:
-    from planbook.agent.context import rules_of
-    from planbook.engine.policy import PolicyDenied
+    from planbook.errors import PolicyDenied
 
     session = project(tmp_path, '[tool.planbook.permissions]\ndelete_file = "deny"\n')
-    rules_of(session)
     with pytest.raises(PolicyDenied):
         session.propose.delete_file("notes.txt", reason="x")
 
@@ -147,7 +146,7 @@ def test_pruning_keeps_pairs_and_recent_messages() -> None:
 
 
 async def test_the_plan_survives_pruning(tmp_path: Path) -> None:
-    from planbook.agent.state import config_of
+    from planbook.agent.context import config_of
 
     (tmp_path / "big.txt").write_text("line of text\n" * 3000)
     session = make_session(tmp_path)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 import planbook
+from planbook.agent.context import config_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import config_of
 from tests.support.openai_server import Reply, ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio

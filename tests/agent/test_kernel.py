@@ -13,7 +13,7 @@ pytestmark = pytest.mark.kernel
 
 SETUP = """
 import planbook
-from planbook.agent.state import decisions_of
+from planbook.agent.context import decisions_of
 from planbook.agents import Scripted
 from planbook.documents.memory import MemoryNotebook
 from planbook.workspace.files import Workspace
@@ -73,7 +73,7 @@ def test_magics_drive_the_agent(tmp_path: Path) -> None:
         started = k.run('%plan "add y"')
         assert started.status == "ok", started.text
         k.run(
-            "import asyncio, planbook\nfrom planbook.agent.state import decisions_of\n"
+            "import asyncio, planbook\nfrom planbook.agent.context import decisions_of\n"
             "while not decisions_of(planbook.session()).pending():\n"
             "    await asyncio.sleep(0.05)"
         )
@@ -98,7 +98,7 @@ def test_plan_stop_ends_the_agent_run_and_keeps_the_plan(tmp_path: Path) -> None
         assert k.run("%config Planbook.model = script").status == "ok"
         assert k.run('%plan "add y"').status == "ok"
         k.run(
-            "import asyncio, planbook\nfrom planbook.agent.state import decisions_of\n"
+            "import asyncio, planbook\nfrom planbook.agent.context import decisions_of\n"
             "while not decisions_of(planbook.session()).pending():\n"
             "    await asyncio.sleep(0.05)"
         )

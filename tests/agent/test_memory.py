@@ -13,8 +13,9 @@ import pytest
 
 import planbook
 from planbook.agent import memory
+from planbook.agent.context import decisions_of, todos_of
 from planbook.agent.run import continue_task, plan_task
-from planbook.agent.state import decisions_of, state_of, todos_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake
@@ -116,7 +117,7 @@ async def test_a_stripped_notebook_opens_and_starts_a_fresh_conversation(tmp_pat
 async def test_the_saved_conversation_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from planbook.agent.state import config_of
+    from planbook.agent.context import config_of
 
     monkeypatch.setattr(memory, "MESSAGES_BUDGET", 30_000)
     (tmp_path / "big.txt").write_text("a line of the file\n" * 20_000)

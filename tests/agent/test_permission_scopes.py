@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import decisions_of
 from planbook.agents import Scripted
 from planbook.engine.rules.file import append_rule, scopes_for
-from planbook.engine.rules.matching import Rule, RulesError
-from planbook.errors import UsageMistake
+from planbook.engine.rules.rule import Rule
+from planbook.errors import RulesError, UsageMistake
 from planbook.surfaces.magics_agent import revoke_rule, rules_text
 from tests.agent.conftest import next_decision
 

@@ -17,7 +17,7 @@ from tests.support.openai_server import Reply, ScriptedOpenAI
 pytestmark = pytest.mark.kernel
 
 WAIT = (
-    "import asyncio, planbook\nfrom planbook.agent.state import decisions_of\n"
+    "import asyncio, planbook\nfrom planbook.agent.context import decisions_of\n"
     "while not decisions_of(planbook.session()).pending():\n"
     "    await asyncio.sleep(0.05)"
 )

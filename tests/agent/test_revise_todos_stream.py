@@ -18,8 +18,8 @@ from pydantic_ai.models.function import (
 )
 
 import planbook
+from planbook.agent.context import todos_of
 from planbook.agent.run import plan_task, revise_task
-from planbook.agent.state import todos_of
 from planbook.agents import Scripted
 from planbook.model.events import Event
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task, revise_task
-from planbook.agent.state import decisions_of
 from planbook.agents import Scripted
 from planbook.errors import PlanbookError, UsageMistake
-from planbook.surfaces.magics_agent import plan_subcommand
+from planbook.surfaces import plan_verbs
 from tests.agent.conftest import next_decision
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +55,7 @@ async def test_restore_makes_an_earlier_revision_current_as_a_new_one(
     session: planbook.Session, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await revised(session)
-    plan_subcommand(session, "restore", ["1"])
+    plan_verbs.run(session, "restore 1")
     assert "revision 3 restores revision 1 (2 steps)" in capsys.readouterr().out
     plan = session.current_plan()
     assert plan is not None and [r.number for r in plan.revisions] == [1, 2, 3]
@@ -68,11 +69,11 @@ async def test_restore_makes_an_earlier_revision_current_as_a_new_one(
     assert report.ok
     assert [c.source for c in session.cells()][-2:] == ["a = 1", "b = 2"]
     with pytest.raises(UsageMistake, match="already the current one"):
-        plan_subcommand(session, "restore", ["3"])
+        plan_verbs.run(session, "restore 3")
     with pytest.raises(PlanbookError, match="there is no revision 9"):
-        plan_subcommand(session, "restore", ["9"])
-    with pytest.raises(UsageMistake, match="usage"):
-        plan_subcommand(session, "restore", ["two"])
+        plan_verbs.run(session, "restore 9")
+    with pytest.raises(UsageError, match="`two` is not a revision number: usage: `%plan restore"):
+        plan_verbs.run(session, "restore two")
 
 
 async def test_restore_keeps_what_has_run(session: planbook.Session) -> None:

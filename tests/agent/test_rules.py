@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.rules.matching import RulesError, RuleSet
+from planbook.engine.rules.matching import RuleSet
+from planbook.errors import PolicyDenied, RulesError
 
 
 def write(path: Path, text: str) -> None:
@@ -116,11 +117,9 @@ def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
         RuleSet.load(tmp_path).add("shell", "*", "sometimes")  # type: ignore[arg-type]
 
 
-def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
+def test_the_sessions_rules_follow_the_files_and_keep_session_rules(tmp_path: Path) -> None:
     import planbook
     from planbook.documents.memory import MemoryNotebook
-    from planbook.engine.policy import PolicyDenied
-    from planbook.engine.rules.matching import install
     from planbook.workspace.files import Workspace
 
     write(tmp_path / "planbook.toml", '[permissions]\nshell = { "rm *" = "deny" }\n')
@@ -128,13 +127,49 @@ def test_install_makes_rules_the_session_hook(tmp_path: Path) -> None:
     with pytest.raises(PolicyDenied):
         session.propose.shell("rm -rf data", reason="x")
     assert session.propose.shell("ls", reason="x").status == "pending"
-    session.extras["rules"].add("write_file", "*.txt", "deny")  # "always allow"-style, in session
+    session.rules.current().add("write_file", "*.txt", "deny")  # "always allow"-style, in session
     write(tmp_path / "planbook.toml", '[permissions]\nshell = { "ls*" = "deny" }\n')
-    install(session)  # an agent run re-reads the files: edits count, session rules stay
+    # The next change is judged by the file as it is now; the session's own rule stays.
     with pytest.raises(PolicyDenied):
         session.propose.shell("ls", reason="x")
     with pytest.raises(PolicyDenied):
         session.propose.write_file("a.txt", "x", reason="x")
+    assert session.propose.shell("rm -rf data", reason="no longer denied").status == "pending"
+
+
+def test_a_broken_rules_file_stages_everything_until_it_is_fixed(tmp_path: Path) -> None:
+    from planbook.engine.rules.project import ProjectRules
+    from planbook.model.operations import Shell, WriteFile
+
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "ls*" = "allow" }\n')
+    rules = ProjectRules(tmp_path)
+    assert rules.refresh() == []
+    listing = Shell(command="ls -la")
+    assert rules.verdict(listing) == "allow"
+    rules.current().add("write_file", "notes.md", "deny")
+    write(tmp_path / "planbook.toml", "[permissions\n")
+    (warning,) = rules.refresh()
+    assert "planbook.toml: invalid TOML" in warning and "every change is staged" in warning
+    assert "\n" not in warning
+    assert rules.verdict(listing) == "ask"  # fail closed: asked, so staged in every mode
+    with pytest.raises(RulesError, match="invalid TOML"):
+        rules.current()
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = { "ls*" = "deny" }\n')
+    assert rules.refresh() == []
+    assert rules.verdict(listing) == "deny"
+    # The rule added in this session outlived the broken file.
+    assert rules.verdict(WriteFile(path="notes.md", content="x")) == "deny"
+
+
+def test_protected_settings_are_asked_about_for_the_sessions_notebook(tmp_path: Path) -> None:
+    from planbook.engine.rules.project import ProjectRules
+    from planbook.model.operations import Shell
+
+    write(tmp_path / "planbook.toml", '[permissions]\nshell = "allow"\n')
+    rules = ProjectRules(tmp_path, tmp_path / "analysis.ipynb")
+    assert rules.verdict(Shell(command="ls")) == "allow"
+    assert rules.verdict(Shell(command="rm analysis.ipynb")) == "ask"
+    assert rules.verdict(Shell(command="echo x > planbook.toml")) == "ask"
 
 
 # --- shell commands are matched on what the shell will run -------------------------------------

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from planbook.agent.context import decisions_of, todos_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import decisions_of, state_of, todos_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.errors import UsageMistake
 from planbook.surfaces.widget.agent import stop

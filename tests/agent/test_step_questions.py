@@ -9,8 +9,9 @@ import nbformat
 import pytest
 
 import planbook
+from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
-from planbook.agent.state import decisions_of, state_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake

@@ -11,9 +11,10 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, User
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import planbook
+from planbook.agent.context import config_of
 from planbook.agent.history import SUMMARY_HEAD, SUMMARY_MARK
 from planbook.agent.run import plan_task
-from planbook.agent.state import config_of, state_of
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import make_session
 from tests.support.openai_server import Reply, ScriptedOpenAI

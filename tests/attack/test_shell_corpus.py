@@ -26,16 +26,13 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, rules_of
-from planbook.agent.state import decisions_of
 from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook
-from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.classifier import classify
 from planbook.workspace.files import Workspace
 from planbook.workspace.sandbox import probe
+from tests.support.attack import tool_context
 
 CORPUS = tomllib.loads((Path(__file__).with_name("shell_corpus.toml")).read_text("utf-8"))
 FAMILIES = sorted(CORPUS["write"])
@@ -132,21 +129,9 @@ def substitute(command: str, base: Path, port: int) -> str:
 
 
 def context(ws: Path) -> Any:
-    from pydantic_ai import RunContext
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.usage import RunUsage
-
     session = planbook.Session(MemoryNotebook(cells=[]), Workspace(ws))
     assert session.mode == "plan"
-    deps = AgentDeps(
-        session=session,
-        config=AgentConfig(),
-        decisions=decisions_of(session),
-        rules=rules_of(session),
-        guard=DoomLoopGuard(limit=3),
-        emit=lambda activity: None,
-    )
-    return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
+    return tool_context(session)
 
 
 @dataclass

@@ -14,32 +14,16 @@ import pytest
 from pydantic_ai import ApprovalRequired
 
 import planbook
-from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, rules_of
-from planbook.agent.state import decisions_of
 from planbook.agent.tools_read import run_read_only_shell
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.documents.memory import MemoryNotebook
-from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.workspace.files import Workspace
 from planbook.workspace.sandbox import probe
+from tests.support.attack import tool_context
 
 
 def _ctx(root: Path) -> Any:
-    from pydantic_ai import RunContext
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.usage import RunUsage
-
-    session = planbook.Session(MemoryNotebook(cells=[]), Workspace(root))
-    deps = AgentDeps(
-        session=session,
-        config=AgentConfig(),
-        decisions=decisions_of(session),
-        rules=rules_of(session),
-        guard=DoomLoopGuard(limit=3),
-        emit=lambda activity: None,
-    )
-    return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
+    return tool_context(planbook.Session(MemoryNotebook(cells=[]), Workspace(root)))
 
 
 @pytest.fixture

@@ -21,15 +21,12 @@ from hypothesis import strategies as st
 from pydantic_ai import ApprovalRequired
 
 import planbook
-from planbook.agent.config import AgentConfig
-from planbook.agent.context import AgentDeps, rules_of
-from planbook.agent.state import decisions_of
 from planbook.agent.tools_write import shell as shell_tool
 from planbook.agent.tools_write import write_file as write_file_tool
 from planbook.documents.file import FileNotebook
-from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.protected import Protected
 from planbook.workspace.files import Workspace
+from tests.support.attack import tool_context
 
 MODES = ["plan", "ask", "auto-edit", "act"]
 ALLOW_ALL = """
@@ -160,28 +157,12 @@ def test_approving_a_protected_step_applies_it(tmp_path: Path) -> None:
     assert (root / "planbook.toml").read_text() == "[permissions]\n"
 
 
-def _ctx(session: planbook.Session) -> Any:
-    from pydantic_ai import RunContext
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.usage import RunUsage
-
-    deps = AgentDeps(
-        session=session,
-        config=AgentConfig(),
-        decisions=decisions_of(session),
-        rules=rules_of(session),
-        guard=DoomLoopGuard(limit=3),
-        emit=lambda activity: None,
-    )
-    return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
-
-
 @pytest.mark.parametrize("mode", ["ask", "auto-edit", "act"])
 def test_the_agents_tools_ask_the_person_first(tmp_path: Path, mode: str) -> None:
     session, root = project(tmp_path)
     session.set_mode(mode)
     before = state(root)
-    ctx = _ctx(session)
+    ctx = tool_context(session)
     with pytest.raises(ApprovalRequired):
         asyncio.run(write_file_tool(ctx, "planbook.toml", 'shell = "allow"\n', "more power"))
     with pytest.raises(ApprovalRequired):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from planbook.documents.live import LiveNotebook, open_live
+from planbook.documents.live.document import LiveNotebook, open_live
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import tests.test_documents as contract
-from planbook.documents.live import LiveNotebook, open_live
+from planbook.documents.live.document import LiveNotebook, open_live
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = pytest.mark.server

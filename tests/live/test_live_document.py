@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from planbook.documents.base import Cell, NotebookDocument
-from planbook.documents.live import LiveNotebook
+from planbook.documents.live.document import LiveNotebook
+from planbook.documents.live.merges import MergeWatches
 from planbook.errors import ConflictError, UnknownCell
 from tests.live.conftest import on_disk
 from tests.live.yclient import YClient
@@ -179,12 +180,13 @@ def test_the_local_view_after_commits_equals_a_fresh_read(live: LiveNotebook) ->
         ("z", "last"),
     ]
     assert after_commit[2].metadata["tags"] == ["a"]
-    live._cache = None  # force a read of the shared document
+    live._reads.forget_cells()  # force a read of the shared document
     assert live.cells() == after_commit
 
 
 def test_a_missing_notebook_is_a_clear_error(server: RunningServer) -> None:
-    from planbook.documents.live import LiveConnectionError, open_live
+    from planbook.documents.live.document import open_live
+    from planbook.errors import LiveConnectionError
 
     with pytest.raises(LiveConnectionError, match="4404"):
         open_live(server.url, server.token, "no-such.ipynb")
@@ -195,7 +197,7 @@ def test_a_missing_notebook_is_a_clear_error(server: RunningServer) -> None:
 def test_an_nbformat_4_4_notebook_gets_ids_that_survive_the_save(server: RunningServer) -> None:
     import json
 
-    from planbook.documents.live import open_live
+    from planbook.documents.live.document import open_live
 
     path = server.root / "old.ipynb"
     path.write_text(
@@ -290,7 +292,7 @@ def test_an_edit_racing_the_step_s_text_is_a_conflict_with_their_text(
     """Issue 15's race: the person edits the target cell after the step's change was made
     locally, before it reaches the server. The texts would merge into their text with pieces
     of ours; the step must end as a conflict with exactly their text."""
-    from planbook.documents.live_room import Room
+    from planbook.documents.live.room import Room
     from planbook.sessions.session import Session
     from planbook.workspace.files import Workspace
 
@@ -321,7 +323,7 @@ def test_a_replacement_made_on_the_step_s_text_is_a_later_edit_not_a_conflict(
     """The person replaces the whole cell right after the step's text reached them (before
     planbook looked for a merge): their edit came after the step, it did not race it. The
     step is done and the cell keeps their text; it is not put back to the text before."""
-    from planbook.documents.live_room import Room
+    from planbook.documents.live.room import Room
     from planbook.sessions.session import Session
     from planbook.workspace.files import Workspace
 
@@ -370,7 +372,7 @@ def test_an_edit_that_reaches_the_server_just_after_the_step_is_a_conflict_with_
     ("x = 1y = 'theirs'"). The cell must end as their text (what the step deleted stays
     deleted: whether they kept it is known nowhere), as a conflict whose message names the
     text the step replaced, so a person who typed into it can take it back."""
-    from planbook.documents.live_room import Room
+    from planbook.documents.live.room import Room
     from planbook.sessions.session import Session
     from planbook.workspace.files import Workspace
 
@@ -408,13 +410,13 @@ def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_
     text before the step, and their update reaches the server only after the step looked for
     a merge (a slow network). The texts merge unseen there; the run's end looks again and
     turns the step into a conflict with exactly their text, in the room and the record."""
-    from planbook.documents.live_room import Room
+    from planbook.documents.live.room import Room
     from planbook.sessions.session import Session
     from planbook.workspace.files import Workspace
 
     session = Session(live, Workspace(server.root))
     session.propose.edit_cell("c2", "x = 'ours'\nmore = 1", reason="r")
-    send, look = Room.send, LiveNotebook._take_back_if_merged
+    send, look = Room.send, MergeWatches.take_back_if_merged
     held: list[bytes] = []
     raced: list[bool] = []
 
@@ -429,8 +431,8 @@ def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_
             held.append(other.prepare(replace_all))  # made now, still on its way
         send(self, update, payload, timeout)
 
-    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
-        look(self, watch, own)  # nothing merged yet: the step is done
+    def arrives_after_the_look(self: MergeWatches, watch: Any, own: bytes, timeout: float) -> None:
+        look(self, watch, own, timeout)  # nothing merged yet: the step is done
         while held:
             other.deliver(held.pop())
             other.flush()
@@ -439,7 +441,7 @@ def test_an_edit_that_reaches_the_server_after_the_step_looked_is_a_conflict_at_
             assert "ours" in merged and "theirs" in merged  # the mixture, for now
 
     monkeypatch.setattr(Room, "send", made_now)
-    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    monkeypatch.setattr(MergeWatches, "take_back_if_merged", arrives_after_the_look)
     report = session.approve()
     assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
     assert "edited by someone else" in report.lines()[0]
@@ -460,7 +462,7 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
     holds their text."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from planbook.documents.live_room import Room
+    from planbook.documents.live.room import Room
     from planbook.engine.runner import IPythonRunner
     from planbook.sessions.session import Session
     from planbook.workspace.files import Workspace
@@ -469,7 +471,7 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
     runner = IPythonRunner(InteractiveShell.instance())
     session = Session(live, Workspace(server.root), runner=lambda: runner)
     session.propose.edit_cell("c2", f"open({str(marker)!r}, 'a').write('ran')", run=True)
-    send, look = Room.send, LiveNotebook._take_back_if_merged
+    send, look = Room.send, MergeWatches.take_back_if_merged
     held: list[bytes] = []
 
     def replace_all(ynb: Any) -> None:
@@ -482,8 +484,8 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
             held.append(other.prepare(replace_all))
         send(self, update, payload, timeout)
 
-    def arrives_after_the_look(self: LiveNotebook, watch: Any, own: bytes) -> None:
-        look(self, watch, own)
+    def arrives_after_the_look(self: MergeWatches, watch: Any, own: bytes, timeout: float) -> None:
+        look(self, watch, own, timeout)
         if held and held[0]:
             other.deliver(held[0])
             held[0] = b""
@@ -491,7 +493,7 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
             assert live.wait_for(lambda cells: "theirs" in cells[1].source)
 
     monkeypatch.setattr(Room, "send", made_now)
-    monkeypatch.setattr(LiveNotebook, "_take_back_if_merged", arrives_after_the_look)
+    monkeypatch.setattr(MergeWatches, "take_back_if_merged", arrives_after_the_look)
     report = session.approve()
     assert [o.status for o in report.outcomes] == ["conflict"], report.lines()
     assert not marker.exists()  # the merged text never ran

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from planbook.documents.base import Cell
-from planbook.documents.live import LiveNotebook, open_live
+from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError
 from planbook.model.events import Event

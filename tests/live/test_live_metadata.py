@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from planbook.documents.base import DELETE
-from planbook.documents.live import LiveNotebook
+from planbook.documents.live.document import LiveNotebook
 from tests.live.conftest import on_disk
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer

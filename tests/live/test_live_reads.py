@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from planbook.documents import live as live_module
-from planbook.documents.live import LiveNotebook, open_live
+from planbook.documents.live import convert, document, operations, reads
+from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.yclient import YClient
@@ -27,7 +27,8 @@ _names = itertools.count(1)
 
 @contextmanager
 def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """How many cells the live backend converts (``_to_cell``) and copies (``_own_copy``)."""
+    """How many cells the live backend converts (``convert.to_cell``, wherever it is called)
+    and copies (``document._own_copy``)."""
     counts = {"converted": 0, "copied": 0}
 
     def counted(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,14 +39,16 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         return wrapper
 
     with monkeypatch.context() as patch:
-        patch.setattr(live_module, "_to_cell", counted("converted", live_module._to_cell))
-        patch.setattr(live_module, "_own_copy", counted("copied", live_module._own_copy))
+        converted = counted("converted", convert.to_cell)
+        for module in (convert, reads, operations):
+            patch.setattr(module, "to_cell", converted)
+        patch.setattr(document, "_own_copy", counted("copied", document._own_copy))
         yield counts
 
 
 def fresh_read(doc: LiveNotebook) -> list[dict[str, Any]]:
     """Every cell converted again from the shared document (no cache)."""
-    doc._cache = None
+    doc._reads.forget_cells()
     return [c.model_dump() for c in doc.cells()]
 
 

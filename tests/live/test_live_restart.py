@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from planbook.documents.live import LiveNotebook, open_live
+from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.errors import PlanbookError
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace

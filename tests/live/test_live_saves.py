@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from planbook.documents.file import FileNotebook
-from planbook.documents.live import open_live
-from planbook.documents.live_room import Room
+from planbook.documents.live.document import open_live
+from planbook.documents.live.room import Room
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
 from planbook.sessions.session import Session

@@ -22,7 +22,7 @@ from pycrdt import (
     handle_sync_message,
 )
 
-from planbook.documents.live_room import quick_ack
+from planbook.documents.live.room import quick_ack
 from tests.support.jupyter_server import RunningServer
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planbook.engine.rules.shell_parse import ParsedShell, Word, parse
+from planbook.errors import UnsureCommand
 
 __all__ = ["READ_ONLY_PROGRAMS", "ShellVerdict", "classify", "is_read_only"]
 
@@ -34,10 +35,6 @@ class ShellVerdict:
 
     read_only: bool
     reason: str
-
-
-class _Unsure(Exception):
-    """Raised by the checks; the message becomes the verdict's reason."""
 
 
 _WHY = {
@@ -57,7 +54,7 @@ _WHY = {
 _WORST_FIRST = list(_WHY)
 
 
-# --- per-program checks: each returns None when sure, or raises _Unsure -------------------------
+# --- per-program checks: each returns None when sure, or raises UnsureCommand ----------------
 
 Check = Callable[[str, list[Word]], None]
 
@@ -68,7 +65,9 @@ def _plain(program: str, args: list[Word]) -> None:
 
 def _no_globs(program: str, args: list[Word]) -> None:
     if any(a.globbed for a in args):
-        raise _Unsure(f"`{program}` with an unquoted glob: a file name could become an option")
+        raise UnsureCommand(
+            f"`{program}` with an unquoted glob: a file name could become an option"
+        )
 
 
 def _long_prefix_of(arg: str, *names: str) -> bool:
@@ -94,7 +93,7 @@ def _find(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     for a in args:
         if a.text in _FIND_WRITERS:
-            raise _Unsure(f"`find {a.text}` changes files or runs commands")
+            raise UnsureCommand(f"`find {a.text}` changes files or runs commands")
 
 
 def _sort(program: str, args: list[Word]) -> None:
@@ -104,9 +103,9 @@ def _sort(program: str, args: list[Word]) -> None:
         if t.startswith("--") and _long_prefix_of(
             t, "--output", "--compress-program", "--temporary-directory"
         ):
-            raise _Unsure(f"`sort {t}` writes a file or runs a program")
+            raise UnsureCommand(f"`sort {t}` writes a file or runs a program")
         if t.startswith("-") and not t.startswith("--") and ("o" in t or "T" in t):
-            raise _Unsure("`sort -o` writes a file")
+            raise UnsureCommand("`sort -o` writes a file")
 
 
 def _uniq(program: str, args: list[Word]) -> None:
@@ -115,7 +114,7 @@ def _uniq(program: str, args: list[Word]) -> None:
     # `-f 1` count as operands here: refusing a harmless call is fine, missing a write is not.
     operands = [a for a in args if a.text == "-" or not a.text.startswith("-")]
     if len(operands) > 1 or any(a.text == "--" for a in args):
-        raise _Unsure("`uniq IN OUT` writes its second file")
+        raise UnsureCommand("`uniq IN OUT` writes its second file")
 
 
 def _rg(program: str, args: list[Word]) -> None:
@@ -123,9 +122,9 @@ def _rg(program: str, args: list[Word]) -> None:
     for a in args:
         t = a.text
         if t.startswith("--") and _long_prefix_of(t, "--pre", "--search-zip", "--hostname-bin"):
-            raise _Unsure(f"`rg {t}` runs a program on every file")
+            raise UnsureCommand(f"`rg {t}` runs a program on every file")
         if t.startswith("-") and not t.startswith("--") and "z" in t:
-            raise _Unsure("`rg -z` runs decompression programs")
+            raise UnsureCommand("`rg -z` runs decompression programs")
 
 
 def _date(program: str, args: list[Word]) -> None:
@@ -133,11 +132,11 @@ def _date(program: str, args: list[Word]) -> None:
     for a in args:
         t = a.text
         if t.startswith("--") and _long_prefix_of(t, "--set"):
-            raise _Unsure("`date --set` changes the clock")
+            raise UnsureCommand("`date --set` changes the clock")
         if t.startswith("-") and not t.startswith("--") and "s" in t:
-            raise _Unsure("`date -s` changes the clock")
+            raise UnsureCommand("`date -s` changes the clock")
         if not t.startswith(("-", "+")):
-            raise _Unsure("`date` with an operand can set the clock")
+            raise UnsureCommand("`date` with an operand can set the clock")
 
 
 _GIT_READERS = {"status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "shortlog"}
@@ -149,13 +148,13 @@ def _git(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     if not args or args[0].text not in _GIT_READERS:
         first = args[0].text if args else ""
-        raise _Unsure(f"`git {first}` is not one of: {', '.join(sorted(_GIT_READERS))}")
+        raise UnsureCommand(f"`git {first}` is not one of: {', '.join(sorted(_GIT_READERS))}")
     for a in args[1:]:
         t = a.text
         if t.startswith("--") and _long_prefix_of(t, *_GIT_WRITERS):
-            raise _Unsure(f"`git {args[0].text} {t}` writes a file or runs a program")
+            raise UnsureCommand(f"`git {args[0].text} {t}` writes a file or runs a program")
         if t in ("-O", "-o") or (t.startswith("-O") and not t.startswith("--")):
-            raise _Unsure(f"`git {args[0].text} {t}` writes a file or runs a program")
+            raise UnsureCommand(f"`git {args[0].text} {t}` writes a file or runs a program")
 
 
 def _python(program: str, args: list[Word]) -> None:
@@ -165,7 +164,7 @@ def _python(program: str, args: list[Word]) -> None:
     if len(texts) >= 3 and texts[:2] == ["-m", "pip"]:
         _pip("pip", args[2:])
         return
-    raise _Unsure(f"`{program}` runs code; only `{program} --version` is read-only")
+    raise UnsureCommand(f"`{program}` runs code; only `{program} --version` is read-only")
 
 
 #: pip options that write a file, point pip at other code, or open a connection.
@@ -194,14 +193,14 @@ _PIP_WRITERS = (
 def _pip(program: str, args: list[Word]) -> None:
     _no_globs(program, args)
     if not args or args[0].text not in {"list", "show", "freeze"}:
-        raise _Unsure("only `pip list`, `pip show` and `pip freeze` are read-only")
+        raise UnsureCommand("only `pip list`, `pip show` and `pip freeze` are read-only")
     for a in args[1:]:
         t = a.text
         if t.startswith("--") and _long_prefix_of(t, *_PIP_WRITERS):
-            raise _Unsure(f"`pip {t}` writes, connects or points pip elsewhere")
+            raise UnsureCommand(f"`pip {t}` writes, connects or points pip elsewhere")
         # Short options cluster (`-vo`): -o outdated, -u uptodate, -i index, -f find-links.
         if t.startswith("-") and not t.startswith("--") and set(t[1:]) & set("oufi"):
-            raise _Unsure(f"`pip {args[0].text} {t}` connects to an index or writes")
+            raise UnsureCommand(f"`pip {args[0].text} {t}` connects to an index or writes")
 
 
 READ_ONLY_PROGRAMS: dict[str, Check] = {
@@ -251,11 +250,11 @@ READ_ONLY_PROGRAMS: dict[str, Check] = {
 def _check(words: tuple[Word, ...]) -> str:
     program, args = words[0], list(words[1:])
     if program.globbed or program.dynamic or program.text not in READ_ONLY_PROGRAMS:
-        raise _Unsure(f"`{program.text}` is not a known read-only program")
+        raise UnsureCommand(f"`{program.text}` is not a known read-only program")
     for a in args:
         t = a.text
         if t.startswith("--") and _long_prefix_of(t, "--output", "--log-file"):
-            raise _Unsure(f"`{program.text} {t}` writes a file")
+            raise UnsureCommand(f"`{program.text} {t}` writes a file")
     READ_ONLY_PROGRAMS[program.text](program.text, args)
     return program.text
 
@@ -291,8 +290,8 @@ def classify(command: str) -> ShellVerdict:
         return ShellVerdict(read_only=False, reason="empty command")
     try:
         programs = [_check(c.words) for c in top if c.words]
-    except _Unsure as why:
-        return ShellVerdict(read_only=False, reason=str(why))
+    except UnsureCommand as why:
+        return ShellVerdict(read_only=False, reason=why.args[0])
     if len(programs) != len(top):
         return ShellVerdict(read_only=False, reason="a command with no program")
     return ShellVerdict(read_only=True, reason="read-only: " + ", ".join(programs))

@@ -1,6 +1,6 @@
 """Writing the project's rules file (``planbook.toml``): the person's comments and layout kept.
 
-Reading and matching rules is ``rules.py``'s job; this module only changes the file, with
+Reading and matching rules is ``matching.py``'s job; this module only changes the file, with
 tomlkit, so a rule the person added by answering "always allow ..." lands as one commented
 ``[[rules]]`` table, and revoking it removes exactly that rule. Every change re-reads the file
 under an OS lock, checks the result still parses, and replaces the file atomically.
@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from planbook.engine.rules.matching import RULES_FILE, Rule, RulesError
+from planbook.engine.rules.rule import RULES_FILE, Rule
+from planbook.errors import RulesError
 from planbook.model.base import PlanbookModel
 
 #: Targets no rule may allow (relative paths; a folder covers what is below it).

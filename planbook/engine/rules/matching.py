@@ -37,43 +37,15 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError
-
+from planbook.engine.rules.file import append_rule
 from planbook.engine.rules.protected import Protected
+from planbook.engine.rules.rule import RULES_FILE, Action, Rule, first_error
 from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
-from planbook.errors import PlanbookError
-from planbook.model.base import PlanbookModel
+from planbook.errors import RulesError, invalid_as
 from planbook.model.operations import AnyOperation, target_of
-
-Action = Literal["allow", "ask", "deny"]
-RULES_FILE = "planbook.toml"
-
-
-class RulesError(PlanbookError):
-    """A rule file cannot be read; the message names the file, the rule and the fix."""
-
-
-class Rule(PlanbookModel):
-    """One permission rule."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tool: str = Field(min_length=1, description="Tool name or glob, such as `shell` or `*_file`.")
-    pattern: str = Field(default="*", min_length=1, description="Glob on the path or command.")
-    action: Action = Field(description="allow, ask or deny.")
-    #: Where the rule was read from (file name and position), for messages.
-    source: str = Field(default="", exclude=True, repr=False)
-
-    def matches(self, tool: str, target: str | None) -> bool:
-        if not fnmatchcase(tool, self.tool):
-            return False
-        if target is None:
-            return self.pattern == "*"
-        return fnmatchcase(target, self.pattern)
 
 
 @dataclass
@@ -162,15 +134,15 @@ class RuleSet:
         it holds in the next session, with ``comment`` above it (see rules_file.py: the file's
         own comments and layout are kept).
         """
-        try:
+        with invalid_as(
+            lambda _, problem: RulesError(f"cannot add rule: {problem}"),
+            whole="rule",
+            explain=first_error,
+        ):
             rule = Rule(tool=tool, pattern=pattern, action=action, source="added")
-        except ValidationError as exc:
-            raise RulesError(f"cannot add rule: {_first_error(exc)}") from None
         if persist:
             if self.root is None:
                 raise RulesError("cannot save the rule: this rule set has no project root")
-            from planbook.engine.rules.file import append_rule
-
             append_rule(self.root, rule, comment)
         self.rules.append(rule)
         return rule
@@ -244,28 +216,6 @@ def rule_target(op: AnyOperation) -> str | None:
     return key.split(":", 1)[1]
 
 
-def install(session: Any) -> RuleSet:
-    """(Re)load the project's rules and make them the session's ``rule_for`` hook, so the
-    agent, the magics and the Python API all see the same rules, as the files say now (the
-    session and each agent run call this). Rules added in this session are kept. Rules that
-    cannot be read fail closed: every change is asked about, and the error is raised."""
-    previous = session.extras.get("rules")
-    try:
-        rules = RuleSet.load(session.workspace.root)
-    except RulesError:
-        session.rule_for = lambda op: "ask"
-        raise
-    rules.protected = Protected(session.workspace.root, getattr(session, "notebook_path", None))
-    if isinstance(previous, RuleSet):
-        rules.rules.extend(r for r in previous.rules if r.source == "added")
-    session.extras["rules"] = rules
-    session.rule_for = rules.decide_op
-    warnings = getattr(session, "warnings", None)
-    if isinstance(warnings, list):
-        warnings.extend(w for w in rules.ignored() if w not in warnings)
-    return rules
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
@@ -303,20 +253,9 @@ def _parse_section(section: Any, where: str) -> list[Rule]:
 def _rule(raw: Any, where: str) -> Rule:
     if not isinstance(raw, dict):
         raise RulesError(f"{where}: expected a table with tool, pattern and action")
-    try:
+    with invalid_as(
+        lambda _, problem: RulesError(f"{where}: {problem}; fix or remove the rule"),
+        whole="rule",
+        explain=first_error,
+    ):
         return Rule.model_validate({**raw, "source": where})
-    except ValidationError as exc:
-        raise RulesError(f"{where}: {_first_error(exc)}; fix or remove the rule") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "rule"
-    if err["type"] == "literal_error":
-        choices = ", ".join(get_args(Action))
-        return f"{loc} must be one of {choices}, not {err.get('input')!r}"
-    if err["type"] == "extra_forbidden":
-        return f"unknown key {loc!r} (use tool, pattern and action)"
-    if err["type"] == "missing":
-        return f"missing {loc!r}"
-    return f"{loc}: {err['msg']}"

@@ -58,7 +58,7 @@ def choose(cells: Iterable[Any]) -> RerunChoice:
 def names(source: str) -> tuple[set[str], set[str]]:
     """The names a cell reads and the names it binds (magics turned into Python as IPython
     would); a cell that does not parse reads and binds nothing we can know of."""
-    from IPython.core.inputtransformer2 import TransformerManager
+    from IPython.core.inputtransformer2 import TransformerManager  # heavy: IPython
 
     manager: Any = TransformerManager  # untyped library: keep its Any in one place
     try:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from planbook.errors import read_message
+from planbook.errors import BadMessage, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
 
 
@@ -119,10 +119,6 @@ Action = Annotated[
     Field(discriminator="action"),
 ]
 _ADAPTER: TypeAdapter[Action] = TypeAdapter(Action, config=DEFERRED)
-
-
-class BadMessage(ValueError):
-    """A message from the front end that does not fit any action."""
 
 
 def parse(content: object) -> Action:

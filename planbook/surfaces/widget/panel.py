@@ -39,7 +39,6 @@ from planbook.surfaces.widget.messages import (
     AnswerDecision,
     Approve,
     ApproveAll,
-    BadMessage,
     Dismiss,
     Reject,
     Reorder,
@@ -259,7 +258,7 @@ class ReviewPanel(anywidget.AnyWidget):
             action = parse(content)
             self._offer = None
             self._apply(action)
-        except (BadMessage, PlanbookError) as exc:
+        except PlanbookError as exc:  # a BadMessage from the front end too
             self._show_error(str(exc))
         except Exception as exc:  # the panel must say so, not die silently
             log.exception("planbook: the review panel failed on %r", content)

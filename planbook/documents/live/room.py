@@ -1,7 +1,7 @@
 """A connection to one jupyter-collaboration room: a local pycrdt copy kept in sync by a thread.
 
 No notebook logic here, only the Yjs sync protocol over the room's websocket (websocket-client):
-join (PUT /api/collaboration/session, then the websocket), apply what others send, send our
+join (``address.RoomAddress.open_session``, then the websocket), apply what others send, send our
 updates, and *confirm* them: a sync request sent after an update is answered only once the
 server applied the update (it handles a client's messages in order). Connection loss is retried
 with backoff; after a server restart the copy is reloaded from the server rather than merged
@@ -18,71 +18,19 @@ import socket
 import threading
 import time
 import urllib.error
-import urllib.parse
-import urllib.request
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from planbook.errors import PlanbookError
-
-if TYPE_CHECKING:
-    from pycrdt import Array, Doc, Map
+from planbook.documents.live.address import RoomAddress
+from planbook.documents.live.shared_copy import SharedCopy
+from planbook.errors import LiveConnectionError
 
 log = logging.getLogger("planbook.live")
 
 _SYNC, _RAW = 0, 2  # message types (1 is awareness, ignored)
 _STEP1, _STEP2, _UPDATE = 0, 1, 2
 _CLOSE_OPCODE, _BINARY_OPCODE = 8, 2
-
-
-class LiveConnectionError(PlanbookError):
-    """The collaboration room cannot be reached (or stopped answering); the message says
-    whether the change was applied."""
-
-    #: The change can be tried again as it is once the room is back (nothing about the change
-    #: itself is wrong): the executor leaves such a step pending instead of failed.
-    retryable = True
-    #: False: certainly not applied; None: unknown until the room is back (then reconciled).
-    applied: bool | None = None
-
-    @classmethod
-    def nothing_applied(cls, message: str) -> LiveConnectionError:
-        error = cls(message)
-        error.applied = False
-        return error
-
-
-@dataclass(frozen=True)
-class RoomAddress:
-    """Where a notebook's collaboration room lives."""
-
-    server_url: str
-    """Base URL of the Jupyter server, ending with a slash (http://127.0.0.1:8888/)."""
-    token: str
-    """The server's token ("" when the server needs none)."""
-    path: str
-    """The notebook's path relative to the server's root_dir, with forward slashes."""
-
-    def open_session(self) -> tuple[str, str]:
-        """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room."""
-        url = urllib.parse.urljoin(
-            self.server_url, f"api/collaboration/session/{urllib.parse.quote(self.path)}"
-        )
-        body = json.dumps({"format": "json", "type": "notebook"}).encode()
-        request = urllib.request.Request(url, data=body, method="PUT")
-        request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("Authorization", f"token {self.token}")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            reply = json.loads(response.read())
-        return str(reply["fileId"]), str(reply["sessionId"])
-
-    def room_url(self, file_id: str, session_id: str) -> str:
-        base = self.server_url.replace("http", "ws", 1)
-        query = urllib.parse.urlencode({"sessionId": session_id, "token": self.token})
-        return f"{base}api/collaboration/room/json:notebook:{file_id}?{query}"
 
 
 @dataclass
@@ -107,7 +55,7 @@ def quick_ack(ws: Any) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, option, 1)
 
 
-class Room:
+class Room(SharedCopy):
     """The synced copy. Hold ``cond`` to read or change ``doc``; ``version`` grows with every
     real change. ``replay(payloads)`` is called (holding ``cond``) after a reload with what was
     sent but not confirmed, and returns the update that re-applies it."""
@@ -126,23 +74,12 @@ class Room:
         self.version = 0
         self.connected = False
         self.last_error = ""
-        #: How often the copy was replaced by what the server holds (restart, file rewritten on
-        #: disk, an update of unknown fate), and why the last time: a record kept in memory
-        #: may no longer match the room after that.
-        self.reloads = 0
-        self.reload_reason = ""
         #: Lists that collect every update received from the room while they are in here, each
         #: with whether it was relayed (True: one transaction of a client as the server applied
         #: it, in the server's order; False: an answer to a sync request, with every deletion
         #: the server knows, whoever made it).
         self.recorders: list[list[tuple[bool, bytes]]] = []
-        #: How often the server set the saved file's hash in the room's state (it does after
-        #: each save that wrote the file, and only then).
-        self.hash_writes = 0
-        self.doc: Doc[Any]
-        self.cells: Array[Any]
-        self.meta: Map[Any]
-        self._new_doc()
+        super().__init__()  # the copy: doc, cells, meta, reloads...
         self._listeners: list[Callable[[], None]] = []
         self._ws: Any = None
         self._generation = 0
@@ -299,7 +236,7 @@ class Room:
         change arriving before the write starts, cancels it) and its errors. Only a save that
         wrote the file sets the room's state ``hash``; so a "success" counts only when a sync
         round trip after it shows a ``hash`` written since the request."""
-        from pycrdt import Encoder
+        from pycrdt import Encoder  # heavy: pycrdt (the live extra)
 
         with self.cond:
             if not self.wait(lambda: self.connected, timeout):
@@ -359,74 +296,6 @@ class Room:
 
     # -- the sync thread ---------------------------------------------------------------------
 
-    def _new_doc(self) -> None:
-        from pycrdt import Array, Doc, Map
-
-        self.doc = Doc(allow_multithreading=True)
-        self._touched = False
-        # called only for transactions that changed something (never read the doc in it)
-        self.doc.observe(lambda _event: setattr(self, "_touched", True))
-        self.cells = self.doc.get("cells", type=Array)
-        self.meta = self.doc.get("meta", type=Map)
-        #: Grows with every change of the cells (not of metadata or state): a cache key.
-        self.cells_version = getattr(self, "cells_version", 0) + 1
-        #: (cells_version, indices of the cells changed in place by that change, or None
-        #: when cells were added, removed or moved), the last few: a reader's cache converts
-        #: again only what changed (see ``cells_changed_since``).
-        self._cell_changes: deque[tuple[int, frozenset[int] | None]] = deque(maxlen=64)
-        self._cells_subscription = self.cells.observe_deep(self._on_cells)
-        #: Grows with every change of the notebook metadata (a cache key, as cells_version).
-        self.meta_version = getattr(self, "meta_version", 0) + 1
-        self._meta_subscription = self.meta.observe_deep(self._on_meta)
-        # The server deletes the saved file's hash from "state" when it reloads the room from
-        # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
-        # (pycrdt drops an observer with the Python object of its map: keep both)
-        self.state = self.doc.get("state", type=Map)
-        self._state_subscription = self.state.observe(self._on_state)
-
-    def _on_cells(self, events: Any) -> None:
-        self.cells_version += 1
-        touched: set[int] | None = set()
-        for event in events:
-            path = getattr(event, "path", None)
-            if not path or not isinstance(path[0], int):  # the list itself changed
-                touched = None
-                break
-            touched.add(path[0])  # type: ignore[union-attr]
-        self._cell_changes.append(
-            (self.cells_version, None if touched is None else frozenset(touched))
-        )
-
-    def cells_changed_since(self, version: int) -> frozenset[int] | None:
-        """The indices of the cells changed in place since ``cells_version`` was ``version``
-        (call holding ``cond``); None when that is not known (too long ago, another copy)
-        or cells were added, removed or moved since."""
-        if version > self.cells_version or self.cells_version - version > len(self._cell_changes):
-            return None
-        changed: set[int] = set()
-        for number, touched in self._cell_changes:
-            if number <= version:
-                continue
-            if touched is None:
-                return None
-            changed |= touched
-        return frozenset(changed)
-
-    def _on_meta(self, _events: Any) -> None:
-        self.meta_version += 1
-
-    def _on_state(self, event: Any) -> None:
-        keys = getattr(event, "keys", {}) or {}
-        change = keys.get("hash")
-        if isinstance(change, dict) and change.get("action") == "delete":
-            self._reloaded("the file changed on disk and the server reloaded the notebook from it")
-        elif isinstance(change, dict):  # the server wrote the file (see ``save``)
-            self.hash_writes += 1
-
-    def _reloaded(self, reason: str) -> None:
-        self.reloads += 1
-        self.reload_reason = reason
-
     def _send(self, message: bytes) -> None:
         ws = self._ws
         if ws is None:
@@ -435,14 +304,14 @@ class Room:
 
     def _ask(self) -> int:
         """Send a sync request; its answer proves the server has what was sent before it."""
-        from pycrdt import create_sync_message
+        from pycrdt import create_sync_message  # heavy: pycrdt (the live extra)
 
         self._send(create_sync_message(self.doc))
         self._asked += 1
         return self._asked
 
     def _send_update_and_ask(self, update: bytes, tickets: list[Ticket]) -> None:
-        from pycrdt import create_update_message
+        from pycrdt import create_update_message  # heavy: pycrdt (the live extra)
 
         if update:
             self._send(create_update_message(update))
@@ -475,7 +344,7 @@ class Room:
             delay = min(delay * 2, 2.0)
 
     def _serve_once(self) -> None:
-        import websocket  # websocket-client
+        import websocket  # heavy: websocket-client (the live extra)
 
         if self._generation:  # a reconnect: has the server restarted?
             file_id, session_id = self.address.open_session()
@@ -529,7 +398,7 @@ class Room:
         raise ConnectionError(self.last_error)
 
     def _on_message(self, data: bytes, synced: bool) -> bool:
-        from pycrdt import Decoder, handle_sync_message, read_message
+        from pycrdt import Decoder, handle_sync_message, read_message  # heavy: pycrdt
 
         if data[0] == _SYNC and len(data) > 1:
             kind = data[1]

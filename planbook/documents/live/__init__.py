@@ -1,0 +1,1 @@
+"""The live backend: a notebook edited in its JupyterLab collaboration room (``document``)."""

@@ -1,0 +1,44 @@
+"""Where a notebook's collaboration room lives, and the HTTP request that opens its session.
+
+jupyter-collaboration serves a room per document: ``PUT /api/collaboration/session/<path>``
+answers the room's file id and the server's session id, and the room's websocket URL is built
+from them.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RoomAddress:
+    """Where a notebook's collaboration room lives."""
+
+    server_url: str
+    """Base URL of the Jupyter server, ending with a slash (http://127.0.0.1:8888/)."""
+    token: str
+    """The server's token ("" when the server needs none)."""
+    path: str
+    """The notebook's path relative to the server's root_dir, with forward slashes."""
+
+    def open_session(self) -> tuple[str, str]:
+        """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room."""
+        url = urllib.parse.urljoin(
+            self.server_url, f"api/collaboration/session/{urllib.parse.quote(self.path)}"
+        )
+        body = json.dumps({"format": "json", "type": "notebook"}).encode()
+        request = urllib.request.Request(url, data=body, method="PUT")
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"token {self.token}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            reply = json.loads(response.read())
+        return str(reply["fileId"]), str(reply["sessionId"])
+
+    def room_url(self, file_id: str, session_id: str) -> str:
+        base = self.server_url.replace("http", "ws", 1)
+        query = urllib.parse.urlencode({"sessionId": session_id, "token": self.token})
+        return f"{base}api/collaboration/room/json:notebook:{file_id}?{query}"

@@ -1,0 +1,231 @@
+"""The operations a live transaction buffers: checked against the shared document at commit
+(a conflict refuses them all), then applied to it in one pycrdt transaction.
+
+A transaction's operations change an overlay of the cells (``Txn``) that reads inside the
+transaction show; nothing reaches the shared document until ``check`` found every target as the
+transaction saw it, so the room gets one update: every open page shows the whole change or none
+of it. A replay after a reload applies them again without the check (``strict=False``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planbook.documents.base import Cell, MetadataPath
+from planbook.documents.live.convert import cell_dict, normal, to_cell, write_cell
+from planbook.documents.live.metadata import apply_parts
+from planbook.documents.live.room import Room
+from planbook.errors import ConflictError, UnknownCell
+
+
+@dataclass
+class Op:
+    """One buffered change of a transaction."""
+
+    kind: str  # "meta" | "meta_part" | "insert" | "replace" | "delete" | "move"
+    cell: Cell | None = None
+    cell_id: str | None = None
+    after: str | None = None  # anchor for insert/move: the id of the cell before, None = top
+    key: str | None = None
+    value: Any = None  # "meta": the whole value; "meta_part": {path: value or DELETE}
+
+
+@dataclass
+class Txn:
+    """A transaction under way: the cells as its operations changed them (what reads inside
+    it show), and the operations, recorded by the methods below."""
+
+    cells: list[Cell]
+    base: dict[str, Cell]
+    #: The ids of ``cells``, kept in step with it: a lookup by id is a C-speed list scan.
+    ids: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: update_metadata changes per key since the last whole value (applied when read)
+    parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    depth: int = 0
+    #: The sync request sent when the transaction began, and when (see ``LiveNotebook._fresh``).
+    asked: tuple[int, int] | None = None
+    asked_at: float = 0.0
+    #: The room's reload count when the transaction began: its changes were made against
+    #: that copy of the document (metadata by part: against the record read from it).
+    reloads: int = 0
+
+    def set_metadata(self, key: str, value: Any) -> None:
+        value = json.loads(json.dumps(value))  # JSON only, and a private copy
+        self.meta[key] = value
+        self.parts.pop(key, None)  # the whole value replaces earlier changes by part
+        self.ops.append(Op("meta", key=key, value=value))
+
+    def update_metadata(self, key: str, changes: dict[MetadataPath, Any]) -> None:
+        """``changes`` (paths checked, values the caller's own) applied when read."""
+        self.parts.setdefault(key, []).append(changes)
+        self.ops.append(Op("meta_part", key=key, value=changes))
+
+    def insert_cell(self, index: int, cell: Cell) -> None:
+        if cell.id in self.ids:
+            raise ValueError(f"a cell with id {cell.id!r} already exists")
+        index = max(0, min(index, len(self.cells)))
+        after = self.ids[index - 1] if index > 0 else None
+        self.cells.insert(index, cell.model_copy(deep=True))
+        self.ids.insert(index, cell.id)
+        self.ops.append(Op("insert", cell=cell.model_copy(deep=True), after=after))
+
+    def replace_cell(self, cell: Cell) -> None:
+        self.cells[self._index(cell.id)] = cell.model_copy(deep=True)
+        self.ops.append(Op("replace", cell=cell.model_copy(deep=True), cell_id=cell.id))
+
+    def delete_cell(self, cell_id: str) -> None:
+        i = self._index(cell_id)
+        del self.cells[i]
+        del self.ids[i]
+        self.ops.append(Op("delete", cell_id=cell_id))
+
+    def move_cell(self, cell_id: str, index: int) -> None:
+        i = self._index(cell_id)
+        cell = self.cells.pop(i)
+        del self.ids[i]
+        index = max(0, min(index, len(self.cells)))
+        after = self.ids[index - 1] if index > 0 else None
+        self.cells.insert(index, cell)
+        self.ids.insert(index, cell_id)
+        self.ops.append(Op("move", cell_id=cell_id, after=after))
+
+    def _index(self, cell_id: str) -> int:
+        try:
+            return self.ids.index(cell_id)
+        except ValueError:
+            raise UnknownCell(cell_id) from None
+
+
+def check(txn: Txn, current: dict[str, Cell]) -> list[Cell]:
+    """Refuse the whole transaction if a cell it changes was changed by someone else since the
+    transaction began, or vanished (nothing is applied); else the cells after it (a dry run,
+    so that applying cannot fail half way)."""
+    for op in txn.ops:
+        target = op.cell_id if op.kind in ("replace", "delete", "move") else None
+        if target is None or target not in txn.base:
+            continue
+        now = current.get(target)
+        if now is None:
+            raise ConflictError(
+                f"cell {target!r} was deleted by someone else while this change was being "
+                "applied; nothing was applied: review the notebook and re-plan"
+            )
+        if now != txn.base[target]:
+            raise ConflictError(
+                f"cell {target!r} was edited by someone else while this change was being "
+                "applied; nothing was applied: review the cell and re-plan"
+            )
+    cells = list(current.values())
+    ids = list(current)
+    for op in txn.ops:
+        if op.kind in ("insert", "move") and op.after is not None and op.after not in ids:
+            raise ConflictError(
+                f"cell {op.after!r} (where a cell goes) was deleted by someone else; "
+                "nothing was applied: review the notebook and re-plan"
+            )
+        if op.kind == "insert":
+            assert op.cell is not None
+            if op.cell.id in ids:
+                raise ConflictError(
+                    f"someone else added a cell with id {op.cell.id!r} meanwhile; "
+                    "nothing was applied: re-plan"
+                )
+            at = ids.index(op.after) + 1 if op.after is not None else 0
+            ids.insert(at, op.cell.id)
+            cells.insert(at, normal(op.cell))
+        elif op.kind in ("replace", "delete", "move"):
+            assert op.cell_id is not None
+            if op.cell_id not in ids:
+                raise ConflictError(
+                    f"cell {op.cell_id!r} is gone from the shared notebook; "
+                    "nothing was applied: re-plan"
+                )
+            i = ids.index(op.cell_id)
+            if op.kind == "replace":
+                assert op.cell is not None
+                cells[i] = normal(op.cell)
+                continue
+            ids.pop(i)
+            moved = cells.pop(i)
+            if op.kind == "move":
+                at = ids.index(op.after) + 1 if op.after is not None else 0
+                ids.insert(at, op.cell_id)
+                cells.insert(at, moved)
+    return cells
+
+
+def apply_ops(
+    room: Room,
+    ops: list[Op],
+    *,
+    cell_ids: Callable[[], list[str]],
+    metadata: Callable[[str], Any],
+    strict: bool,
+) -> dict[str, Any]:
+    """Apply ``ops`` to the room's document in one pycrdt transaction (call holding the room's
+    ``cond``); ``strict=False`` (a replay) skips what is already there or gone. ``cell_ids()``
+    gives the shared cells' ids, ``metadata(key)`` metadata[key] as JSON now. Returns
+    metadata[key] as JSON after the ops, for each key they change (without reading it back,
+    which is O(plan))."""
+    from jupyter_ydoc import YNotebook  # heavy: jupyter_ydoc (the live extra)
+    from pycrdt import Map  # heavy: pycrdt (the live extra)
+
+    doc, ycells = room.doc, room.cells
+    ynb = YNotebook(doc)
+    views: dict[str, Any] = {}
+    with doc.transaction(origin="planbook"):
+        ids = cell_ids()  # kept in step with ``ycells`` below, never read again
+        for op in ops:
+            if op.kind == "meta":
+                assert op.key is not None
+                meta = room.meta.get("metadata")
+                if meta is None:
+                    meta = room.meta["metadata"] = Map()
+                if op.key in meta:  # replacing a key in place is not seen by every reader
+                    del meta[op.key]
+                meta[op.key] = op.value
+                views[op.key] = op.value
+            elif op.kind == "meta_part":
+                assert op.key is not None
+                if op.key not in views:
+                    views[op.key] = metadata(op.key)
+                views[op.key] = apply_parts(room.meta, op.key, op.value, views[op.key])
+            elif op.kind == "insert":
+                assert op.cell is not None
+                if op.cell.id in ids:
+                    if strict:
+                        raise ValueError(f"a cell with id {op.cell.id!r} already exists")
+                    continue
+                at = ids.index(op.after) + 1 if op.after in ids else 0
+                if op.after is not None and op.after not in ids:
+                    at = len(ids)
+                ycells.insert(at, ynb.create_ycell(cell_dict(op.cell)))
+                ids.insert(at, op.cell.id)
+            elif op.kind == "delete":
+                if op.cell_id in ids:
+                    del ycells[ids.index(op.cell_id)]
+                    ids.remove(op.cell_id)
+            elif op.kind == "move":
+                if op.cell_id not in ids:
+                    continue
+                i = ids.index(op.cell_id)
+                moved = to_cell(ycells[i].to_py())
+                del ycells[i]
+                ids.pop(i)
+                at = ids.index(op.after) + 1 if op.after in ids else 0
+                # a fresh copy: Yjs arrays have no move the frontend understands
+                ycells.insert(at, ynb.create_ycell(cell_dict(moved)))
+                ids.insert(at, op.cell_id)
+            elif op.kind == "replace":
+                assert op.cell is not None
+                if op.cell.id in ids:
+                    write_cell(ynb, ids.index(op.cell.id), op.cell)
+                elif not strict:
+                    ycells.append(ynb.create_ycell(cell_dict(op.cell)))
+                    ids.append(op.cell.id)
+    return views

@@ -1,0 +1,102 @@
+"""The local copy of a room's shared document: a pycrdt ``Doc`` and a record of what changed in it.
+
+The root types planbook reads (cells, meta, state); counters that grow with each change of the
+cells and of the metadata (cache keys for readers); the cells changed in place by the last few
+changes (a reader converts again only those); and the reloads: the copy replaced by what the
+server holds, and why. The room keeps the copy in sync (``room.Room``, a ``SharedCopy``); all
+of it is read and changed holding the room's ``cond``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pycrdt import Array, Doc, Map
+
+
+class SharedCopy:
+    """A pycrdt copy of a notebook's shared document, with the record of its changes."""
+
+    def __init__(self) -> None:
+        #: How often the copy was replaced by what the server holds (restart, file rewritten on
+        #: disk, an update of unknown fate), and why the last time: a record kept in memory
+        #: may no longer match the room after that.
+        self.reloads = 0
+        self.reload_reason = ""
+        #: How often the server set the saved file's hash in the room's state (it does after
+        #: each save that wrote the file, and only then).
+        self.hash_writes = 0
+        self.doc: Doc[Any]
+        self.cells: Array[Any]
+        self.meta: Map[Any]
+        self._new_doc()
+
+    def _new_doc(self) -> None:
+        from pycrdt import Array, Doc, Map  # heavy: pycrdt (the live extra)
+
+        self.doc = Doc(allow_multithreading=True)
+        self._touched = False
+        # called only for transactions that changed something (never read the doc in it)
+        self.doc.observe(lambda _event: setattr(self, "_touched", True))
+        self.cells = self.doc.get("cells", type=Array)
+        self.meta = self.doc.get("meta", type=Map)
+        #: Grows with every change of the cells (not of metadata or state): a cache key.
+        self.cells_version = getattr(self, "cells_version", 0) + 1
+        #: (cells_version, indices of the cells changed in place by that change, or None
+        #: when cells were added, removed or moved), the last few: a reader's cache converts
+        #: again only what changed (see ``cells_changed_since``).
+        self._cell_changes: deque[tuple[int, frozenset[int] | None]] = deque(maxlen=64)
+        self._cells_subscription = self.cells.observe_deep(self._on_cells)
+        #: Grows with every change of the notebook metadata (a cache key, as cells_version).
+        self.meta_version = getattr(self, "meta_version", 0) + 1
+        self._meta_subscription = self.meta.observe_deep(self._on_meta)
+        # The server deletes the saved file's hash from "state" when it reloads the room from
+        # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
+        # (pycrdt drops an observer with the Python object of its map: keep both)
+        self.state = self.doc.get("state", type=Map)
+        self._state_subscription = self.state.observe(self._on_state)
+
+    def _on_cells(self, events: Any) -> None:
+        self.cells_version += 1
+        touched: set[int] | None = set()
+        for event in events:
+            path = getattr(event, "path", None)
+            if not path or not isinstance(path[0], int):  # the list itself changed
+                touched = None
+                break
+            touched.add(path[0])  # type: ignore[union-attr]
+        self._cell_changes.append(
+            (self.cells_version, None if touched is None else frozenset(touched))
+        )
+
+    def cells_changed_since(self, version: int) -> frozenset[int] | None:
+        """The indices of the cells changed in place since ``cells_version`` was ``version``
+        (call holding ``cond``); None when that is not known (too long ago, another copy)
+        or cells were added, removed or moved since."""
+        if version > self.cells_version or self.cells_version - version > len(self._cell_changes):
+            return None
+        changed: set[int] = set()
+        for number, touched in self._cell_changes:
+            if number <= version:
+                continue
+            if touched is None:
+                return None
+            changed |= touched
+        return frozenset(changed)
+
+    def _on_meta(self, _events: Any) -> None:
+        self.meta_version += 1
+
+    def _on_state(self, event: Any) -> None:
+        keys = getattr(event, "keys", {}) or {}
+        change = keys.get("hash")
+        if isinstance(change, dict) and change.get("action") == "delete":
+            self._reloaded("the file changed on disk and the server reloaded the notebook from it")
+        elif isinstance(change, dict):  # the server wrote the file (see ``save``)
+            self.hash_writes += 1
+
+    def _reloaded(self, reason: str) -> None:
+        self.reloads += 1
+        self.reload_reason = reason

@@ -1,0 +1,226 @@
+"""The executor's state and the recording of a step's result (the floor the run, recovery
+and late-merge handling stand on).
+
+A result is saved in the notebook before surfaces hear of it; a run reads the saved record at
+each step (another process may have saved), and puts back what only this process knows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+
+from planbook.documents.base import NotebookDocument
+from planbook.engine import owner
+from planbook.engine.checkpoints import CheckpointWriter, next_seq
+from planbook.engine.executor.report import StepOutcome
+from planbook.engine.reconcile import ReloadWatch
+from planbook.engine.runner import CodeRunner
+from planbook.engine.store import Store
+from planbook.errors import ConflictError, PlanbookError
+from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
+from planbook.model.events import Event
+from planbook.model.plan import Plan, Step, StepIndex, StepResult
+from planbook.workspace.files import Workspace
+
+
+class StepRecords:
+    """What every part of a run shares: the notebook, its record, and how a result is saved."""
+
+    def __init__(
+        self,
+        store: Store,
+        document: NotebookDocument,
+        workspace: Workspace,
+        runner: Callable[[], CodeRunner],
+        emit: Callable[[Event], None],
+    ) -> None:
+        self.store = store
+        self.document = document
+        self.workspace = workspace
+        self.runner = runner
+        self.emit = emit
+        self.stop_requested = False
+        #: This process, as recorded on the steps it approves and runs.
+        self.token = owner.this_process()
+        #: Whether a run of this executor is in progress.
+        self.active = False
+        #: Notices a reload of the document (live room) under a run; see engine/reconcile.py.
+        self.watch = ReloadWatch(document, store)
+        #: The end of the last run could not be saved (room unreachable): the session settles
+        #: and saves it when the room is back.
+        self.unsaved = False
+        #: Results of steps whose code ran here while the room could not take them (keyed by
+        #: step id): only this process knows them. Put back on every fresh read of the record
+        #: until the room's record has them (see ``put_back_unrecorded``).
+        self.unrecorded: dict[str, StepResult] = {}
+        self._reloads_at_start = self.watch.count()
+        #: Log entries of the record read at the start of the current step (all saved).
+        self._log_saved = 0
+        #: Finds a run's steps without a scan from the plan's top at each one.
+        self._steps = StepIndex()
+
+    def _reloaded(self) -> bool:
+        """The document was reloaded since the run began: memory is this run's record, the
+        room's is older (reconcile decides once the run stops)."""
+        return self.watch.count() != self._reloads_at_start
+
+    @property
+    def checkpoints(self) -> CheckpointWriter:
+        return CheckpointWriter(self.document, self.workspace, self.store.blobs)
+
+    @contextmanager
+    def _saved_state(self) -> Iterator[None]:
+        """Hold the notebook and start from what is saved (another process may have saved)."""
+        with self.document.locked():
+            self._catch_up()
+            yield
+
+    def _catch_up(self, *, load: bool = False) -> None:
+        """Start from the saved record (``load``: read it even if it looks unchanged) plus
+        what only this process knows; after a reload, memory is this run's record and stays
+        (reconcile decides once the run stops)."""
+        if self._reloaded():
+            return
+        before = self.store.state
+        if load:
+            self.store.load()
+        else:
+            self.store.sync()
+        self.put_back_unrecorded(fresh=self.store.state is not before)
+        self._log_saved = len(self.store.state.log)
+
+    def put_back_unrecorded(self, *, fresh: bool) -> None:
+        """Record again the results of code that ran here but that the room lacks (its commit
+        failed while the room was unreachable): a step the record shows "running" with the
+        same checkpoint gets its result back, so it is neither run again nor taken as cut
+        off. ``fresh``: the record was just read from the room, so a step it shows settled
+        otherwise needs nothing more from memory (its entry goes)."""
+        for step_id, result in list(self.unrecorded.items()):
+            plan, step = _find(self.store.state.plans, step_id)
+            if (
+                plan is None
+                or step is None
+                or (step.status != "running" or step.checkpoint != result.checkpoint)
+            ):
+                if fresh:
+                    del self.unrecorded[step_id]
+                continue
+            step.status = result.status  # type: ignore[assignment]
+            step.error = None if result.status == "done" else result.message
+            step.run_by = None
+            plan.results.append(result.model_copy())
+
+    def _tell(self, event: Event) -> None:
+        """Surfaces only observe: one that raises never changes what a run does."""
+        with suppress(Exception):
+            self.emit(event)
+
+    def _mine(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
+        plan = self.store.plan_by_id(plan_id)
+        step = plan.find_step(step_id)
+        if step is None:
+            raise ConflictError(f"step {step_id} disappeared from the plan while it ran")
+        return plan, step
+
+    def _hash_now(self, snap: CellSnapshot | FileSnapshot) -> str | None:
+        """The target's hash now, or None when it cannot be read (a file swapped for a symlink
+        or a FIFO meanwhile): then the change is not taken as landed, and settling goes on."""
+        try:
+            return self.checkpoints.current_hash(snap)
+        except PlanbookError:
+            return None
+
+    # --- recording ---------------------------------------------------------------------------
+    def _release_unrun(self, plan: Plan, own: set[str] | None) -> int:
+        count = 0
+        for step in plan.steps:
+            if step.status == "approved" and (own is None or step.id in own):
+                step.status = "pending"
+                step.run_by = None
+                count += 1
+        return count
+
+    def _record(
+        self,
+        plan: Plan,
+        step: Step,
+        status: str,
+        message: str,
+        started: float,
+        checkpoint: str | None = None,
+    ) -> StepOutcome:
+        """Set the step's result and save it (inside the caller's transaction, if any)."""
+        step.status = status  # type: ignore[assignment]
+        step.error = message if status != "done" else None
+        step.run_by = None
+        result_status = status if status in ("done", "failed", "conflict") else "failed"
+        plan.results.append(
+            StepResult(
+                step_id=step.id,
+                status=result_status,  # type: ignore[arg-type]
+                message=message,
+                checkpoint=checkpoint,
+                seconds=time.monotonic() - started,
+            )
+        )
+        self.store.save()
+        number = self._steps.number(plan, step)
+        return StepOutcome(number, step.id, step.operation.kind, status, message)
+
+    def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
+        """Tell the surfaces, once what the step did is saved."""
+        if checkpoint is not None:
+            self._tell(
+                Event(
+                    kind="checkpoint_written",
+                    plan_id=plan_id,
+                    step_id=outcome.step_id,
+                    data={"checkpoint": checkpoint},
+                )
+            )
+        self._tell(
+            Event(
+                kind="step_finished",
+                plan_id=plan_id,
+                step_id=outcome.step_id,
+                status=outcome.status,
+                message=outcome.message,
+                data={"number": outcome.number},
+            )
+        )
+        return outcome
+
+    def _finish(
+        self,
+        plan: Plan,
+        step: Step,
+        status: str,
+        message: str,
+        started: float,
+        checkpoint: str | None = None,
+    ) -> StepOutcome:
+        outcome = self._record(plan, step, status, message, started, checkpoint)
+        return self._announce(plan.id, outcome, checkpoint)
+
+    def _next_seq(self) -> int:
+        return next_seq(self.store.state.checkpoints)
+
+    def _record_checkpoint(self, step: Step, checkpoint: Checkpoint) -> None:
+        self.store.state.checkpoints.append(checkpoint)
+        step.checkpoint = checkpoint.id
+        self.store.save()
+
+
+def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:
+    for plan in plans:
+        step = plan.find_step(step_id)
+        if step is not None:
+            return plan, step
+    return None, None
+
+
+def retryable(exc: BaseException) -> bool:
+    """A failure to reach the document (the live room), not of the change itself."""
+    return bool(getattr(exc, "retryable", False))

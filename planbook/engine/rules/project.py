@@ -1,0 +1,97 @@
+"""The permission rules of one project, as its files say now: what the Session owns and asks.
+
+One object per Session, tied to the workspace root (and the notebook, which is protected): it
+reads ``pyproject.toml``'s ``[tool.planbook]`` and ``planbook.toml`` (matching.py), reads them
+again when their bytes change, and answers a verdict for each staged operation. Every surface
+goes through it (magics, the Python API, the agent), so they all see the same rules.
+
+Rules the person added in this session ("always allow" without saving) outlive a reload. A
+rules file that cannot be read fails closed: every change is asked about (so staged, in every
+mode) until the file is fixed, and ``refresh`` says so in one line the Session shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planbook.engine.rules.matching import RuleSet
+from planbook.engine.rules.protected import Protected
+from planbook.engine.rules.rule import RULES_FILE, Action
+from planbook.errors import RulesError
+from planbook.model.operations import AnyOperation
+
+__all__ = ["ProjectRules"]
+
+#: The files rules are read from, in the root (the order does not matter for change detection).
+_SOURCES = ("pyproject.toml", RULES_FILE)
+
+
+class ProjectRules:
+    """The rules of the project at ``root``, reloaded when its rule files change."""
+
+    def __init__(self, root: Path, notebook: Path | None = None) -> None:
+        self.root = root
+        self.notebook = notebook
+        self._rules = RuleSet(root=root, protected=Protected(root, notebook))
+        #: Why the files cannot be read (one line), or None when they can.
+        self._broken: str | None = None
+        #: The files' bytes when last read; None: not read yet.
+        self._seen: tuple[bytes | None, ...] | None = None
+
+    def __repr__(self) -> str:
+        state = f"broken: {self._broken}" if self._broken else f"{len(self._rules.rules)} rules"
+        return f"ProjectRules({str(self.root)!r}, {state})"
+
+    def refresh(self) -> list[str]:
+        """Read the files again if they changed; what the person should hear, one line each
+        (a broken file, rules that try to allow protected settings and are ignored)."""
+        now = tuple(_read(self.root / name) for name in _SOURCES)
+        if now != self._seen:
+            self._seen = now
+            self._reload()
+        if self._broken is not None:
+            return [f"{self._broken}; until it is fixed, every change is staged for review"]
+        return self._rules.ignored()
+
+    def current(self) -> RuleSet:
+        """The rules as the files say now (session rules included), to list, match or add to;
+        `RulesError` (one line) while a file cannot be read."""
+        self.refresh()
+        if self._broken is not None:
+            raise RulesError(self._broken)
+        return self._rules
+
+    def verdict(self, op: AnyOperation) -> Action | None:
+        """What the rules say about ``op`` as last read (``refresh`` reads the files again):
+        allow, ask, deny, or None when no rule speaks and the mode decides. While a file cannot
+        be read, everything is asked about."""
+        if self._seen is None:
+            self.refresh()
+        if self._broken is not None:
+            return "ask"
+        return self._rules.decide_op(op)
+
+    def protected_reason(self, op: AnyOperation) -> str | None:
+        """Why ``op`` touches settings no rule may let through unreviewed (planbook's rules,
+        pyproject.toml, .git, the notebook file), or None; the same whatever the files say."""
+        return self._rules.protected_reason(op)
+
+    def _reload(self) -> None:
+        try:
+            fresh = RuleSet.load(self.root)
+        except RulesError as exc:
+            self._broken = str(exc)
+            return  # the last good rules stay, for the session rules they hold
+        fresh.protected = Protected(self.root, self.notebook)
+        fresh.rules.extend(r for r in self._rules.rules if r.source == "added")
+        self._rules = fresh
+        self._broken = None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a change to or from unreadable reloads, and the reload says why
+        return f"unreadable: {exc.strerror}".encode()

@@ -1,0 +1,208 @@
+"""The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
+log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and returning its
+exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
+
+They read the file (``loading``), call a Session and print what happened; ``approve`` hands
+the run to a real kernel (``kernel``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from planbook.errors import CliError, MetadataError, PlanbookError
+from planbook.model.checkpoint import Checkpoint
+from planbook.model.words import count, plural
+from planbook.present.checkpoint_names import checkpoint_name
+from planbook.sessions.open_file import strip_file, strip_metadata
+from planbook.sessions.session import Session
+from planbook.surfaces.cli.audit import audit_rows
+from planbook.surfaces.cli.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MISSING,
+    EXIT_NOT_NOTEBOOK,
+    EXIT_NOTHING,
+    EXIT_OK,
+    EXIT_USAGE,
+)
+from planbook.surfaces.cli.kernel import run_in_kernel, selection
+from planbook.surfaces.cli.loading import (
+    Loaded,
+    file_session,
+    load,
+    planbook_errors,
+    read_session,
+    shown,
+)
+
+#: What the executor reports when a KeyboardInterrupt ended a run between steps.
+_CLEAN_STOP = "interrupted: the run ended cleanly between steps"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    color = args.color if args.color is not None else sys.stdout.isatty()
+    session = read_session(loaded)
+    print(session.render_text(color=color), end="")
+    if loaded.state.checkpoints:  # numbered as `planbook rollback NB N` takes them
+        print("\ncheckpoints:\n" + session.checkpoints_text())
+    return EXIT_OK
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    plan = next((p for p in reversed(loaded.state.plans) if p.is_open), loaded.state.plans[-1])
+    if not any(s.status in ("pending", "skipped") for s in plan.steps):
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to reject: no step is pending")
+    session = file_session(loaded)
+    spec = args.steps.strip() if args.steps else None
+    rejected = planbook_errors(loaded, lambda: session.reject(spec))
+    current = session.current_plan()
+    numbers = {s.id: n for n, s in enumerate(current.steps if current else [], start=1)}
+    print(f"rejected {count(rejected, 'step')}: {', '.join(str(numbers[s.id]) for s in rejected)}")
+    return EXIT_OK
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    if not loaded.state.checkpoints:
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
+    session = file_session(loaded)
+    record = planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
+    print(
+        f"rolled back {count(record.undid, 'step')} ({_checkpoint_name(session, record)}); "
+        "undo this with "
+        f"`planbook rollback {shown(loaded.path)} {record.id}`"
+    )
+    return EXIT_OK
+
+
+def _checkpoint_name(session: Session, record: Checkpoint) -> str:
+    return checkpoint_name(record, session.store.state.plans, session.checkpoints())
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    rows = audit_rows(loaded.state)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print(f"{args.notebook}: no planbook history yet")
+    else:
+        for row in rows:
+            print(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
+    return EXIT_OK
+
+
+def step_spec(steps: str | None, first: int | None) -> str | int | None:
+    """``--steps 3`` is step 3 (as ``%approve 3``); ``--first 3`` the first three (an int)."""
+    if first is not None:
+        if first < 1:
+            raise CliError(EXIT_USAGE, f"--first {first}: give a count of 1 or more")
+        return first
+    if steps is None:
+        return None
+    spec = steps.strip()
+    if re.fullmatch(r"\d+", spec):
+        spec = f"{spec}-{spec}"
+    return spec
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    spec = step_spec(args.steps, args.first)
+    preview = read_session(loaded)
+    _pending(loaded, preview)
+    # Validate the selection and check drift before paying for a kernel.
+    dry = planbook_errors(loaded, lambda: preview.approve(**selection(spec), dry_run=True))
+    if args.dry_run:
+        for o in dry.outcomes:
+            print(
+                f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else "")
+            )
+        print("dry run: nothing was applied")
+        return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
+    report = run_in_kernel(
+        loaded, spec, rerun=not args.no_rerun, timeout=args.timeout, by=args.by, quiet=args.quiet
+    )
+    return print_report(loaded, report)
+
+
+def _pending(loaded: Loaded, session: Session) -> None:
+    plan = session.current_plan()
+    if plan is None or not any(s.status == "pending" for s in plan.steps):
+        raise CliError(
+            EXIT_NOTHING,
+            f"{shown(loaded.path)}: no step is pending; "
+            f"see the plan with `planbook show {shown(loaded.path)}`",
+        )
+
+
+def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
+    """Print what the kernel's approval did; its exit code."""
+    if "error" in report:
+        raise CliError(int(report["code"]), report["error"])
+    for o in report["outcomes"]:
+        print(
+            f"step {o['number']} ({o['kind']}): {o['status']}"
+            + (f": {o['message']}" if o["message"] else "")
+        )
+    if report["stopped"]:
+        print(report["stopped"])
+    if report["left_pending"]:
+        left = report["left_pending"]
+        print(
+            f"{count(left, 'approved step')} {plural('was', left)} not run "
+            f"and {plural('is', left)} pending again"
+        )
+    done = [o for o in report["outcomes"] if o["status"] == "done"]
+    if done:
+        print(
+            f"saved to {shown(loaded.path)}; undo the last step with "
+            f"`planbook rollback {shown(loaded.path)}`"
+        )
+    if report.get("interrupted") or report["stopped"] == _CLEAN_STOP:
+        print("interrupted: steps not yet run stay pending", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report["ok"] else EXIT_FAILED
+
+
+# --- retention and sharing (storage) -----------------------------------------------------------
+def cmd_gc(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    session = file_session(loaded)
+    try:
+        report = session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
+    except PlanbookError as exc:
+        raise CliError(EXIT_USAGE, str(exc)) from None
+    print(f"{args.notebook}: {report}")
+    return EXIT_OK
+
+
+def cmd_strip(args: argparse.Namespace) -> int:
+    if args.notebook in (None, "-"):  # a git clean filter: stdin to stdout
+        data = sys.stdin.buffer.read()
+        try:
+            out = strip_metadata(data.decode("utf-8"), "stdin")
+        except (MetadataError, UnicodeDecodeError) as exc:
+            raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+        sys.stdout.buffer.write(out.encode("utf-8"))
+        return EXIT_OK
+    path = Path(args.notebook)
+    if not path.is_file():
+        raise CliError(EXIT_MISSING, f"{args.notebook}: no such file; pass an .ipynb file")
+    try:
+        stripped = strip_file(path, args.notebook)
+    except MetadataError as exc:
+        raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+    if stripped:
+        print(f"{args.notebook}: planbook metadata removed (plans, checkpoints, log)")
+    else:
+        print(f"{args.notebook}: no planbook metadata; left as it was")
+    return EXIT_OK

@@ -1,0 +1,152 @@
+"""The ``planbook`` command line as argparse declares it: one block per subcommand, each naming
+the ``cmd_*`` function that runs it (``args.run``), every help page ending with the exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Callable
+
+from planbook import __version__
+from planbook.surfaces.cli.commands import (
+    cmd_approve,
+    cmd_gc,
+    cmd_log,
+    cmd_reject,
+    cmd_rollback,
+    cmd_show,
+    cmd_strip,
+)
+from planbook.surfaces.cli.demo import cmd_demo
+from planbook.surfaces.cli.exit_codes import exit_codes_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planbook",
+        description="Review, approve and roll back the plan stored in a notebook, outside Jupyter.",
+        epilog=exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"planbook {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, help_text: str, run: Callable[[argparse.Namespace], int], description: str = ""
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=textwrap.fill(description or help_text, 79),
+            epilog=exit_codes_text(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(run=run)
+        return p
+
+    def color_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--color",
+            dest="color",
+            action="store_true",
+            default=None,
+            help="colour diffs (default: when writing to a terminal)",
+        )
+        p.add_argument("--no-color", dest="color", action="store_false")
+
+    show = command("show", "the plan and its diffs", cmd_show)
+    show.add_argument("notebook", help="the .ipynb file")
+    color_flags(show)
+
+    approve = command(
+        "approve",
+        "approve pending steps and run them in a real kernel",
+        cmd_approve,
+        "Approve pending steps and run exactly those, in order, each behind a checkpoint, in a "
+        "real Jupyter kernel started in the notebook's folder. Outputs, results and checkpoints "
+        "are written into the notebook. Before approving, the notebook's code cells are re-run "
+        "in that kernel (in order; a cell that raises is reported and the approval goes on) so "
+        "that run_cell steps find the variables they use. Cells that use planbook itself "
+        "(magics or `planbook`) are left out, so nothing is staged again, and so are cells that "
+        "use a name only such a cell defines.",
+    )
+    approve.add_argument("notebook", help="the .ipynb file")
+    approve.add_argument(
+        "--steps",
+        metavar="SPEC",
+        help="step numbers: 3 (step 3), 1,3-5; default: every pending step",
+    )
+    approve.add_argument("--first", type=int, metavar="N", help="the first N pending steps")
+    approve.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check what would run (selection, drift); start no kernel",
+    )
+    approve.add_argument(
+        "--no-rerun",
+        action="store_true",
+        help="do not re-run the notebook's cells before approving",
+    )
+    approve.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="limit for each re-run cell (default 600)",
+    )
+    approve.add_argument(
+        "--by", help="who approves, recorded with the approval (default: '<user> (planbook CLI)')"
+    )
+    approve.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    reject = command("reject", "reject pending steps (all by default)", cmd_reject)
+    reject.add_argument("notebook", help="the .ipynb file")
+    reject.add_argument("--steps", metavar="SPEC", help="step numbers: 3, 1,3-5; default: all")
+
+    rollback = command(
+        "rollback",
+        "undo the last step, or everything after a checkpoint",
+        cmd_rollback,
+        "Undo the last executed step, or everything after CHECKPOINT, restoring cells and files. "
+        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.",
+    )
+    rollback.add_argument("notebook", help="the .ipynb file")
+    rollback.add_argument(
+        "checkpoint", nargs="?", help="checkpoint id, id prefix or number (see `planbook show`)"
+    )
+    rollback.add_argument(
+        "--force", action="store_true", help="roll back even over changes made after the step ran"
+    )
+
+    log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
+    log.add_argument("notebook", help="the .ipynb file")
+    log.add_argument("--json", action="store_true", help="machine-readable rows")
+
+    gc = command(
+        "gc",
+        "drop old checkpoints and the blobs only they used",
+        cmd_gc,
+        "Keep the newest checkpoints (keep_checkpoints in [tool.planbook], default 50) and, with "
+        "keep_plans, the newest closed plans; drop every blob no kept checkpoint names. Rolling "
+        "back to a dropped checkpoint is refused with a message.",
+    )
+    gc.add_argument("notebook", help="the .ipynb file")
+    gc.add_argument("--keep", type=int, metavar="K", help="checkpoints to keep (overrides config)")
+    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep")
+
+    strip = command(
+        "strip",
+        "remove planbook's metadata for sharing (a git clean filter without NOTEBOOK)",
+        cmd_strip,
+        "Remove planbook's metadata (plans, checkpoints, log) from NOTEBOOK in place, keeping "
+        "the file's style. Without NOTEBOOK (or with -) read a notebook on stdin and write it "
+        "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
+    )
+    strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
+
+    demo = command(
+        "demo", "stage, review, approve and roll back a plan on a copy of the quickstart", cmd_demo
+    )
+    demo.add_argument("--dir", help="folder for the copy (default: a new temp folder)")
+    color_flags(demo)
+    return parser

@@ -1,0 +1,235 @@
+"""The propose tools: each builds one operation through the notebook session's Proposer (the
+same call as ``pb.propose``: cell naming, validation, the policy, protected settings, the base
+hash), tagged with the client's origin, and answers with the step it became. No tool here, or
+anywhere in this server, approves: a staged step waits for the person."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from planbook.model.plan import Step
+from planbook.present.text import step_title
+from planbook.sessions.proposer import Proposer
+from planbook.sessions.session import Session
+from planbook.surfaces.mcp.calls import client_origin, in_thread
+from planbook.surfaces.mcp.limits import (
+    MAX_EDITS,
+    Anchor,
+    Before,
+    CellRef,
+    Command,
+    Content,
+    FilePath,
+    Notebook,
+    Reason,
+    Replace,
+    Search,
+    Source,
+)
+from planbook.surfaces.mcp.target import Target
+
+#: What an answer ends with while the step waits: where the person decides, what to do next.
+_WAITS = (
+    "It waits for the person's review (the panel, `%approve`, or `planbook approve`); "
+    "call wait_for_review to continue once it is decided."
+)
+#: A proposal changes nothing until the person approves it; it is not idempotent (each call
+#: stages one more step).
+_PROPOSES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+
+class Proposals:
+    """The steps proposed through this server, per notebook, in order: what wait_for_review
+    waits for by default (stdio: one client per server process)."""
+
+    def __init__(self) -> None:
+        self.step_ids: dict[Path, list[str]] = {}
+
+    def add(self, notebook: Path, step_id: str) -> None:
+        self.step_ids.setdefault(notebook, []).append(step_id)
+
+    def only_notebook(self) -> Path | None:
+        """The notebook every proposal went to, when there is one."""
+        return next(iter(self.step_ids)) if len(self.step_ids) == 1 else None
+
+
+class Edit(BaseModel):
+    """One search/replace edit of a file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search: Search
+    replace: Replace
+
+
+Edits = Annotated[
+    list[Edit],
+    Field(min_length=1, max_length=MAX_EDITS, description="Edits applied in order."),
+]
+RunIt = Annotated[bool, Field(description="Run the cell once approved (code cells only).")]
+CellKind = Annotated[
+    Literal["code", "markdown", "raw"], Field(description="code, markdown or raw.")
+]
+
+
+def answer(target: Target, session: Session, step: Step) -> str:
+    """One short paragraph: the step's number, id and what it does, and whether it waits or (in
+    a mode where the person lets changes apply at once) what became of it."""
+    plan = session.current_plan()
+    number = next((n for n, s in enumerate(plan.steps, 1) if s.id == step.id), 0) if plan else 0
+    where = target.shown(session.notebook_path) if session.notebook_path else "the notebook"
+    head = f"step {number} of the plan in {where} (step id {step.id}): {step_title(step)}"
+    protected = session.rules.protected_reason(step.operation)
+    if step.status == "pending" and protected:
+        return (
+            f"Staged {head}, marked protected ({protected}); only the person applies it. {_WAITS}"
+        )
+    if step.status == "pending":
+        return f"Staged {head}. {_WAITS}"
+    return f"{head}: {step.status} (the notebook is in {session.mode} mode, which applies changes)"
+
+
+def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+    async def propose(
+        ctx: Context[Any, Any], notebook: str | None, make: Callable[[Proposer], Step]
+    ) -> str:
+        origin = client_origin(ctx)
+
+        def work() -> str:
+            session = target.session(notebook)
+            step = make(session.proposing_as(origin))
+            proposals.add(session.notebook_path or Path(), step.id)
+            return answer(target, session, step)
+
+        return await in_thread(work)
+
+    tool = server.tool(annotations=_PROPOSES)
+
+    @tool
+    async def propose_insert_cell(
+        source: Source,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        cell_type: CellKind = "code",
+        after: Anchor = None,
+        before: Before = None,
+        run: RunIt = False,
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose a new cell after (or before) a cell, or at the end. Staged for review."""
+        return await propose(
+            ctx,
+            notebook,
+            lambda p: p.insert_cell(
+                source, after=after, before=before, cell_type=cell_type, reason=reason, run=run
+            ),
+        )
+
+    @tool
+    async def propose_edit_cell(
+        cell: CellRef,
+        source: Source,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        run: RunIt = False,
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose a cell's complete new source. Staged for review."""
+        return await propose(
+            ctx, notebook, lambda p: p.edit_cell(cell, source, reason=reason, run=run)
+        )
+
+    @tool
+    async def propose_delete_cell(
+        cell: CellRef, reason: Reason, ctx: Context[Any, Any], notebook: Notebook = None
+    ) -> str:
+        """Propose removing a cell. Staged for review."""
+        return await propose(ctx, notebook, lambda p: p.delete_cell(cell, reason=reason))
+
+    @tool
+    async def propose_move_cell(
+        cell: CellRef,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        after: Anchor = None,
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose moving a cell after another one (no `after`: to the top). Staged for review."""
+        return await propose(ctx, notebook, lambda p: p.move_cell(cell, after=after, reason=reason))
+
+    @tool
+    async def propose_run_cell(
+        cell: CellRef, reason: Reason, ctx: Context[Any, Any], notebook: Notebook = None
+    ) -> str:
+        """Propose running a code cell in the notebook's kernel once approved; its outputs are
+        stored in the cell."""
+        return await propose(ctx, notebook, lambda p: p.run_cell(cell, reason=reason))
+
+    @tool
+    async def propose_run_code(
+        code: Annotated[Source, Field(description="Python code to run in the notebook's kernel.")],
+        reason: Reason,
+        ctx: Context[Any, Any],
+        after: Anchor = None,
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose running code: staged as a new code cell that runs once approved, so the
+        code and its outputs stay in the notebook."""
+        return await propose(
+            ctx,
+            notebook,
+            lambda p: p.insert_cell(code, after=after, cell_type="code", reason=reason, run=True),
+        )
+
+    @tool
+    async def propose_write_file(
+        path: FilePath,
+        content: Content,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose creating or overwriting a text file of the workspace. Staged for review in
+        the notebook's plan."""
+        return await propose(ctx, notebook, lambda p: p.write_file(path, content, reason=reason))
+
+    @tool
+    async def propose_edit_file(
+        path: FilePath,
+        edits: Edits,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose search/replace edits of a text file of the workspace. Staged for review."""
+        pairs = [{"search": e.search, "replace": e.replace} for e in edits]
+        return await propose(ctx, notebook, lambda p: p.edit_file(path, pairs, reason=reason))
+
+    @tool
+    async def propose_delete_file(
+        path: FilePath, reason: Reason, ctx: Context[Any, Any], notebook: Notebook = None
+    ) -> str:
+        """Propose deleting a file of the workspace. Staged for review."""
+        return await propose(ctx, notebook, lambda p: p.delete_file(path, reason=reason))
+
+    @tool
+    async def propose_shell(
+        command: Command,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        timeout_s: Annotated[
+            float, Field(gt=0, le=3600, description="Seconds before the command is stopped.")
+        ] = 60.0,
+        notebook: Notebook = None,
+    ) -> str:
+        """Propose a shell command, run in the workspace folder once approved. Staged for
+        review (rollback cannot undo what a command does outside the workspace)."""
+        return await propose(
+            ctx, notebook, lambda p: p.shell(command, reason=reason, timeout=timeout_s)
+        )

@@ -1,0 +1,107 @@
+"""wait_for_review: an agent proposes, waits for the person's decisions, and continues from
+the results. The decisions are made in another process (a kernel's panel or magics, the
+``planbook`` CLI) that writes the notebook file, so the wait watches the file: a stat every
+``POLL_SECONDS``, and a read of the planbook record only when the file changed."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+from planbook.documents.base import Cell
+from planbook.model.plan import OPEN_STATUSES, Plan, Step
+from planbook.model.store import PlanbookState
+from planbook.surfaces.mcp.calls import in_thread
+from planbook.surfaces.mcp.limits import Notebook, StepIds, WaitSeconds
+from planbook.surfaces.mcp.propose_tools import Proposals
+from planbook.surfaces.mcp.read_tools import CellFinder, step_lines
+from planbook.surfaces.mcp.target import Target
+
+#: How often the notebook file is looked at while waiting (a stat: microseconds).
+POLL_SECONDS = 0.2
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """What changes when the file is replaced or rewritten (every save is an atomic rename)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
+def _find(state: PlanbookState, step_ids: Sequence[str]) -> list[tuple[int, Step, Plan] | None]:
+    where: dict[str, tuple[int, Step, Plan]] = {}
+    for plan in state.plans:
+        for n, step in enumerate(plan.steps, start=1):
+            where[step.id] = (n, step, plan)
+    return [where.get(i) for i in step_ids]
+
+
+def _report(
+    found: list[tuple[int, Step, Plan] | None], step_ids: Sequence[str], cells: CellFinder
+) -> list[str]:
+    lines: list[str] = []
+    for step_id, hit in zip(step_ids, found, strict=True):
+        if hit is None:
+            lines.append(f"- step id {step_id}: not in this notebook's plans")
+        else:
+            lines += step_lines(*hit, cells=cells)
+    return lines
+
+
+def _cell_finder(target: Target, path: Path) -> CellFinder:
+    document = target.document(path)
+
+    def find(cell_id: str) -> Cell | None:
+        found = document.find_cell(cell_id)
+        return found.cell if found is not None else None
+
+    return find
+
+
+async def wait(target: Target, path: Path, step_ids: Sequence[str], timeout_s: float) -> str:
+    state = await in_thread(target.state, path)
+    deadline = time.monotonic() + timeout_s
+    seen = _signature(path)
+    while True:
+        found = _find(state, step_ids)
+        open_steps = [h for h in found if h is not None and h[1].status in OPEN_STATUSES]
+        if not open_steps or time.monotonic() >= deadline:
+            break
+        await anyio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
+        now = _signature(path)
+        if now != seen:
+            seen = now
+            state = await in_thread(target.state, path)
+    head = (
+        "every step is decided:"
+        if not open_steps
+        else f"timed out after {timeout_s:g} s with {len(open_steps)} step(s) still open "
+        "(pending, approved or running): call wait_for_review again to keep waiting"
+    )
+    cells = await in_thread(_cell_finder, target, path)
+    return "\n".join([head, *_report(found, step_ids, cells)])
+
+
+def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def wait_for_review(
+        timeout_s: WaitSeconds = 60.0, step_ids: StepIds = None, notebook: Notebook = None
+    ) -> str:
+        """Wait until the person has decided every step you proposed (approved and run,
+        rejected or skipped) or the timeout passes, then answer each step's status and result.
+        Approving is the person's: no tool does it."""
+        path = proposals.only_notebook() if notebook is None else None
+        if path is None:
+            path = await in_thread(target.notebook_path, notebook)
+        wanted = list(step_ids) if step_ids else list(proposals.step_ids.get(path, []))
+        if not wanted:
+            return "nothing to wait for: no step was proposed to this notebook through this server"
+        return await wait(target, path, wanted, timeout_s)

@@ -1,0 +1,102 @@
+"""What the server serves: one notebook, or a folder of notebooks (the workspace either way).
+
+Reading opens the notebook as a file document, which never writes it (a notebook without
+planbook metadata stays byte for byte as it was). Proposing goes through one Session per
+notebook, kept for the server's life, over the same file document the CLI uses; it writes the
+file only when a step is staged. Every notebook and file name is confined to the workspace by
+the Workspace's own resolution.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from planbook.documents.file import FileNotebook
+from planbook.engine.store import METADATA_KEY, parse_state
+from planbook.errors import UsageMistake
+from planbook.model.store import PlanbookState
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
+from planbook.workspace.walk import walk_files
+
+
+class Target:
+    """The served notebook or folder, and the documents and sessions opened on it."""
+
+    def __init__(self, path: Path) -> None:
+        given = Path(path).expanduser()
+        if not given.exists():
+            raise UsageMistake(f"{str(path)!r} does not exist: give a notebook or a folder")
+        real = given.resolve()
+        if real.is_dir():
+            self.root, self.notebook = real, None
+        elif real.suffix == ".ipynb":
+            self.root, self.notebook = real.parent, real
+        else:
+            raise UsageMistake(f"{str(path)!r} is not a notebook (.ipynb) or a folder")
+        #: Confines every name a client gives; the notebook files are changed by cell steps only.
+        self.workspace = Workspace(self.root)
+        self._reading: dict[Path, FileNotebook] = {}
+        self._sessions: dict[Path, Session] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        if self.notebook is not None:
+            return f"the notebook {self.notebook.name} in {self.root}"
+        return f"the notebooks in {self.root}"
+
+    # --- naming ----------------------------------------------------------------------------
+    def notebook_path(self, name: str | None) -> Path:
+        """The notebook ``name`` names (the served one when None), inside the workspace."""
+        if name is None or not name.strip():
+            if self.notebook is None:
+                raise UsageMistake(
+                    "say which notebook: this server serves a folder (see list_notebooks)"
+                )
+            return self.notebook
+        path = self.workspace.resolve(name.strip())
+        if path.suffix != ".ipynb":
+            raise UsageMistake(f"{name!r} is not a notebook (.ipynb); see list_notebooks")
+        if not path.is_file():
+            raise UsageMistake(f"no notebook {name!r} in the workspace; see list_notebooks")
+        return path
+
+    def shown(self, path: Path) -> str:
+        """A notebook as the client names it: relative to the workspace."""
+        return path.relative_to(self.root).as_posix()
+
+    def notebooks(self) -> list[Path]:
+        if self.notebook is not None:
+            return [self.notebook]
+        return [p for p in walk_files(self.root, self.root) if p.suffix == ".ipynb"]
+
+    # --- reading ---------------------------------------------------------------------------
+    def reading(self, name: str | None) -> tuple[Path, FileNotebook]:
+        """The notebook's file document for reading (it re-reads the file when it changed)."""
+        path = self.notebook_path(name)
+        return path, self.document(path)
+
+    def document(self, path: Path) -> FileNotebook:
+        with self._lock:
+            doc = self._reading.get(path)
+            if doc is None:
+                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
+                self._reading[path] = doc
+        return doc
+
+    def state(self, path: Path) -> PlanbookState:
+        """The planbook record as the notebook file holds it now (empty when it has none)."""
+        return parse_state(self.document(path).get_metadata(METADATA_KEY), path.name)
+
+    # --- proposing -------------------------------------------------------------------------
+    def session(self, name: str | None) -> Session:
+        path = self.notebook_path(name)
+        with self._lock:
+            session = self._sessions.get(path)
+            if session is None:
+                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
+                workspace = Workspace(self.root, protected=(path,))
+                session = Session(doc, workspace, notebook_path=path)
+                self._sessions[path] = session
+        return session

@@ -1,0 +1,271 @@
+"""The executor on its own (no Session): a real notebook file, its store and workspace, steps
+staged by the planner and approved with the approval hash, cells run by a real IPython shell."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from planbook.documents.file import FileNotebook
+from planbook.engine import planning
+from planbook.engine.approval import approval_hash
+from planbook.engine.checkpoints import CheckpointWriter
+from planbook.engine.executor.report import RunReport
+from planbook.engine.executor.run import Executor
+from planbook.engine.rollback import rollback
+from planbook.engine.runner import IPythonRunner
+from planbook.engine.store import Store
+from planbook.model.events import Event
+from planbook.model.operations import AnyOperation, EditCell, InsertCell, WriteFile
+from planbook.model.plan import Approval, Plan
+from planbook.workspace.files import Workspace
+from tests.conftest import make_notebook, sources
+
+
+@pytest.fixture(autouse=True)
+def _no_ipython_left_behind() -> Iterator[None]:
+    yield
+    InteractiveShell.clear_instance()
+
+
+class Bench:
+    """What Session.__init__ wires, and nothing more."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.document = FileNotebook(path)
+        self.workspace = Workspace(path.parent, protected=(path,))
+        self.store = Store(self.document)
+        self.store.load()
+        self.events: list[Event] = []
+        self.executor = Executor(
+            self.store,
+            self.document,
+            self.workspace,
+            lambda: IPythonRunner(InteractiveShell.instance()),
+            self.events.append,
+        )
+
+    def stage(self, *ops: AnyOperation, run: bool = False) -> Plan:
+        with self.document.locked():
+            self.store.sync()
+            plan = Plan(task="test")
+            self.store.state.plans.append(plan)
+            for op in ops:
+                planning.stage(
+                    plan,
+                    op,
+                    reason="test",
+                    cells=self.document.cells(),
+                    workspace=self.workspace,
+                    run_at_approval=run,
+                )
+            self.store.save()
+        return plan
+
+    def approve(self, plan: Plan, *, token: str | None = None) -> Approval:
+        """Approve every pending step as the Session does: hash, owner, "executing", saved."""
+        with self.document.locked():
+            self.store.sync()
+            plan = self.store.plan_by_id(plan.id)
+            chosen = [s for s in plan.steps if s.status == "pending"]
+            approval = Approval(
+                revision=plan.current.number,
+                step_ids=tuple(s.id for s in chosen),
+                sha256=approval_hash(chosen),
+                by="tester",
+            )
+            plan.approvals.append(approval)
+            for step in chosen:
+                step.status = "approved"
+                step.run_by = token or self.executor.token
+            plan.fire("approve")
+            self.store.save()
+        return approval
+
+    def run(self, plan: Plan) -> RunReport:
+        return self.executor.run(plan.id, self.approve(plan))
+
+    def statuses(self, plan: Plan) -> list[str]:
+        """As a fresh reader of the file sees them."""
+        reader = Store(FileNotebook(self.path))
+        reader.load()
+        return [s.status for s in reader.plan_by_id(plan.id).steps]
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Bench:
+    return Bench(make_notebook(tmp_path / "nb.ipynb", ["x = 1", "print(x)"]))
+
+
+def insert(cell_id: str, source: str, after: str = "c2") -> InsertCell:
+    return InsertCell(cell_id=cell_id, source=source, after=after)
+
+
+def test_steps_run_in_order_and_the_first_failure_leaves_the_rest_pending(bench: Bench) -> None:
+    plan = bench.stage(
+        insert("a", "y = 2"),
+        insert("b", "raise ValueError('bad data')", after="a"),
+        insert("c", "z = 3", after="b"),
+        run=True,
+    )
+    report = bench.run(plan)
+    assert not report.ok
+    assert [(o.number, o.status) for o in report.outcomes] == [(1, "done"), (2, "failed")]
+    assert "ValueError: bad data" in report.outcomes[1].message
+    assert report.left_pending == 1
+    assert bench.statuses(plan) == ["done", "failed", "pending"]
+    assert [src for _, src in sources(bench.path)] == [
+        "x = 1",
+        "print(x)",
+        "y = 2",
+        "raise ValueError('bad data')",
+    ]
+    assert InteractiveShell.instance().user_ns["y"] == 2  # step 1's code ran in the shell
+    started = [e.step_id for e in bench.events if e.kind == "step_started"]
+    assert started == [s.id for s in plan.steps[:2]]
+
+
+def test_a_drifted_target_is_refused_and_nothing_is_written(bench: Bench) -> None:
+    plan = bench.stage(
+        EditCell(cell_id="c1", source="x = 100"), WriteFile(path="out.txt", content="hi")
+    )
+    # someone edits the cell after the step was staged
+    nb = nbformat.read(bench.path, as_version=4)
+    nb.cells[0].source = "x = 2  # theirs"
+    nbformat.write(nb, bench.path)
+    report = bench.run(plan)
+    assert report.outcomes[0].status == "conflict"
+    assert "changed" in report.outcomes[0].message
+    assert sources(bench.path)[0][1] == "x = 2  # theirs"
+    assert not (bench.path.parent / "out.txt").exists()
+    assert bench.statuses(plan) == ["conflict", "pending"]
+    assert not bench.store.state.checkpoints  # a refused step leaves no checkpoint
+
+
+def test_a_tampered_approval_hash_refuses_to_run(bench: Bench) -> None:
+    plan = bench.stage(insert("a", "y = 2"), WriteFile(path="out.txt", content="hi"))
+    approval = bench.approve(plan)
+    forged = approval.model_copy(update={"sha256": "0" * 64})
+    report = bench.executor.run(plan.id, forged)
+    assert report.stopped is not None and "approval hash mismatch" in report.stopped
+    assert not report.outcomes
+    assert [src for _, src in sources(bench.path)] == ["x = 1", "print(x)"]
+    assert not (bench.path.parent / "out.txt").exists()
+    assert bench.statuses(plan) == ["pending", "pending"]
+    assert any(e.event == "refused" for e in bench.store.state.log)
+
+
+def test_each_applied_step_is_behind_a_checkpoint_written_first(bench: Bench) -> None:
+    plan = bench.stage(
+        EditCell(cell_id="c1", source="x = 10"),
+        WriteFile(path="notes.txt", content="new\n"),
+        insert("a", "w = 1", after="c1"),
+    )
+    assert bench.run(plan).ok
+    reader = Store(FileNotebook(bench.path))  # what the file holds, as a restarted kernel reads
+    reader.load()
+    saved = reader.plan_by_id(plan.id)
+    checkpoints = {c.id: c for c in reader.state.checkpoints}
+    assert [checkpoints[s.checkpoint].step for s in saved.steps if s.checkpoint] == [
+        s.id for s in saved.steps
+    ]
+    labels = [checkpoints[s.checkpoint].label for s in saved.steps if s.checkpoint]
+    assert labels == [
+        "before step 1 (edit_cell)",
+        "before step 2 (write_file)",
+        "before step 3 (insert_cell)",
+    ]
+    # the first checkpoint holds everything as it was: rolling back to it undoes all three
+    with reader.document.locked():
+        writer = CheckpointWriter(reader.document, bench.workspace, reader.blobs)
+        rollback(reader, writer, checkpoints[saved.steps[0].checkpoint or ""], force=False)
+    assert [src for _, src in sources(bench.path)] == ["x = 1", "print(x)"]
+    assert not (bench.path.parent / "notes.txt").exists()
+
+
+def test_stop_requested_ends_the_run_between_steps(bench: Bench) -> None:
+    plan = bench.stage(insert("a", "y = 1"), insert("b", "y = 2", after="a"), run=True)
+    asked: list[str] = []
+
+    def stop_after_first(event: Event) -> None:
+        bench.events.append(event)
+        if event.kind == "step_finished":
+            asked.append(event.step_id or "")
+            bench.executor.stop_requested = True
+
+    bench.executor.emit = stop_after_first
+    report = bench.run(plan)
+    assert report.stopped == "stopped on request between steps"
+    assert [o.status for o in report.outcomes] == ["done"]
+    assert bench.statuses(plan) == ["done", "pending"]
+    assert InteractiveShell.instance().user_ns["y"] == 1
+    assert [src for _, src in sources(bench.path)][-1] == "y = 1"
+
+
+CUT_OFF = """
+import sys
+from pathlib import Path
+from IPython.core.interactiveshell import InteractiveShell
+from planbook.documents.file import FileNotebook
+from planbook.engine.executor.run import Executor
+from planbook.engine.rollback import rollback
+from planbook.engine.runner import IPythonRunner
+from planbook.engine.store import Store
+from planbook.model.plan import Approval
+from planbook.workspace.files import Workspace
+
+path = Path(sys.argv[1])
+document = FileNotebook(path)
+store = Store(document)
+store.load()
+executor = Executor(store, document, Workspace(path.parent), lambda: IPythonRunner(
+    InteractiveShell.instance()), lambda event: None)
+plan = store.state.plans[0]
+for step in plan.steps:
+    step.run_by = executor.token
+store.save()
+executor.run(plan.id, Approval.model_validate_json(sys.argv[2]))
+"""
+
+
+def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
+    """Another process approved and ran the plan and was killed while step 2's code ran; a
+    fresh executor finds it cut off and settles it from what landed."""
+    plan = bench.stage(
+        insert("a", "y = 1"), insert("b", "import time; time.sleep(60)", after="a"), run=True
+    )
+    approval = bench.approve(plan)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CUT_OFF, str(bench.path), approval.model_dump_json()],
+        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while bench.statuses(plan) != ["done", "running"]:
+            assert child.poll() is None, "the child process ended before its step ran"
+            assert time.monotonic() < deadline, bench.statuses(plan)
+            time.sleep(0.1)
+    finally:
+        child.kill()
+        child.wait()
+
+    again = Bench(bench.path)  # a kernel restarted on the same notebook
+    with again.document.locked():
+        again.store.sync()
+        notes = again.executor.recover()
+    assert len(notes) == 1 and "a run was cut off" in notes[0]
+    assert again.statuses(plan) == ["done", "failed"]
+    saved = again.store.plan_by_id(plan.id)
+    assert "interrupted while its code ran" in (saved.steps[1].error or "")
+    assert saved.state == "completed"
+    assert saved.steps[1].checkpoint is not None  # rollback can still undo it
+    assert any(e.event == "recovered" for e in again.store.state.log)

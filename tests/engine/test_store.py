@@ -1,0 +1,112 @@
+"""engine/store.py on its own: the state in notebook.metadata["planbook"], on a real file.
+
+Saves are byte-clean (what Jupyter's own writer produces), a bad record is refused in one line
+and never written over, and a save made by another process is seen by ``sync``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from planbook.documents.file import FileNotebook
+from planbook.engine.store import Store
+from planbook.errors import MetadataError
+from tests.support.engine import Bench, write_notebook
+
+
+def reopened(path: Path) -> Store:
+    return Store(FileNotebook(path))
+
+
+def test_a_saved_history_loads_back_the_same_and_the_file_is_jupyters_own(tmp_path: Path) -> None:
+    bench = Bench(tmp_path, ["x = 1", "y = 'é'"])
+    bench.edit("c1", "x = 2")
+    bench.write("notes.txt", "hello\n")
+    text = bench.path.read_text(encoding="utf-8")
+    assert text == nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
+    again = reopened(bench.path)
+    assert again.state.model_dump() == bench.store.state.model_dump()
+    # Saving what did not change writes nothing different: the file stays byte for byte.
+    with again.document.transaction():
+        again.save()
+    assert bench.path.read_text(encoding="utf-8") == text
+
+
+def test_untouched_cells_and_foreign_metadata_survive_a_save(tmp_path: Path) -> None:
+    path = write_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2"])
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["other_tool"] = {"keep": [1, 2]}
+    nbformat.write(nb, path)
+    store = reopened(path)
+    with store.document.transaction():
+        store.log("note", "a first entry")
+        store.save()
+    saved = nbformat.read(path, as_version=4)
+    assert saved.metadata["other_tool"] == {"keep": [1, 2]}
+    assert [c.source for c in saved.cells] == ["a = 1", "b = 2"]
+    assert reopened(path).state.log[-1].detail == "a first entry"
+
+
+HOSTILE: list[Any] = [
+    "not an object",
+    [1, 2, 3],
+    {"schema_version": 99},
+    {"schema_version": 2, "mode": "godmode"},
+    {"schema_version": 2, "plans": {"p1": {"id": "p1", "state": "executing!"}}},
+    {"schema_version": 2, "checkpoints": {"0000": {"cp-1": {"seq": "first"}}}},
+    {"schema_version": 2, "blobs": {"k": 7}},
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE, ids=range(len(HOSTILE)))
+def test_bad_metadata_is_one_line_and_the_notebook_is_not_rewritten(
+    tmp_path: Path, raw: Any
+) -> None:
+    path = write_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["planbook"] = raw
+    nbformat.write(nb, path)
+    before = path.read_bytes()
+    with pytest.raises(MetadataError) as info:
+        reopened(path)
+    message = str(info.value)
+    assert "\n" not in message and "untouched" in message, message
+    assert path.read_bytes() == before
+
+
+def test_sync_sees_a_save_made_by_another_process(tmp_path: Path) -> None:
+    path = write_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    store = reopened(path)
+    assert store.state.log == []
+    other = (
+        "import sys\n"
+        "from planbook.documents.file import FileNotebook\n"
+        "from planbook.engine.store import Store\n"
+        "store = Store(FileNotebook(sys.argv[1]))\n"
+        "with store.document.transaction():\n"
+        "    store.log('note', 'from the other process')\n"
+        "    store.save()\n"
+    )
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True, timeout=60)
+    assert store.state.log == []  # memory as it was, until it syncs
+    store.sync()
+    assert [(e.event, e.detail) for e in store.state.log] == [("note", "from the other process")]
+    # And a save from here keeps the other process's entry (it started from the saved state).
+    with store.document.transaction():
+        store.sync()
+        store.log("note", "from here")
+        store.save()
+    details = [e["detail"] for e in _log_entries(path)]
+    assert details == ["from the other process", "from here"]
+
+
+def _log_entries(path: Path) -> list[dict[str, Any]]:
+    raw = json.loads(path.read_text(encoding="utf-8"))["metadata"]["planbook"]["log"]
+    return [entry for bucket in sorted(raw) for _, entry in sorted(raw[bucket].items())]

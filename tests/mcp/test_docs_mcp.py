@@ -1,0 +1,73 @@
+"""docs/mcp.md says what the server really serves: its tool table is generated from the
+server's own tool definitions (regenerate it with ``python tests/mcp/test_docs_mcp.py``), and
+every client configuration it shows parses as the JSON or TOML its client reads."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import anyio
+
+from planbook.surfaces.mcp.server import build_server
+from planbook.surfaces.mcp.target import Target
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
+TABLE = re.compile(r"<!-- tools: generated -->\n(.*?)<!-- /tools -->", re.S)
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
+
+
+def tool_table(folder: Path) -> str:
+    """The table of tools as the server lists them: name, kind, and its description's first
+    sentence."""
+    tools = anyio.run(build_server(Target(folder)).list_tools)
+    rows = ["| tool | kind | what it does |", "| --- | --- | --- |"]
+    for tool in tools:
+        kind = "read" if tool.annotations and tool.annotations.read_only_hint else "propose"
+        if tool.name == "wait_for_review":
+            kind = "wait"
+        first = " ".join((tool.description or "").split("\n\n")[0].split())
+        rows.append(f"| `{tool.name}` | {kind} | {first} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_the_tool_table_is_the_servers_own(tmp_path: Path) -> None:
+    found = TABLE.search(PAGE.read_text(encoding="utf-8"))
+    assert found, "docs/mcp.md has no generated tool table"
+    assert found.group(1) == tool_table(tmp_path), (
+        "docs/mcp.md's tool table is stale: run python tests/mcp/test_docs_mcp.py"
+    )
+
+
+def test_every_client_configuration_parses() -> None:
+    blocks = FENCE.findall(PAGE.read_text(encoding="utf-8"))
+    parsed = 0
+    for lang, code in blocks:
+        if lang in ("json", "jsonc"):
+            config = json.loads(code)
+            servers = config.get("mcpServers") or config.get("servers")
+            assert servers["planbook"]["command"] == "planbook"
+            assert servers["planbook"]["args"][0] == "mcp"
+            parsed += 1
+        elif lang == "toml":
+            config = tomllib.loads(code)
+            assert config["mcp_servers"]["planbook"]["command"] == "planbook"
+            assert config["mcp_servers"]["planbook"]["args"][0] == "mcp"
+            parsed += 1
+    assert parsed >= 5  # Claude Code, Codex CLI, Cursor, VS Code, Jupyter AI
+
+
+if __name__ == "__main__":  # rewrite the table in docs/mcp.md from the server
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        table = tool_table(Path(folder))
+    text = PAGE.read_text(encoding="utf-8")
+    PAGE.write_text(
+        TABLE.sub(lambda _: f"<!-- tools: generated -->\n{table}<!-- /tools -->", text),
+        encoding="utf-8",
+    )
+    sys.exit(0)

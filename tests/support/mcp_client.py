@@ -1,0 +1,63 @@
+"""An MCP client for the tests: the official SDK's stdio client and ClientSession, talking to
+planbook's server started as a real subprocess (``python -m planbook.surfaces.mcp TARGET``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult, ImageContent, Implementation, TextContent
+
+
+@asynccontextmanager
+async def connect(
+    target: Path, *, name: str = "test-agent", version: str = "1.0"
+) -> AsyncIterator[ClientSession]:
+    """A session with planbook's MCP server on ``target``, introduced as ``name version``."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "planbook.surfaces.mcp", str(target)],
+        # the whole environment: PYTHONPATH puts this checkout's planbook first
+        env=dict(os.environ),
+        cwd=str(target if target.is_dir() else target.parent),
+    )
+    with open(os.devnull, "w") as quiet:
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(
+                read, write, client_info=Implementation(name=name, version=version)
+            ) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def text(result: CallToolResult) -> str:
+    """The text blocks of a tool's answer, joined."""
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def images(result: CallToolResult) -> list[ImageContent]:
+    return [b for b in result.content if isinstance(b, ImageContent)]
+
+
+async def ok(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """Call ``tool``; it must succeed; its text."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, text(result)
+    return text(result)
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """Call ``tool``; it must fail with a one-line error; that line."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} was not refused: {text(result)}"
+    message = text(result)
+    assert "\n" not in message.strip(), message
+    return message
