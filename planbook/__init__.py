@@ -12,6 +12,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from planbook.version import __version__
+
 if TYPE_CHECKING:
     from planbook.surfaces.api import NotebookSession
 
@@ -22,7 +24,6 @@ __all__ = [
     "session",
     "unload_ipython_extension",
 ]
-__version__ = "0.1.0"
 
 # Every import below is inside a function on purpose: `import planbook` and `%load_ext
 # planbook` stay light (heavy: pydantic, the engine, ipywidgets and the comm load on first use).

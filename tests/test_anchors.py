@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
-from planbook.engine.anchors import resolve, short_ids
+from planbook.engine.anchors import resolve
 from planbook.errors import PlanbookError
+from planbook.model.cell import Cell, short_ids
 from planbook.sessions.session import Session
 from planbook.surfaces.plan_verbs import cells_listing
 from planbook.workspace.files import Workspace

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 

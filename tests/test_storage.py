@@ -349,10 +349,10 @@ def test_strip_works_as_a_git_clean_filter(tmp_path: Path) -> None:
 def test_what_is_saved_by_part_is_always_the_whole_state(actions: list[str]) -> None:
     """After any sequence of changes, the entries written one by one add up to exactly what
     writing the whole state would give, and a fresh reader sees the same state."""
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
     from planbook.engine.store import Store
     from planbook.errors import PlanbookError
+    from planbook.model.cell import Cell
 
     doc = MemoryNotebook([Cell(id=f"c{i}", source=f"x{i} = {i}") for i in range(4)])
     session = Session(doc, Workspace(Path.cwd()))

@@ -320,8 +320,8 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
 
     from planbook.agent.run import plan_task, revise_task
     from planbook.agents import Scripted
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
+    from planbook.model.cell import Cell
     from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -363,8 +363,8 @@ def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
 
     from planbook.agent.run import plan_task
     from planbook.agents import Call, Scripted
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
+    from planbook.model.cell import Cell
     from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

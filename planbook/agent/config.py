@@ -108,7 +108,7 @@ def new_config() -> AgentConfig:
 def resolve_model(config: AgentConfig) -> Model:
     """A pydantic-ai Model for the config, or `NoModelConfigured` saying how to set one up."""
     try:
-        from pydantic_ai.models import Model
+        from pydantic_ai.models import Model  # heavy: pydantic-ai (the agent extra)
     except ImportError:
         raise NoModelConfigured(
             'the agent needs pydantic-ai: `pip install "planbook[agent]"`; the rest of '
@@ -143,7 +143,7 @@ def resolve_model(config: AgentConfig) -> Model:
         raise NoModelConfigured(f"{env} is not set, so {spec!r} cannot be used: {_HOW}")
     if provider == "openai":
         return _openai_compatible(model_name, None, config.api_key)
-    from pydantic_ai.models import infer_model
+    from pydantic_ai.models import infer_model  # heavy: pydantic-ai (the agent extra)
 
     try:
         return infer_model(spec)
@@ -157,8 +157,8 @@ def resolve_model(config: AgentConfig) -> Model:
 
 
 def _openai_compatible(name: str, base_url: str | None, api_key: str | None) -> Model:
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.models.openai import OpenAIChatModel  # heavy: pydantic-ai (the agent extra)
+    from pydantic_ai.providers.openai import OpenAIProvider  # heavy: pydantic-ai (the agent extra)
 
     # Local servers (Ollama, vLLM) usually need no key, but the client insists on one.
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("local" if base_url else None)

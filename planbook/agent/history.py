@@ -128,7 +128,7 @@ def _cut(text: str, limit: int) -> str:
 
 async def summarise(model: Any, messages: list[ModelMessage]) -> str:
     """Ask ``model`` for a summary of ``messages``; raises if it cannot give one."""
-    from pydantic_ai.direct import model_request
+    from pydantic_ai.direct import model_request  # heavy: pydantic-ai (the agent extra)
 
     request = ModelRequest(
         parts=[UserPromptPart(f"{SUMMARY_MARK}\n{transcript(messages)}")],

@@ -7,6 +7,7 @@ pandas/numpy objects are called. Anything else gets a truncated ``repr``.
 
 from __future__ import annotations
 
+import importlib
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +29,7 @@ def user_namespace(session: Session) -> Mapping[str, Any]:
     if ns is not None:
         return ns
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # heavy: IPython
     except ImportError:
         return {}
     shell = get_ipython()
@@ -58,7 +59,7 @@ def _details(value: Any) -> list[str]:
     if module == "pandas":
         return _pandas(value)
     if module == "numpy" and hasattr(value, "shape") and hasattr(value, "dtype"):
-        import numpy as np
+        import numpy as np  # heavy: numpy, only if the kernel has it
 
         return [
             f"shape: {value.shape}",
@@ -73,7 +74,6 @@ def _details(value: Any) -> list[str]:
 
 
 def _pandas(value: Any) -> list[str]:
-    import importlib
 
     pd: Any = importlib.import_module("pandas")  # no stubs installed; only plain calls below
 

@@ -46,6 +46,7 @@ def update(session: Session, change: Callable[[Conversation], Conversation | Non
 
 
 def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python(messages, mode="json")

@@ -137,6 +137,9 @@ class AgentRun:
                 _log.exception("planbook: an activity listener failed")
 
     async def _main(self) -> None:
+        # heavy: pydantic-ai (the agent extra)
+        # heavy: pydantic-ai (the agent extra)
+        # heavy: pydantic-ai (the agent extra)
         from pydantic_ai import Agent
         from pydantic_ai.messages import PartEndEvent
         from pydantic_ai.models.function import FunctionModel
@@ -279,6 +282,7 @@ class ProviderRetries(logging.Filter):
 
 
 def _show(deps: AgentDeps, part: Any) -> None:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import TextPart, ThinkingPart
 
     if isinstance(part, ThinkingPart) and part.content.strip():
@@ -294,6 +298,7 @@ def _line(text: str, limit: int = 300) -> str:
 
 def provider_error_line(exc: BaseException) -> str:
     """One line for whatever ended the run, saying that the plan is kept and what to do."""
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.exceptions import (
         ModelAPIError,
         ModelHTTPError,
@@ -412,6 +417,7 @@ def _history(session: Session) -> tuple[list[ModelMessage] | None, Conversation]
 
 
 def _dangling_calls(history: list[ModelMessage]) -> bool:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import ModelResponse
 
     return bool(history) and isinstance(history[-1], ModelResponse) and bool(history[-1].tool_calls)

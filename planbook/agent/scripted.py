@@ -23,6 +23,7 @@ calls made so far.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -109,7 +110,6 @@ class Scripted:
 
 
 def _script_id(calls: list[Call]) -> str:
-    import hashlib
 
     return hashlib.sha256(repr(calls).encode()).hexdigest()[:8]
 

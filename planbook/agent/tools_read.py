@@ -57,6 +57,7 @@ async def read_cell(ctx: RunContext[AgentDeps], cell_id: str) -> str:
     Args:
         cell_id: The cell's id, as shown by list_cells.
     """
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai import ModelRetry
 
     cells = {c.id: c for c in ctx.deps.session.cells()}
@@ -112,6 +113,7 @@ async def grep_files(
         path: Folder (or file) to search, relative to the workspace root.
         include: Only files whose name matches this glob, such as `*.py`.
     """
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai import ModelRetry
 
     try:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, MetadataPath, apply_metadata_changes
+from planbook.documents.base import CellPlace, MetadataPath, apply_metadata_changes
 from planbook.documents.serializer import (
     JUPYTER,
     Style,
@@ -28,6 +28,7 @@ from planbook.documents.serializer import (
     split_text,
 )
 from planbook.errors import MetadataError, UnknownCell
+from planbook.model.cell import Cell
 
 Tree = dict[str, Any]
 CELL_TYPES = ("code", "markdown", "raw")

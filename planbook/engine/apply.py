@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument
+from planbook.documents.base import CellPlace, NotebookDocument
 from planbook.engine.checkpoints import Targets, place_hash
 from planbook.engine.hashing import ABSENT, bytes_hash
 from planbook.engine.projection import apply_text_edits
 from planbook.errors import ConflictError, UnknownCell
+from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import zlib
 
+import brotli
+
 from planbook.engine.hashing import sha256
 from planbook.errors import MetadataError
 
@@ -28,8 +30,6 @@ def encode_smallest(data: bytes) -> str:
     """``encode_blob``, or ``"brotli:" + base85(brotli(bytes))`` where that is smaller (most
     text of a few KB: brotli's built-in dictionary knows code and prose). Only for text kept
     in a checkpoint (an old source): output items are mostly compressed images already."""
-    import brotli
-
     deflated = encode_blob(data)
     quality = 11 if len(data) <= 1 << 16 else 9  # 11 is slow; a large text gains little more
     packed = brotli.compress(data, quality=quality, mode=brotli.MODE_TEXT)
@@ -42,8 +42,6 @@ def decode_blob(text: str) -> bytes:
     if text.startswith(_B85):
         return zlib.decompress(base64.b85decode(text[len(_B85) :]))
     if text.startswith(_BROTLI):
-        import brotli
-
         return bytes(brotli.decompress(base64.b85decode(text[len(_BROTLI) :])))
     return zlib.decompress(base64.b64decode(text))
 

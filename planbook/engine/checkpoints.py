@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument, index_of
+from planbook.documents.base import CellPlace, NotebookDocument, index_of
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.workspace.files import Workspace
 

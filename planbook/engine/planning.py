@@ -6,10 +6,10 @@ starts as a copy, so every approval keeps naming exactly what it approved.
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.errors import UnknownStep, UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,

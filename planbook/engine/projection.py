@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planbook.documents.base import Cell
 from planbook.engine.hashing import ABSENT, cell_hash, sha256
 from planbook.errors import UnknownCell, UnreadableFile, UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,

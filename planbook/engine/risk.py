@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planbook.engine.projection import Projection
+from planbook.engine.rules.classifier import is_read_only
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -19,10 +20,6 @@ from planbook.model.plan import Risk
 
 
 def shell_is_read_only(command: str) -> bool:
-    try:
-        from planbook.engine.rules.classifier import is_read_only
-    except ImportError:  # the classifier is optional here: without it, every command is a write
-        return False
     return is_read_only(command)
 
 

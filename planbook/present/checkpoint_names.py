@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from planbook.engine.anchors import first_line
+from planbook.model.cell import first_line
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     DeleteCell,

@@ -7,14 +7,13 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from planbook.documents.base import Cell
-from planbook.engine.anchors import short_ids
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
+from planbook.model.cell import Cell, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     AnyOperation,

@@ -14,13 +14,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from planbook.documents.base import (
-    Cell,
-    NotebookDocument,
-    catch_up,
-    close_document,
-    make_durable,
-)
+from planbook.documents.base import NotebookDocument, catch_up, close_document, make_durable
+from planbook.documents.headless import HeadlessNotebook
+from planbook.documents.page import PageNotebook
 from planbook.engine import ask_first, planning
 from planbook.engine.apply import check_drift
 from planbook.engine.approval import (
@@ -44,6 +40,7 @@ from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.events import Event, EventBus, EventKind, Listener
@@ -123,6 +120,22 @@ class Session:
             advice=self.page_advice,
             origin=origin,
         )
+
+    @staticmethod
+    def hash_of(steps: Sequence[Step]) -> str:
+        """The approval hash of ``steps`` as they are now: what a surface keeps when it shows
+        them, so that a step changed since is refused instead of run."""
+        return approval_hash(steps)
+
+    @property
+    def headless(self) -> bool:
+        """A run with no page to show anything to (nbconvert, papermill)."""
+        return isinstance(self.document, HeadlessNotebook)
+
+    def page_document(self) -> PageNotebook | None:
+        """Where the page is the notebook (no collaboration): its document, which the page's
+        comm feeds with the page's cells and answers; None for every other backend."""
+        return self.document if isinstance(self.document, PageNotebook) else None
 
     def attached(self, kind: type[Attached]) -> Attached:
         """The one ``kind`` object of this session, made by ``kind()`` on first use: how the

@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planbook.agent.state import Run, state_of
-from planbook.documents.base import close_document
-from planbook.documents.locate import open_document
+from planbook.sessions.open_kernel import open_kernel_session
 from planbook.sessions.session import Session
 from planbook.surfaces.plan_handle import PlanHandle
-from planbook.workspace.files import Workspace
 
 if TYPE_CHECKING:
     from planbook.surfaces.widget.panel import ReviewPanel  # heavy: anywidget, for the type
@@ -67,17 +65,14 @@ def session(
             and (wanted is None or wanted == _current.notebook_path)
         ):
             return _current
-        located = open_document(wanted, server_url=server_url, token=token, live=live)
-        workspace = None
-        if root is not None or located.path is not None:
-            base = Path(root) if root is not None else located.path.parent  # type: ignore[union-attr]
-            workspace = Workspace(base, protected=(located.path,) if located.path else ())
-        try:
-            new = NotebookSession(located.document, workspace, notebook_path=located.path)
-            new.page_advice.adopt(located)
-        except BaseException:
-            close_document(located.document)
-            raise
+        new = open_kernel_session(
+            NotebookSession,
+            wanted,
+            root=Path(root) if root is not None else None,
+            live=live,
+            server_url=server_url,
+            token=token,
+        )
         if _current is not None:
             _current.close()
         _current = new

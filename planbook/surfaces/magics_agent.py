@@ -62,6 +62,7 @@ class LiveView:
 
     def show(self) -> None:
         try:
+            # heavy: IPython
             from IPython.display import display
         except ImportError:
             return
@@ -256,6 +257,7 @@ class Planbook(Configurable):
 
 def register(ipython: Any) -> None:
     """Add the agent's magics and configurable to an IPython shell."""
+    # heavy: IPython
     from IPython.core.error import UsageError
 
     if not any(type(c).__name__ == "Planbook" for c in ipython.configurables):

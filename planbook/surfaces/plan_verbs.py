@@ -17,8 +17,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from planbook.agent.state import state_of
-from planbook.documents.base import Cell
-from planbook.engine.anchors import first_line, short_ids, tags_of
+from planbook.model.cell import Cell, first_line, short_ids, tags_of
 from planbook.sessions.page_advice import NO_SAVED_CELLS
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import (

@@ -12,8 +12,8 @@ import planbook
 from planbook.agent.context import decisions_of
 from planbook.agent.decisions import Decision
 from planbook.agent.state import state_of
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
+from planbook.model.cell import Cell
 from planbook.workspace.files import Workspace
 
 

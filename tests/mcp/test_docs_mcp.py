@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp.server import build_server
-from planbook.surfaces.mcp.target import Target
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 TABLE = re.compile(r"<!-- tools: generated -->\n(.*?)<!-- /tools -->", re.S)
@@ -23,7 +23,7 @@ FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 def tool_table(folder: Path) -> str:
     """The table of tools as the server lists them: name, kind, and its description's first
     sentence."""
-    tools = anyio.run(build_server(Target(folder)).list_tools)
+    tools = anyio.run(build_server(ServedNotebooks(folder)).list_tools)
     rows = ["| tool | kind | what it does |", "| --- | --- | --- |"]
     for tool in tools:
         kind = "read" if tool.annotations and tool.annotations.read_only_hint else "propose"

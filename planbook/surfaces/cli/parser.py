@@ -7,7 +7,6 @@ import argparse
 import textwrap
 from collections.abc import Callable
 
-from planbook import __version__
 from planbook.surfaces.cli.commands import (
     cmd_approve,
     cmd_gc,
@@ -19,6 +18,7 @@ from planbook.surfaces.cli.commands import (
 )
 from planbook.surfaces.cli.demo import cmd_demo
 from planbook.surfaces.cli.exit_codes import exit_codes_text
+from planbook.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

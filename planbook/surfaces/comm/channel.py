@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from planbook.documents.page import PAGE_TYPES
 from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
 from planbook.model.events import Event
+from planbook.model.page_messages import PAGE_TYPES
 from planbook.sessions.session import Session
 from planbook.surfaces import api
 from planbook.surfaces.comm.view import PROTOCOL, plan_message
@@ -135,10 +135,7 @@ class CellReviewLink:
 
     # --- the page's notebook (documents/page.py) ---------------------------------------------
     def page_document(self) -> PageNotebook | None:
-        from planbook.documents.page import PageNotebook
-
-        document = self.session.document
-        return document if isinstance(document, PageNotebook) else None
+        return self.session.page_document()
 
     def ask_for_cells(self) -> None:
         """Where the page is the notebook (no collaboration), ask it for its cells."""
@@ -255,6 +252,7 @@ def register(ipython: Any) -> None:
     if kernel is None:
         return  # a terminal IPython: no front end to talk to
     try:
+        # heavy: the comm package
         from comm import create_comm, get_comm_manager
     except ImportError:  # an old ipykernel without the comm package: the panel still works
         return
@@ -270,8 +268,6 @@ def register(ipython: Any) -> None:
         session = api.session()
     except PlanbookError:
         return  # load_ext already said why
-    from planbook.documents.headless import HeadlessNotebook
-
-    if isinstance(session.document, HeadlessNotebook):
+    if session.headless:
         return  # nbconvert and papermill have no page, and log a comm nobody handles
     open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planbook.model.plan import Step
 from planbook.present.text import step_title
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.session import Session
 from planbook.surfaces.mcp.calls import client_origin, in_thread
 from planbook.surfaces.mcp.limits import (
@@ -32,7 +33,6 @@ from planbook.surfaces.mcp.limits import (
     Search,
     Source,
 )
-from planbook.surfaces.mcp.target import Target
 
 #: What an answer ends with while the step waits: where the person decides, what to do next.
 _WAITS = (
@@ -78,7 +78,7 @@ CellKind = Annotated[
 ]
 
 
-def answer(target: Target, session: Session, step: Step) -> str:
+def answer(target: ServedNotebooks, session: Session, step: Step) -> str:
     """One short paragraph: the step's number, id and what it does, and whether it waits or (in
     a mode where the person lets changes apply at once) what became of it."""
     plan = session.current_plan()
@@ -95,7 +95,7 @@ def answer(target: Target, session: Session, step: Step) -> str:
     return f"{head}: {step.status} (the notebook is in {session.mode} mode, which applies changes)"
 
 
-def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     async def propose(
         ctx: Context[Any, Any], notebook: str | None, make: Callable[[Proposer], Step]
     ) -> str:

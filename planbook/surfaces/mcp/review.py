@@ -14,15 +14,14 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from planbook.documents.base import Cell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step
 from planbook.model.store import PlanbookState
 from planbook.model.words import count
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp.calls import in_thread
 from planbook.surfaces.mcp.limits import Notebook, StepIds, WaitSeconds
 from planbook.surfaces.mcp.propose_tools import Proposals
 from planbook.surfaces.mcp.read_tools import CellFinder, step_lines
-from planbook.surfaces.mcp.target import Target
 
 #: How often the notebook file is looked at while waiting (a stat: microseconds).
 POLL_SECONDS = 0.2
@@ -57,17 +56,9 @@ def _report(
     return lines
 
 
-def _cell_finder(target: Target, path: Path) -> CellFinder:
-    document = target.document(path)
-
-    def find(cell_id: str) -> Cell | None:
-        found = document.find_cell(cell_id)
-        return found.cell if found is not None else None
-
-    return find
-
-
-async def wait(target: Target, path: Path, step_ids: Sequence[str], timeout_s: float) -> str:
+async def wait(
+    target: ServedNotebooks, path: Path, step_ids: Sequence[str], timeout_s: float
+) -> str:
     state = await in_thread(target.state, path)
     deadline = time.monotonic() + timeout_s
     seen = _signature(path)
@@ -87,11 +78,10 @@ async def wait(target: Target, path: Path, step_ids: Sequence[str], timeout_s: f
         else f"timed out after {timeout_s:g} s with {count(open_steps, 'step')} still open "
         "(pending, approved or running): call wait_for_review again to keep waiting"
     )
-    cells = await in_thread(_cell_finder, target, path)
-    return "\n".join([head, *_report(found, step_ids, cells)])
+    return "\n".join([head, *_report(found, step_ids, lambda i: target.find_cell(path, i))])
 
 
-def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def wait_for_review(
         timeout_s: WaitSeconds = 60.0, step_ids: StepIds = None, notebook: Notebook = None

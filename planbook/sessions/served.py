@@ -1,4 +1,5 @@
-"""What the server serves: one notebook, or a folder of notebooks (the workspace either way).
+"""Notebooks served to a tool outside the kernel (the MCP server): one notebook, or a folder of
+notebooks (the workspace either way).
 
 Reading opens the notebook as a file document, which never writes it (a notebook without
 planbook metadata stays byte for byte as it was). Proposing goes through one Session per
@@ -13,15 +14,17 @@ import threading
 from pathlib import Path
 
 from planbook.documents.file import FileNotebook
+from planbook.engine.anchors import resolve
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.store import PlanbookState
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
-from planbook.workspace.walk import walk_files
+from planbook.workspace.walk import folder_listing, walk_files
 
 
-class Target:
+class ServedNotebooks:
     """The served notebook or folder, and the documents and sessions opened on it."""
 
     def __init__(self, path: Path) -> None:
@@ -72,12 +75,9 @@ class Target:
         return [p for p in walk_files(self.root, self.root) if p.suffix == ".ipynb"]
 
     # --- reading ---------------------------------------------------------------------------
-    def reading(self, name: str | None) -> tuple[Path, FileNotebook]:
-        """The notebook's file document for reading (it re-reads the file when it changed)."""
-        path = self.notebook_path(name)
-        return path, self.document(path)
-
-    def document(self, path: Path) -> FileNotebook:
+    def _document(self, path: Path) -> FileNotebook:
+        """The notebook's file document for reading: it never writes, and re-reads the file
+        when it changed."""
         with self._lock:
             doc = self._reading.get(path)
             if doc is None:
@@ -85,9 +85,29 @@ class Target:
                 self._reading[path] = doc
         return doc
 
+    def cells(self, path: Path) -> list[Cell]:
+        return self._document(path).cells()
+
+    def cell(self, path: Path, name: str) -> tuple[int, Cell]:
+        """The cell ``name`` names (an id, an id prefix, ``#N`` or a tag) with its position."""
+        cells = self.cells(path)
+        cell_id = resolve(name, cells)
+        return next((n, c) for n, c in enumerate(cells, start=1) if c.id == cell_id)
+
+    def find_cell(self, path: Path, cell_id: str) -> Cell | None:
+        found = self._document(path).find_cell(cell_id)
+        return found.cell if found is not None else None
+
+    def listing(self, folder: str, most: int) -> str:
+        """A folder of the workspace, confined and bounded, as the agent's read tools list it."""
+        return folder_listing(self.workspace, folder, most)
+
+    def read_text(self, path: str) -> str | None:
+        return self.workspace.read_text(path)
+
     def state(self, path: Path) -> PlanbookState:
         """The planbook record as the notebook file holds it now (empty when it has none)."""
-        return parse_state(self.document(path).get_metadata(METADATA_KEY), path.name)
+        return parse_state(self._document(path).get_metadata(METADATA_KEY), path.name)
 
     # --- proposing -------------------------------------------------------------------------
     def session(self, name: str | None) -> Session:
