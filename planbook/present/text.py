@@ -64,6 +64,8 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
         if v.reason:
             out.append(f"> {v.reason}")
+        if v.runs_later:
+            out.append(f"> **runs code later:** {v.runs_later}")
         if v.error:
             out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
         if v.depends_on:
@@ -92,6 +94,8 @@ def plan_text(
         out.append(f"{v.number}. [{v.status}] {v.title.replace('`', '')}  ({v.risk} risk)")
         if v.reason:
             out.append(f"   why: {v.reason}")
+        if v.runs_later:
+            out.append(f"   runs code later: {v.runs_later}")
         if v.error:
             out.append(f"   ! {v.error}")
         for line in _body(v).splitlines():

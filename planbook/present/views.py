@@ -53,6 +53,8 @@ class StepView(PlanbookModel):
     checkpoint: str | None
     run_at_approval: bool
     cell_type: str | None = None
+    #: Why the change runs code later (held for review in auto-edit mode), or None.
+    runs_later: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -201,6 +203,7 @@ def step_views(
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
                 cell_type=cell_type,
+                runs_later=step.runs_later,
             )
         )
     return views
