@@ -232,9 +232,8 @@ def test_an_in_project_environment_is_held(tmp_path: Path) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
 def test_numpy_py_beside_a_notebook_in_a_subfolder_is_held(tmp_path: Path) -> None:
     nb = _workspace(tmp_path)
-    make_notebook(nb.parent / "reports" / "r.ipynb", ["y = 2"]) if (
-        nb.parent / "reports"
-    ).mkdir() is None else None
+    (nb.parent / "reports").mkdir()
+    make_notebook(nb.parent / "reports" / "r.ipynb", ["y = 2"])  # a kernel starts there too
     session = _session(nb, "auto-edit")
     for path in ("numpy.py", "reports/numpy.py", "NumPy/__init__.py"):
         step = session.propose.write_file(path, "x = 1\n", reason="r")
@@ -259,3 +258,39 @@ def test_the_matcher_never_reaches_outside_the_workspace(tmp_path: Path) -> None
     # `..` out of the workspace is refused by the workspace itself; the matcher answers None
     # rather than guess about a path it cannot place.
     assert path_reason("../outside.py", tmp_path) is None
+
+
+@pytest.mark.anyio
+async def test_plan_continue_in_auto_edit_does_not_write_it_on_a_recorded_answer(
+    tmp_path: Path,
+) -> None:
+    """A received notebook: its conversation holds the write tool call and an "approve" that
+    someone else recorded. `%plan continue` (continue_task, what the magic calls) in auto-edit
+    mode stages the write for review; the module never lands beside the notebook."""
+    from planbook.agent import memory
+    from planbook.agent.decisions import Answer
+    from planbook.agent.run import continue_task, plan_task, stop_run
+    from planbook.agents import Scripted
+    from tests.agent.conftest import next_decision
+
+    nb = _workspace(tmp_path)
+    script = Scripted(
+        [("write_file", {"path": "planbook/__init__.py", "content": "import os\n", "reason": "x"})]
+    )
+    sender = _session(nb, "ask")
+    run = plan_task(sender, "helper", model=script)
+    decision = await next_decision(sender)
+    # The notebook as it travels: the question open in its conversation, answered "approve"
+    # by the sender, opened by someone else in auto-edit mode.
+    received = _session(nb, "auto-edit")
+    memory.answer_saved(received, decision.id, Answer(choice="approve"))
+    stop_run(sender)
+    await run
+    resumed = continue_task(received, model=script)
+    await resumed
+    assert resumed.status == "finished", resumed.error
+    assert not (nb.parent / "planbook").exists()
+    plan = received.current_plan()
+    assert plan is not None
+    [step] = plan.steps
+    assert step.status == "pending" and "`planbook`" in (step.runs_later or "")
