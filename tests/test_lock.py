@@ -111,7 +111,7 @@ def test_a_folder_that_cannot_be_locked_is_one_line(tmp_path: Path, kind: str) -
     with pytest.raises(MetadataError) as info, notebook_lock(folder / "e.ipynb").hold(wait=1):
         pass
     assert "\n" not in str(info.value) and "cannot lock e.ipynb" in str(info.value)
-    assert not kind == "a file" or folder.read_text() == "not a folder\n"
+    assert kind != "a file" or folder.read_text() == "not a folder\n"
 
 
 def test_notebooks_of_one_folder_take_turns_and_nest_in_one_thread(tmp_path: Path) -> None:

@@ -106,16 +106,18 @@ async def _write(
             f"{protected}. Changes to planbook's settings, .git/ and the notebook file are "
             "always reviewed. Do not retry it; continue."
         )
-    if step.status == "pending" and step.runs_later and not (
-        ctx.tool_call_approved and session.mode == "ask"
+    if (
+        step.status == "pending"
+        and step.runs_later
+        and not (ctx.tool_call_approved and session.mode == "ask")
     ):
         # A file that runs code later: only the person's own review of this very call (ask
         # mode) applies it; a rule, auto-edit mode or an answer a notebook carries does not.
         deps.say("staged", f"step {number} staged for review: {summary}", step_id=step.id)
         return (
             f"Staged as step {number} ({ids}) for the person's review, NOT applied: "
-            f"it runs code later ({step.runs_later}). Do not retry it or write it another way; continue, and say "
-            "in your summary why the file is needed."
+            f"it runs code later ({step.runs_later}). Do not retry it or write it another "
+            "way; continue, and say in your summary why the file is needed."
         )
     if step.status == "pending":
         # The person approved this call (or a rule allows it): run exactly this step now.

@@ -11,6 +11,7 @@ from planbook.documents.base import Cell
 from planbook.engine.anchors import short_ids
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
+from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
@@ -55,6 +56,10 @@ class StepView(PlanbookModel):
     cell_type: str | None = None
     #: Why the change runs code later (held for review in auto-edit mode), or None.
     runs_later: str | None = None
+    #: While approved or running: who runs it ("process 412 on host-b"), or None.
+    runner: str | None = None
+    #: Whether that runner is on another host (so it can only be taken over, never checked).
+    runner_elsewhere: bool = False
 
 
 def language_for_path(path: str) -> Language:
@@ -185,6 +190,7 @@ def step_views(
         if step.status in PROJECTED:
             with contextlib.suppress(PlanbookError):
                 proj.apply(op, step.id)
+        running = step.status in ("approved", "running") and step.run_by is not None
         views.append(
             StepView(
                 number=number,
@@ -204,6 +210,8 @@ def step_views(
                 run_at_approval=step.run_at_approval,
                 cell_type=cell_type,
                 runs_later=step.runs_later,
+                runner=describe(step.run_by) if running and step.run_by else None,
+                runner_elsewhere=running and not on_this_host(step.run_by or ""),
             )
         )
     return views

@@ -8,6 +8,7 @@ lost updates (an approval, checkpoint, cell edit or file missing afterwards) and
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import subprocess
@@ -249,9 +250,7 @@ def _go(proc: subprocess.Popen[str]) -> None:
 def _intervals(proc: subprocess.Popen[str]) -> list[tuple[int, int]]:
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0
-    return [
-        (int(a), int(b)) for a, b in (line.split() for line in out.splitlines() if " " in line)
-    ]
+    return [(int(a), int(b)) for a, b in (line.split() for line in out.splitlines() if " " in line)]
 
 
 def _clean(folder: Path) -> None:
@@ -289,5 +288,5 @@ def test_three_processes_and_a_cleanup_loop_never_overlap(tmp_path: Path) -> Non
         cleanups += 1
     spans = sorted(span for proc in procs for span in _intervals(proc))
     assert len(spans) == 180
-    overlaps = sum(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
+    overlaps = sum(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
     assert overlaps == 0, f"{overlaps} of {len(spans)} holds overlapped ({cleanups} cleanups)"

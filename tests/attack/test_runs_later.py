@@ -99,14 +99,12 @@ def test_auto_edit_holds_a_write_that_runs_code_later(
     assert step.runs_later is not None
     text = session.render_text()
     assert "runs code later:" in text
-    why = [line for line in text.splitlines() if "runs code later:" in line][0]
+    why = next(line for line in text.splitlines() if "runs code later:" in line)
     family_words = {f.name: f.why for f in FAMILIES}
     if family == "module":
         assert f"`{named}`" in why, why
     elif family in family_words:
-        assert any(
-            w in why for w in (family_words[family], "git directory", "git's config")
-        ), why
+        assert any(w in why for w in (family_words[family], "git directory", "git's config")), why
     # Nothing else happened: no plan step applied, no other file written.
     assert sorted(p.name for p in nb.parent.iterdir()) == ["nb.ipynb"]
 
@@ -205,7 +203,7 @@ def test_the_hooks_path_and_included_config_are_held(tmp_path: Path) -> None:
     root = nb.parent
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text(
-        '[core]\n\thooksPath = githooks\n[include]\n\tpath = ../team.gitconfig\n'
+        "[core]\n\thooksPath = githooks\n[include]\n\tpath = ../team.gitconfig\n"
         '[includeIf "gitdir:~/"]\n\tpath = "../more.gitconfig" ; a comment\n'
     )
     session = _session(nb, "auto-edit")

@@ -178,7 +178,9 @@ def _rel_reason(rel: PurePosixPath, base: Path, extra: tuple[str, ...]) -> str |
     target = base / rel
     for folder in _folders(rel, base):
         if _is_git_dir(folder):
-            return f"inside {_shown(folder, base)}, a git directory (git runs what its config names)"
+            return (
+                f"inside {_shown(folder, base)}, a git directory (git runs what its config names)"
+            )
         if (folder / "pyvenv.cfg").is_file():
             return f"inside {_shown(folder, base)}, a Python environment (its code is imported)"
     for place, why in _git_places(base):
@@ -201,7 +203,9 @@ def _shown(folder: Path, base: Path) -> str:
 
 
 def _is_git_dir(folder: Path) -> bool:
-    return (folder / "HEAD").is_file() and ((folder / "objects").is_dir() or (folder / "refs").is_dir())
+    return (folder / "HEAD").is_file() and (
+        (folder / "objects").is_dir() or (folder / "refs").is_dir()
+    )
 
 
 # --- git's own settings: the hooks path and included files ------------------------------------
@@ -215,7 +219,9 @@ def _git_places(base: Path) -> list[tuple[Path, str]]:
             line = dot_git.read_text(encoding="utf-8").strip()
             if line.startswith("gitdir:"):
                 real = _real(base / line.removeprefix("gitdir:").strip())
-                places.append((real, "the repository's git directory (git runs what its config names)"))
+                places.append(
+                    (real, "the repository's git directory (git runs what its config names)")
+                )
                 configs = [real / "config"]
     home = Path.home()
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
@@ -229,10 +235,17 @@ def _git_places(base: Path) -> list[tuple[Path, str]]:
         for key, value in _git_config(config):
             if key == "core.hookspath":
                 hooks = _real(base / os.path.expanduser(value))
-                places.append((hooks, f"in {value}, the hooks folder core.hooksPath names (git runs them)"))
+                places.append(
+                    (hooks, f"in {value}, the hooks folder core.hooksPath names (git runs them)")
+                )
             elif key.endswith(".path") and key.split(".")[0] in ("include", "includeif"):
                 included = _real(config.parent / os.path.expanduser(value))
-                places.append((included, f"a file git's config includes ({config.name}): git reads it as settings"))
+                places.append(
+                    (
+                        included,
+                        f"a file git's config includes ({config.name}): git reads it as settings",
+                    )
+                )
                 configs.append(included)
     return [(p, why) for p, why in places if p == base or base in p.parents]
 
