@@ -69,6 +69,12 @@ def resolve(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
+def _in_import_run(line: str) -> bool:
+    """Blank lines and imports belong to the run of imports a mark above it covers."""
+    stripped = line.strip()
+    return not stripped or stripped.startswith(("from ", "import "))
+
+
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -78,7 +84,8 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
         """The mark on the import itself, or on the line above the run of imports it is in."""
         first = node.lineno - 1
         while first > 0 and (
-            not lines[first - 1].strip() or lines[first - 1].strip().startswith(("from ", "import "))
+            not lines[first - 1].strip()
+            or lines[first - 1].strip().startswith(("from ", "import "))
         ):
             first -= 1
         around = lines[max(first - 1, 0) : node.end_lineno or node.lineno]
@@ -199,6 +206,14 @@ def test_the_checker_sees_an_upward_import_and_a_circle(tmp_path: Path) -> None:
         "    from planbook.surfaces.magics import x\n"
         "def f():\n"
         "    from planbook.sessions.session import Session\n"
+        "def g():\n"
+        "    x = 1\n"
+        "\n"
+        "    # heavy: pydantic-ai\n"
+        "    import pydantic_ai\n"
+        "\n"
+        "    from pydantic_ai import Agent\n"
+        "    import json\n"
     )
     path = PACKAGE / "engine" / "probe.py"
     (tmp_path / "probe.py").write_text(source)
@@ -213,6 +228,17 @@ def test_the_checker_sees_an_upward_import_and_a_circle(tmp_path: Path) -> None:
         ("planbook.sessions.session", True, False),
     }
     assert all(floor_of(i.target) > floor_of("planbook.engine.probe") for i in found)
+    late = {
+        (i.target, i.marked_heavy)
+        for i in imports_of("planbook.engine.probe", tmp_path / "probe.py", modules)
+        if i.local
+    }
+    # the mark covers its run of imports, and only that run
+    assert late == {
+        ("planbook.sessions.session", False),
+        ("pydantic_ai", True),
+        ("json", True),
+    }
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -79,6 +79,19 @@ async def stage_change(
             f"{protected}. Changes to planbook's settings, .git/ and the notebook file are "
             "always reviewed. Do not retry it; continue."
         )
+    if (
+        step.status == "pending"
+        and step.runs_later
+        and not (ctx.tool_call_approved and session.mode == "ask")
+    ):
+        # A file that runs code later: only the person's own review of this very call (ask
+        # mode) applies it; a rule, auto-edit mode or an answer a notebook carries does not.
+        deps.say("staged", f"step {number} staged for review: {summary}", step_id=step.id)
+        return (
+            f"Staged as step {number} ({ids}) for the person's review, NOT applied: "
+            f"it runs code later ({step.runs_later}). Do not retry it or write it another "
+            "way; continue, and say in your summary why the file is needed."
+        )
     if step.status == "pending":
         # The person approved this call (or a rule allows it): run exactly this step now.
         report = session.approve(
@@ -92,8 +105,11 @@ async def stage_change(
         step = (session.current_plan() or plan).find_step(step.id) or step  # type: ignore[union-attr]
     result = result_message(session, step.id)
     deps.say("staged", f"step {number} applied: {summary}", step_id=step.id, number=number)
-    return f"Applied as step {number} ({ids}), behind a checkpoint: {step.status}" + (
-        f"\n{result}" if result else ""
+    note = f"\nNote: it runs code later ({step.runs_later})." if step.runs_later else ""
+    return (
+        f"Applied as step {number} ({ids}), behind a checkpoint: {step.status}"
+        + (f"\n{result}" if result else "")
+        + note
     )
 
 

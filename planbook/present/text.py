@@ -64,6 +64,10 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
         if v.reason:
             out.append(f"> {v.reason}")
+        if v.runs_later:
+            out.append(f"> **runs code later:** {v.runs_later}")
+        if v.runner:
+            out.append(f"> {_runner(v)}")
         if v.error:
             out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
         if v.depends_on:
@@ -92,6 +96,10 @@ def plan_text(
         out.append(f"{v.number}. [{v.status}] {v.title.replace('`', '')}  ({v.risk} risk)")
         if v.reason:
             out.append(f"   why: {v.reason}")
+        if v.runs_later:
+            out.append(f"   runs code later: {v.runs_later}")
+        if v.runner:
+            out.append(f"   {_runner(v)}")
         if v.error:
             out.append(f"   ! {v.error}")
         for line in _body(v).splitlines():
@@ -100,6 +108,18 @@ def plan_text(
     if not views:
         out.append("no steps yet")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _runner(view: StepView) -> str:
+    """Who runs an approved or running step; where it is on another host (which cannot be
+    checked from here, so the step waits for it), how to take it over if that host is gone."""
+    line = f"{view.status} in {view.runner}"
+    if view.runner_elsewhere:
+        line += (
+            f"; if that process is gone, take the step over: `%plan takeover {view.number}` "
+            f"(or `planbook takeover NOTEBOOK {view.number}`)"
+        )
+    return line
 
 
 def _color(line: str) -> str:

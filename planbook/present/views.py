@@ -9,6 +9,7 @@ from pydantic import ConfigDict
 
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
+from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
@@ -52,6 +53,12 @@ class StepView(PlanbookModel):
     checkpoint: str | None
     run_at_approval: bool
     cell_type: str | None = None
+    #: Why the change runs code later (held for review in auto-edit mode), or None.
+    runs_later: str | None = None
+    #: While approved or running: who runs it ("process 412 on host-b"), or None.
+    runner: str | None = None
+    #: Whether that runner is on another host (so it can only be taken over, never checked).
+    runner_elsewhere: bool = False
 
 
 def language_for_path(path: str) -> Language:
@@ -182,6 +189,7 @@ def step_views(
         if step.status in PROJECTED:
             with contextlib.suppress(PlanbookError):
                 proj.apply(op, step.id)
+        running = step.status in ("approved", "running") and step.run_by is not None
         views.append(
             StepView(
                 number=number,
@@ -200,6 +208,9 @@ def step_views(
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
                 cell_type=cell_type,
+                runs_later=step.runs_later,
+                runner=describe(step.run_by) if running and step.run_by else None,
+                runner_elsewhere=running and not on_this_host(step.run_by or ""),
             )
         )
     return views

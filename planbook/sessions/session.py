@@ -39,6 +39,7 @@ from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
+from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
 from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
@@ -711,3 +712,15 @@ class Session:
 
     def diff_revisions(self, a: int, b: int) -> str:
         return "\n".join(revision_diff(self._require_plan(), a, b))
+
+    def take_over(self, number: int, *, confirm: bool = False) -> Takeover:
+        """Step ``number``, left approved or running by a process on another host: without
+        ``confirm`` only what taking it over means (one line to ask with); with it, settled
+        here as interrupted so it can be approved again (engine/takeover.py). Refused while its
+        process is on this host and alive."""
+        with self._editing():
+            plan = self._require_plan()
+            taken = take_over(plan, number, self.executor, self.store, confirm=confirm)
+        if taken.done:
+            self._changed(plan=plan)
+        return taken

@@ -221,6 +221,18 @@ def _rules(session: NotebookSession, words: list[str]) -> None:
     print(revoke_rule(session, _number("rules", token, "rule number")))
 
 
+def _takeover(session: NotebookSession, words: list[str]) -> None:
+    tokens = _words("takeover", words, 1, 2)
+    if len(tokens) == 2 and tokens[1] != "--yes":
+        raise misuse("takeover", tokens[1], "is not `--yes`")
+    number = _number("takeover", tokens[0], "step number")
+    taken = session.take_over(number, confirm=len(tokens) == 2)
+    if taken.done:
+        print(f"planbook: {taken.line}")
+    else:
+        print(f"planbook: {taken.line}. Confirm with `%plan takeover {number} --yes`")
+
+
 def _gc(session: NotebookSession, words: list[str]) -> None:
     tokens = _words("gc", words, 0, 1)
     keep = _number("gc", tokens[0], "number of checkpoints to keep") if tokens else None
@@ -250,6 +262,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("stop", "", "end the agent's run (the plan staged so far is kept)", _stop),
     Verb("continue", "", "resume the agent's last run where it stopped", _continue),
     Verb("rules", "[revoke N]", "the permission rules; `revoke N` removes rule N", _rules),
+    Verb(
+        "takeover",
+        "N [--yes]",
+        "settle step N, left running by a process on another host, so it can run again",
+        _takeover,
+    ),
     Verb("gc", "[K]", "keep the newest K checkpoints (default: keep_checkpoints)", _gc),
 )
 VERBS_BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}

@@ -90,6 +90,8 @@ def answer(target: ServedNotebooks, session: Session, step: Step) -> str:
         return (
             f"Staged {head}, marked protected ({protected}); only the person applies it. {_WAITS}"
         )
+    if step.status == "pending" and step.runs_later:
+        return f"Staged {head}; held for review: it runs code later ({step.runs_later}). {_WAITS}"
     if step.status == "pending":
         return f"Staged {head}. {_WAITS}"
     return f"{head}: {step.status} (the notebook is in {session.mode} mode, which applies changes)"

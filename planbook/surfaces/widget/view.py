@@ -56,6 +56,7 @@ def step_json(text: StepView) -> dict[str, Any]:
         "target": text.target,
         "title": text.title,
         "reason": text.reason,
+        "runs_later": text.runs_later,
         "risk": text.risk,
         "status": text.status,
         "error": text.error,
