@@ -68,6 +68,20 @@ def rollback(
                 f"{', '.join(changed)} changed after the step ran; rolling back would overwrite "
                 "that: use `%rollback --force` to do it anyway, or keep the change"
             )
+    writer.preload([snap for cp in undo for snap in (*cp.cells, *cp.files)])
+    try:
+        return _restore(store, writer, target, undo, newest)
+    finally:
+        writer.preload([])  # what it read is not kept past the rollback
+
+
+def _restore(
+    store: Store,
+    writer: CheckpointWriter,
+    target: Checkpoint,
+    undo: list[Checkpoint],
+    newest: dict[str, CellSnapshot | FileSnapshot],
+) -> Checkpoint:
     seq = max(c.seq for c in store.state.checkpoints) + 1
     record = Checkpoint(
         seq=seq,

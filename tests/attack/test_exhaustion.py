@@ -1,0 +1,192 @@
+"""Content that exhausts memory or time (issue 23, section 6), attacked the way a received
+notebook would: notebooks made with planbook itself, then edited as plain JSON.
+
+- A checkpoint blob that is a compression bomb (zlib or brotli, a few hundred KB that inflate
+  to hundreds of MB, under the right hash): every path that inflates answers one line, writes
+  nothing, and never holds more than the recorded size (measured with tracemalloc).
+- Duplicate step ids (in a plan, or shared with another record): the plan refuses to load as
+  corrupted metadata, in one line that names the id, and the notebook is left as it was.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import brotli
+import pytest
+
+from planbook.documents.file import FileNotebook
+from planbook.errors import MetadataError, PlanbookError
+from planbook.sessions.session import Session
+from planbook.surfaces.widget.panel import ReviewPanel
+from planbook.workspace.files import Workspace
+from tests.conftest import make_notebook
+
+#: What the bomb inflates to: far beyond any size a test notebook records.
+BOMB_BYTES = 192 * 1024 * 1024
+#: The most memory any refusal may take (tracemalloc's peak): a few inflation pieces.
+PEAK_LIMIT = 16 * 1024 * 1024
+LONG_SOURCE = "\n".join(f"value_{i} = {i} * {i}" for i in range(40))  # over the inline limit
+
+
+def open_session(path: Path) -> Session:
+    return Session(FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path)
+
+
+def _zeros_hash(size: int) -> str:
+    digest = hashlib.sha256()
+    piece = bytes(1 << 20)
+    for _ in range(size >> 20):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+def _bomb(method: str, size: int) -> bytes:
+    piece = bytes(1 << 20)
+    if method == "zlib":
+        deflate = zlib.compressobj(1)
+        parts = [deflate.compress(piece) for _ in range(size >> 20)]
+        return b"".join([*parts, deflate.flush()])
+    packer = brotli.Compressor(quality=5)
+    parts = [packer.process(piece) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.finish()])
+
+
+@pytest.fixture(scope="module")
+def bombs() -> dict[str, tuple[str, bytes]]:
+    """method -> (sha256 of the inflated content, the compressed bomb)."""
+    digest = _zeros_hash(BOMB_BYTES)
+    return {m: (digest, _bomb(m, BOMB_BYTES)) for m in ("zlib", "brotli")}
+
+
+def done_notebook(tmp_path: Path) -> Path:
+    """A notebook where planbook ran two steps: a file rewrite (its old bytes are a blob) and
+    an edit of a long cell (its old source is compressed inside the checkpoint)."""
+    path = make_notebook(tmp_path / "received.ipynb", ["import math", LONG_SOURCE, "print(1)"])
+    (tmp_path / "data.txt").write_text("old data\n")
+    session = open_session(path)
+    session.propose.write_file("data.txt", "new data\n", reason="refresh the data")
+    session.propose.edit_cell("c2", "value = 1", reason="shorter")
+    assert session.approve().ok
+    return path
+
+
+def _encoded(method: str, payload: bytes, recorded: int | None) -> str:
+    prefix = {"zlib": "b85:", "brotli": "brotli:"}[method]
+    size = "" if recorded is None else f"{recorded}:"
+    return prefix + size + base64.b85encode(payload).decode("ascii")
+
+
+def plant_bomb(path: Path, where: str, method: str, bomb: tuple[str, bytes], sized: bool) -> None:
+    """Edit the notebook as plain JSON: the file's blob, or the cell's old source, becomes
+    the bomb (recording the size the true content had, or no size as older blobs)."""
+    nb = json.loads(path.read_text())
+    record = nb["metadata"]["planbook"]
+    checkpoints = [cp for bucket in record["checkpoints"].values() for cp in bucket.values()]
+    digest, payload = bomb
+    if where == "file blob":
+        snap = next(f for cp in checkpoints for f in cp.get("files", []))
+        recorded = len("old data\n") if sized else None
+        record["blobs"][digest] = _encoded(method, payload, recorded)
+        snap["blob"] = digest
+    else:
+        snap = next(c for cp in checkpoints for c in cp.get("cells", []) if c["cell_id"] == "c2")
+        recorded = len(json.dumps(LONG_SOURCE)) if sized else None
+        snap["parts"]["source"] = {"z": _encoded(method, payload, recorded)}
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def peak_of(action: Callable[[], Any]) -> tuple[Any, int]:
+    """What ``action`` returned or raised, and tracemalloc's peak while it ran."""
+    tracemalloc.start()
+    try:
+        try:
+            result: Any = action()
+        except PlanbookError as exc:
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def one_line_refusal(text: str) -> None:
+    assert "\n" not in text.strip() and "inflates to more than" in text, text
+    assert "Traceback" not in text and "MemoryError" not in text
+
+
+CASES = [
+    pytest.param(where, method, sized, id=f"{where}-{method}-{'sized' if sized else 'unsized'}")
+    for where in ("file blob", "old source")
+    for method in ("zlib", "brotli")
+    for sized in (True, False)
+]
+
+
+@pytest.mark.parametrize(("where", "method", "sized"), CASES)
+def test_a_compression_bomb_is_refused_in_one_line_everywhere(
+    where: str, method: str, sized: bool, bombs: dict[str, tuple[str, bytes]], tmp_path: Path
+) -> None:
+    path = done_notebook(tmp_path)
+    plant_bomb(path, where, method, bombs[method], sized)
+    before = path.read_bytes()
+    data_before = (tmp_path / "data.txt").read_bytes()
+    session = open_session(path)
+    edited = 1 if where == "file blob" else 2
+
+    views, peak = peak_of(session.step_views)
+    assert peak < PEAK_LIMIT
+    one_line_refusal(views[edited - 1].error)
+    assert views[edited - 1].before == ""
+
+    text, peak = peak_of(session.render_text)
+    assert peak < PEAK_LIMIT
+    one_line_refusal(next(line for line in text.splitlines() if line.startswith("   ! ")))
+
+    refused, peak = peak_of(lambda: session.rollback("1"))
+    assert peak < PEAK_LIMIT
+    assert isinstance(refused, MetadataError)
+    one_line_refusal(str(refused))
+    assert path.read_bytes() == before and (tmp_path / "data.txt").read_bytes() == data_before
+
+    panel, peak = peak_of(lambda: ReviewPanel(session))
+    assert peak < PEAK_LIMIT
+    one_line_refusal(panel.state["steps"][edited - 1]["error"])
+
+    report = session.gc()  # gc names blobs, it never inflates them: it still works
+    assert "dropped 0 checkpoints" in str(report)
+    after = json.loads(path.read_text())
+    assert after["cells"] == json.loads(before)["cells"]
+    assert bombs[method][0] in after["metadata"]["planbook"]["blobs"] or where == "old source"
+
+
+@pytest.mark.parametrize("method", ["zlib", "brotli"])
+def test_planbook_show_on_a_bomb_answers_one_line_in_bounded_memory(
+    method: str, bombs: dict[str, tuple[str, bytes]], tmp_path: Path
+) -> None:
+    path = done_notebook(tmp_path)
+    plant_bomb(path, "old source", method, bombs[method], sized=True)
+    before = path.read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "planbook", "show", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    refusals = [line for line in out.splitlines() if "inflates to more than" in line]
+    assert len(refusals) == 1 and "Traceback" not in err + out
+    one_line_refusal(refusals[0].removeprefix("   ! "))
+    assert path.read_bytes() == before
