@@ -190,3 +190,75 @@ def test_planbook_show_on_a_bomb_answers_one_line_in_bounded_memory(
     assert len(refusals) == 1 and "Traceback" not in err + out
     one_line_refusal(refusals[0].removeprefix("   ! "))
     assert path.read_bytes() == before
+
+
+# --- duplicate ids ---------------------------------------------------------------------------
+def two_plans(tmp_path: Path) -> Path:
+    """A notebook with a done plan (its steps have checkpoints) and a pending one."""
+    path = make_notebook(tmp_path / "received.ipynb", ["import math", "x = 1", "print(x)"])
+    session = open_session(path)
+    session.propose.edit_cell("c1", "import os", reason="first plan")
+    assert session.approve().ok
+    session.new_plan("second")
+    session.propose.edit_cell("c2", "x = 2", reason="a")
+    session.propose.edit_cell("c3", "print(x * 2)", reason="b")
+    return path
+
+
+def _retarget(path: Path, pick: Callable[[dict[str, Any]], str]) -> str:
+    """Give the second plan's last step the id ``pick`` chooses from the record (as plain JSON)."""
+    nb = json.loads(path.read_text())
+    record = nb["metadata"]["planbook"]
+    second = record["plans"][record["plan_order"][-1]]
+    steps = second["revisions"][-1]["steps"]
+    new_id = pick(record)
+    steps[-1]["id"] = new_id
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return new_id
+
+
+def _first_plan_step(record: dict[str, Any]) -> str:
+    return str(record["plans"][record["plan_order"][0]]["revisions"][-1]["steps"][0]["id"])
+
+
+def _its_own_neighbour(record: dict[str, Any]) -> str:
+    return str(record["plans"][record["plan_order"][-1]]["revisions"][-1]["steps"][0]["id"])
+
+
+def _a_checkpoint(record: dict[str, Any]) -> str:
+    return next(iter(next(iter(record["checkpoints"].values()))))
+
+
+def _a_plan(record: dict[str, Any]) -> str:
+    return str(record["plan_order"][0])
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [_its_own_neighbour, _first_plan_step, _a_checkpoint, _a_plan],
+    ids=["two steps of a plan", "another plan's step", "a checkpoint", "a plan"],
+)
+def test_a_duplicated_step_id_refuses_the_plan_as_corrupted(
+    pick: Callable[[dict[str, Any]], str], tmp_path: Path
+) -> None:
+    path = two_plans(tmp_path)
+    duplicated = _retarget(path, pick)
+    before = path.read_bytes()
+    with pytest.raises(MetadataError) as refused:
+        open_session(path).approve()
+    message = str(refused.value)
+    assert "\n" not in message and "corrupted" in message and repr(duplicated) in message
+    assert path.read_bytes() == before  # nothing approved, nothing run, nothing rewritten
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for verb in ("show", "approve"):
+        shown = subprocess.run(
+            [sys.executable, "-m", "planbook", verb, str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert shown.returncode != 0 and repr(duplicated) in shown.stderr
+        assert "Traceback" not in shown.stderr and len(shown.stderr.strip().splitlines()) == 1
+    assert path.read_bytes() == before
