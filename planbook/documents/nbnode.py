@@ -144,10 +144,7 @@ def to_raw(cell: Cell, style: Style, old: Tree | None = None, was: Cell | None =
         fields["attachments"] = (
             old["attachments"]  # type: ignore[index]
             if same and cell.attachments == was.attachments  # type: ignore[union-attr]
-            else {
-                k: _kept_bundle(v, old, k, was, style)
-                for k, v in cell.attachments.items()
-            }
+            else {k: _kept_bundle(v, old, k, was, style) for k, v in cell.attachments.items()}
         )
     if old is None:
         return fields
@@ -163,7 +160,7 @@ def _kept_bundle(
     if old is not None and was is not None and was.attachments is not None:
         stored = old["attachments"].get(name) if isinstance(old.get("attachments"), dict) else None
         if stored is not None and was.attachments.get(name) == bundle:
-            return stored  # type: ignore[no-any-return]
+            return stored
     return split_bundle(bundle, style)
 
 

@@ -68,7 +68,10 @@ def rollback(
                 f"{', '.join(changed)} changed after the step ran; rolling back would overwrite "
                 "that: use `%rollback --force` to do it anyway, or keep the change"
             )
-    writer.preload([snap for cp in undo for snap in (*cp.cells, *cp.files)])
+    everything: list[CellSnapshot | FileSnapshot] = []
+    for cp in undo:
+        everything += [*cp.cells, *cp.files]
+    writer.preload(everything)
     try:
         return _restore(store, writer, target, undo, newest)
     finally:

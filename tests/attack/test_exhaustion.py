@@ -12,13 +12,11 @@ notebook would: notebooks made with planbook itself, then edited as plain JSON.
 from __future__ import annotations
 
 import base64
-import gc
 import hashlib
 import json
 import os
 import subprocess
 import sys
-import time
 import tracemalloc
 import zlib
 from collections.abc import Callable
@@ -48,7 +46,9 @@ LONG_SOURCE = "\n".join(f"value_{i} = {i} * {i}" for i in range(40))  # over the
 
 
 def open_session(path: Path) -> Session:
-    return Session(FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path)
+    return Session(
+        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
+    )
 
 
 def _zeros_hash(size: int) -> str:
@@ -284,10 +284,15 @@ def big_plan(tmp_path: Path, steps: int) -> tuple[Session, Plan]:
     anchor = "c1"
     for i in range(steps):
         if i % 2 == 0:
-            op: InsertCell | EditCell = InsertCell(cell_id=f"n{i}", source=f"v{i} = {i}", after=anchor)
+            op: InsertCell | EditCell = InsertCell(
+                cell_id=f"n{i}", source=f"v{i} = {i}", after=anchor
+            )
             base, anchor = ABSENT, f"n{i}"
         else:
-            op, base = EditCell(cell_id=anchor, source=f"v = {i}"), cell_hash("code", f"v{i - 1} = {i - 1}")
+            op, base = (
+                EditCell(cell_id=anchor, source=f"v = {i}"),
+                cell_hash("code", f"v{i - 1} = {i - 1}"),
+            )
         made.append(Step(operation=op, base=base, depends_on=(made[-1].id,) if made else ()))
     plan.current.steps = made
     plan.fire("stage")
