@@ -178,8 +178,11 @@ def step_views(
         cp = by_id.get(step.checkpoint or "")
         cell_type = _cell_type(op, proj)
         step_error: str | None = None
+        # A settled step shows its checkpoint's text: a checkpoint that cannot be read (a
+        # corrupted blob, a compression bomb) is said on the step, where the text would be.
+        from_checkpoint = cp is not None and step.status not in PROJECTED
         try:
-            if cp is not None and step.status not in PROJECTED:
+            if cp is not None and from_checkpoint:
                 before, after = _from_checkpoint(op, cp, blobs)
             else:
                 before, after = proj.before_after(op)
@@ -200,7 +203,8 @@ def step_views(
                 reason=step.reason,
                 risk=step.risk,
                 status=step.status,
-                error=step.error or (step_error if step.status in PROJECTED else None),
+                error=step.error
+                or (step_error if step.status in PROJECTED or from_checkpoint else None),
                 before=before,
                 after=after,
                 language=_language(op, cell_type),

@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 from planbook.documents.base import NotebookDocument, catch_up, close_document, make_durable
 from planbook.documents.headless import HeadlessNotebook
 from planbook.documents.page import PageNotebook
-from planbook.engine import ask_first, planning
-from planbook.engine.apply import check_drift
+from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
     StepSelection,
     approval_hash,
@@ -27,7 +26,7 @@ from planbook.engine.approval import (
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor.report import RunReport, StepOutcome, one_line
+from planbook.engine.executor.report import RunReport, one_line
 from planbook.engine.executor.run import Executor
 from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode, decide
@@ -392,9 +391,9 @@ class Session:
                         + "; see `%plan`"
                     )
                 chosen = select(plan, steps, statuses=("pending",), first=first)
-                self._check_selection(plan, chosen)
+                approval_checks.check_selection(plan, chosen)
                 if dry_run:
-                    return self._dry_run(plan, chosen)
+                    return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
                 approval = Approval(
                     revision=plan.current.number,
                     step_ids=tuple(s.id for s in chosen),
@@ -442,50 +441,6 @@ class Session:
                 plan.fire("reopen")  # the retry joins the plan its failed step belongs to
                 self.store.save()
         return self.stage(again.operation, reason=again.reason), again.run_now
-
-    def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
-        numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
-        ids = {s.id for s in chosen}
-        for step in chosen:
-            if step.status in ("approved", "running") and step.run_by:
-                raise UsageMistake(
-                    f"step {numbers[step.id]} is {step.status} in {describe(step.run_by)}, "
-                    "so it is not run again here; see `%plan` when that run has finished"
-                )
-            if step.status != "pending":
-                raise UsageMistake(
-                    f"step {numbers[step.id]} is {step.status}, not pending; "
-                    "only pending steps can be approved"
-                )
-            for dep in step.depends_on:
-                dep_step = plan.find_step(dep)
-                if dep_step is not None and dep_step.status in ("approved", "running"):
-                    raise UsageMistake(
-                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
-                        f"{dep_step.status} in another run: approve {numbers[step.id]} once "
-                        "that run has finished"
-                    )
-                if dep_step is not None and dep not in ids and dep_step.status != "done":
-                    raise UsageMistake(
-                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
-                        f"{dep_step.status}: approve {numbers[dep]} too, or skip {numbers[step.id]}"
-                    )
-
-    def _dry_run(self, plan: Plan, chosen: Sequence[Step]) -> RunReport:
-        report = RunReport(stopped="dry run: nothing was applied")
-        proj_ok = {s.id for s in chosen}
-        for step in chosen:
-            number = plan.steps.index(step) + 1
-            try:
-                if not step.depends_on or not (set(step.depends_on) & proj_ok):
-                    check_drift(step.operation, step.base, self.document, self.workspace)
-                outcome = StepOutcome(number, step.id, step.operation.kind, "would run")
-            except PlanbookError as exc:
-                outcome = StepOutcome(
-                    number, step.id, step.operation.kind, "would conflict", str(exc)
-                )
-            report.outcomes.append(outcome)
-        return report
 
     def reject(self, steps: StepSelection = None, *, first: int | None = None) -> list[Step]:
         """Reject pending steps: all by default, or a selection as for ``approve``. A plan left
