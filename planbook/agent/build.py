@@ -14,11 +14,13 @@ from typing import Any, cast
 from pydantic_ai import Agent, AgentRetries, RunContext
 from pydantic_ai.capabilities import HandleDeferredToolCalls, ProcessHistory
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.toolsets import DynamicToolset
 
 from planbook.agent.config import AgentConfig
 from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.guard import Guard
 from planbook.agent.history import make_processor
+from planbook.agent.mcp_toolsets import mcp_toolsets
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
@@ -192,6 +194,8 @@ def build_agent(config: AgentConfig) -> Agent[AgentDeps, str]:
         output_type=str,
         instructions=cast(Any, [INSTRUCTIONS, describe_state]),
         tools=tools,
+        # planbook.toml's MCP servers, read once a run (a server starts with the run)
+        toolsets=[DynamicToolset(mcp_toolsets, per_run_step=False)],
         retries=AgentRetries(tools=config.max_tool_retries, output=1),
         capabilities=[
             Guard(),

@@ -32,8 +32,8 @@ from planbook.model.operations import CellType
 from planbook.model.plan import APPROVED_BY_RULE, Step
 from planbook.model.words import count
 
-#: Tools that execute code or commands (auto-edit mode asks before these).
-EXECUTING = {"run_cell", "shell"}
+#: Tools that execute code or commands, or act outside planbook (auto-edit mode asks first).
+EXECUTING = {"run_cell", "shell", "mcp"}
 
 _QUEUED = (
     "NOT applied: it is queued in the plan and will not exist until the person approves it. "
@@ -352,6 +352,10 @@ async def withdraw_step(ctx: RunContext[AgentDeps], step_number: int, reason: st
     ctx.deps.say("staged", f"step {step_number} withdrawn: {reason}", number=step_number)
     return f"Step {step_number} withdrawn (kept in the plan as rejected)."
 
+
+#: The one path of every change through the policy, for write tools made elsewhere (the MCP
+#: servers' tools, agent/mcp_toolsets.py).
+propose_change = _write
 
 WRITE_TOOLS = [
     insert_cell,

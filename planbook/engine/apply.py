@@ -14,6 +14,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -29,7 +30,7 @@ def targets_of(op: AnyOperation) -> Targets:
             return Targets(cells=[op.cell_id])
         case WriteFile() | EditFile() | DeleteFile():
             return Targets(files=[op.path])
-        case Shell():
+        case Shell() | McpCall():
             return Targets()
 
 
@@ -39,7 +40,7 @@ def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Worksp
             return place_hash(document.find_cell(op.cell_id))
         case WriteFile() | EditFile() | DeleteFile():
             return bytes_hash(workspace.read_bytes(op.path))
-        case Shell():
+        case Shell() | McpCall():
             return ABSENT
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 from planbook.errors import PlanbookError, PolicyDenied
-from planbook.model.operations import AnyOperation, RunCell, Shell
+from planbook.model.operations import AnyOperation, McpCall, RunCell, Shell
 from planbook.model.store import MODES, Mode
 
 Decision = Literal["stage", "apply"]
@@ -37,7 +37,7 @@ def decide(
         )
     if mode in ("plan", "ask") or rule == "ask":
         return "stage"
-    executes = runs or isinstance(op, RunCell | Shell)
+    executes = runs or isinstance(op, RunCell | Shell | McpCall)
     if mode == "auto-edit" and executes and rule != "allow":
         return "stage"
     return "apply"
