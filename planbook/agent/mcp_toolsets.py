@@ -5,10 +5,11 @@ stopped when it ends), its tools named ``NAME_tool`` for the model. The gate dec
 
 - a rule (``[permissions] mcp = { "NAME.tool" = ... }``) that denies: refused;
 - a tool that runs at once (engine/rules/mcp_tools.py: annotated read-only and not named like a
-  write) with no rule asking about it, or any tool a rule allows outside plan mode: called now,
-  and its result goes to the model;
-- every other call: an ``mcp_call`` step through the same path as the write tools (staged in
-  plan mode, asked about in ask mode, ...), run by the executor once approved.
+  write) with no rule asking about it: called now, and its result goes to the model;
+- every other call: an ``mcp_call`` step through the same path as the write tools: staged in
+  plan mode; outside it asked about (ask mode, an ask rule), or run at once and recorded when a
+  rule allows it or the mode does (act; auto-edit asks first, as for shell). The executor makes
+  the call once the step is approved, and its result goes to the model.
 
 A server that cannot start, or an entry that is wrong, gives one line and is left out; the
 agent and the other servers work.
@@ -137,8 +138,7 @@ class McpGate(WrapperToolset[AgentDeps]):
                 f"Refused by a permission rule (mcp denies {target}). Do not retry; find "
                 "another way or tell the person."
             )
-        plan_mode = deps.session.mode == "plan"
-        if (self._at_once(name, tool) and rule != "ask") or (rule == "allow" and not plan_mode):
+        if self._at_once(name, tool) and rule != "ask":
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
         shown = json.dumps(tool_args, ensure_ascii=False, sort_keys=True)
         summary = f"call {target} {shown if len(shown) <= 200 else shown[:197] + '...'}"
