@@ -41,6 +41,8 @@ inserted by an earlier step by the new cell id the tool returned. Keep a short t
 todo_write, linking todos to step ids. When the plan is complete, call present_plan(summary) once
 and stop. Use ask_user when a choice belongs to the person. Suggest enter_plan / exit_plan only
 when a different mode clearly fits better; the person decides. If a tool refuses, change course.
+Tools named SERVER_tool come from the project's MCP servers: a read-only one answers at once;
+any other call is queued as a step like a write (its description says which).
 """
 
 

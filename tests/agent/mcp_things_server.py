@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from functools import partial
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -31,17 +33,24 @@ def record(tool: str, **arguments: object) -> None:
         log.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
 
 
+def token(ctx: Context) -> dict[str, str]:
+    """The X-Token header of an HTTP request, as a logged argument (nothing over stdio)."""
+    request = ctx.request_context.request
+    value = request.headers.get("x-token") if request is not None else None
+    return {"token": value} if value else {}
+
+
 @server.tool(annotations=READ)
-def get_thing(name: str) -> str:
+def get_thing(name: str, ctx: Context) -> str:
     """Read one thing by name."""
-    record("get_thing", name=name)
+    record("get_thing", name=name, **token(ctx))
     return f"thing {name} is blue"
 
 
 @server.tool(annotations=WRITE)
-def add_thing(name: str, colour: str = "red") -> str:
+def add_thing(ctx: Context, name: str, colour: str = "red") -> str:
     """Add a thing."""
-    record("add_thing", name=name, colour=colour)
+    record("add_thing", name=name, colour=colour, **token(ctx))
     return f"added {name} ({colour})"
 
 
@@ -67,5 +76,8 @@ def fail_thing(name: str) -> str:
     raise ToolError(f"no room for {name}")
 
 
-if __name__ == "__main__":
-    anyio.run(server.run_stdio_async)
+if __name__ == "__main__":  # stdio; `http PORT`: streamable HTTP on 127.0.0.1:PORT/mcp
+    if sys.argv[1:2] == ["http"]:
+        anyio.run(partial(server.run_streamable_http_async, port=int(sys.argv[2])))
+    else:
+        anyio.run(server.run_stdio_async)

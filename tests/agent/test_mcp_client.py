@@ -6,7 +6,12 @@ once approved; rules match ``server.tool``; a bad ``[mcp.servers]`` entry is one
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,6 +306,60 @@ async def test_a_bad_server_entry_is_one_line_and_the_rest_works(
     absent = [line for line in lines if "MCP server absent" in line]
     assert len(absent) == 1 and "left out" in absent[0]
     assert not any(name.startswith(("broken_", "absent_")) for name in model.tools)
+
+
+@pytest.fixture
+def http_things(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Things]:
+    """The same server over streamable HTTP on 127.0.0.1, a header's token from the env."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    project = Things(tmp_path)
+    env = {**os.environ, "THINGS_LOG": str(project.log)}
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "http", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None and time.monotonic() < deadline, "no HTTP server"
+            time.sleep(0.1)
+        monkeypatch.setenv("THINGS_TOKEN", "s3cret")
+        (tmp_path / "planbook.toml").write_text(
+            "[mcp.servers.things]\n"
+            f'url = "http://127.0.0.1:{port}/mcp"\n'
+            'headers = { "X-Token" = "${THINGS_TOKEN}" }\n',
+            encoding="utf-8",
+        )
+        yield project
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_an_http_server_reads_at_once_and_runs_approved_writes(
+    http_things: Things, tmp_path: Path
+) -> None:
+    session = make_session(tmp_path)
+    model, run = await play(
+        session, ("things_get_thing", {"name": "lamp"}), ("things_add_thing", {"name": "rug"})
+    )
+    assert errors(run) == []
+    assert model.returned["things_get_thing"] == ["thing lamp is blue"]
+    # the header went with the request, its token taken from the environment
+    assert http_things.calls() == [
+        {"tool": "get_thing", "arguments": {"name": "lamp", "token": "s3cret"}}
+    ]
+    assert session.approve().ok  # the executor's own connection sends it too
+    assert http_things.calls()[1:] == [
+        {"tool": "add_thing", "arguments": {"name": "rug", "colour": "red", "token": "s3cret"}}
+    ]
 
 
 def test_write_words_are_word_parts_of_the_name() -> None:
