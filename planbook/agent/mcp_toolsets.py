@@ -26,7 +26,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, WrapperToolse
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from planbook.agent.context import AgentDeps
-from planbook.agent.tools_write import propose_change
+from planbook.agent.staging import stage_change
 from planbook.engine.mcp_calls import error_line
 from planbook.engine.mcp_servers import HttpServer, McpServerEntry, expand, load_servers
 from planbook.engine.rules.mcp_tools import runs_at_once
@@ -142,7 +142,7 @@ class McpGate(WrapperToolset[AgentDeps]):
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
         shown = json.dumps(tool_args, ensure_ascii=False, sort_keys=True)
         summary = f"call {target} {shown if len(shown) <= 200 else shown[:197] + '...'}"
-        return await propose_change(
+        return await stage_change(
             ctx,
             "mcp",
             target,

@@ -16,7 +16,6 @@ from planbook.documents.file import FileNotebook
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
 from planbook.model.store import PlanbookState
-from planbook.sessions.proposer import Proposer
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from planbook.workspace.walk import walk_files
@@ -101,6 +100,3 @@ class Target:
                 session = Session(doc, workspace, notebook_path=path)
                 self._sessions[path] = session
         return session
-
-    def proposer(self, name: str | None, origin: str) -> Proposer:
-        return Proposer(self.session(name), origin=origin)
