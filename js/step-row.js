@@ -30,6 +30,7 @@ export const KIND = {
   edit_file: "edit file",
   delete_file: "delete file",
   shell: "shell command",
+  mcp_call: "MCP call",
 };
 
 /**

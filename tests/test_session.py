@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from planbook.errors import PlanbookError, UnknownCell, UnknownStep, UsageMistake
 from planbook.sessions.session import Session
 from tests.conftest import reopen, sources
+from tests.support.tamper import after_first_step
 
 
 def test_staging_changes_nothing_until_approval(session: Session, nb_path: Path) -> None:
@@ -152,23 +154,11 @@ def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path:
 def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Path) -> None:
     session.propose.insert_cell("a = 1", reason="a")
     session.propose.insert_cell("b = 2", reason="b")
-    original_run = session.executor._step
-    tampered = {"done": False}
 
-    def tamper_then_run(*args):  # type: ignore[no-untyped-def]
-        outcome = original_run(*args)
-        if not tampered["done"]:
-            tampered["done"] = True
-            # someone rewrites the second approved step in the saved plan
-            raw = json.loads(json.dumps(session.document.get_metadata("planbook")))
-            next(iter(raw["plans"].values()))["revisions"][-1]["steps"][1]["operation"][
-                "source"
-            ] = "import os; os.remove('x')"
-            session.document.set_metadata("planbook", raw)
-            session.store.sync()
-        return outcome
+    def rewrite(step: dict[str, Any]) -> None:  # the second approved step, in the saved plan
+        step["operation"]["source"] = "import os; os.remove('x')"
 
-    session.executor._step = tamper_then_run  # type: ignore[method-assign]
+    after_first_step(session, rewrite)
     report = session.approve()
     assert report.stopped and "approval hash mismatch" in report.stopped
     assert [src for _, src in sources(nb_path)][-1] == "a = 1"

@@ -16,6 +16,7 @@ from pydantic_ai import Agent, AgentRetries, RunContext
 from pydantic_ai.capabilities import HandleDeferredToolCalls, ProcessHistory
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.toolsets import DynamicToolset
 
 from planbook.agent.config import AgentConfig
 from planbook.agent.context import AgentDeps, todos_of
@@ -28,6 +29,7 @@ from planbook.agent.history import (
     replace_head,
     summarise,
 )
+from planbook.agent.mcp_toolsets import mcp_toolsets
 from planbook.agent.plan_listing import plan_changes, plan_listing, seen_listing
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
@@ -47,6 +49,8 @@ inserted by an earlier step by the new cell id the tool returned. Keep a short t
 todo_write, linking todos to step ids. When the plan is complete, call present_plan(summary) once
 and stop. Use ask_user when a choice belongs to the person. Suggest enter_plan / exit_plan only
 when a different mode clearly fits better; the person decides. If a tool refuses, change course.
+Tools named SERVER_tool come from the project's MCP servers: a read-only one answers at once;
+any other call is queued as a step like a write (its description says which).
 """
 
 
@@ -198,6 +202,8 @@ def build_agent(config: AgentConfig) -> Agent[AgentDeps, str]:
         output_type=str,
         instructions=cast(Any, [INSTRUCTIONS, describe_state]),
         tools=tools,
+        # planbook.toml's MCP servers, read once a run (a server starts with the run)
+        toolsets=[DynamicToolset(mcp_toolsets, per_run_step=False)],
         retries=AgentRetries(tools=config.max_tool_retries, output=1),
         capabilities=[
             Guard(),

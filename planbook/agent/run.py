@@ -207,7 +207,7 @@ class AgentRun:
                         for part in node.model_response.parts:
                             _show(deps, part)
                     if Agent.is_call_tools_node(node):
-                        _unknown_tools(deps, node.model_response)
+                        _unknown_tools(deps, node.model_response, run.ctx.deps.tool_manager.tools)
                     # Each step of the run is in the notebook before the next one starts.
                     state_of(session).history = run.all_messages()
                     keeper.messages(run.all_messages())
@@ -240,11 +240,11 @@ class AgentRun:
             keeper.flush()
 
 
-def _unknown_tools(deps: AgentDeps, response: Any) -> None:
+def _unknown_tools(deps: AgentDeps, response: Any, tools: dict[str, Any] | None) -> None:
     from planbook.agent.build import TOOL_NAMES  # heavy: pydantic-ai
 
     for part in response.tool_calls:
-        if part.tool_name not in TOOL_NAMES:
+        if part.tool_name not in TOOL_NAMES and part.tool_name not in (tools or {}):
             deps.say(
                 "error",
                 f"the model called an unknown tool {part.tool_name!r}; it was told the tools "

@@ -14,8 +14,9 @@ from planbook.errors import OutsideWorkspace, UnknownCell, UnreadableFile, Usage
 from planbook.model.plan import APPROVED_BY_RULE, Step
 from planbook.sessions.session import Session
 
-#: Tools that execute code or commands (auto-edit mode asks before these).
-EXECUTING = {"run_cell", "shell"}
+#: Tools that execute code or commands, or act outside planbook (``mcp``, the MCP servers'
+#: tools: agent/mcp_toolsets.py): auto-edit mode asks before these.
+EXECUTING = {"run_cell", "shell", "mcp"}
 
 _QUEUED = (
     "NOT applied: it is queued in the plan and will not exist until the person approves it. "

@@ -15,6 +15,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -30,7 +31,7 @@ def targets_of(op: AnyOperation) -> Targets:
             return Targets(cells=[op.cell_id])
         case WriteFile() | EditFile() | DeleteFile():
             return Targets(files=[op.path])
-        case Shell():
+        case Shell() | McpCall():
             return Targets()
 
 
@@ -40,7 +41,7 @@ def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Worksp
             return place_hash(document.find_cell(op.cell_id))
         case WriteFile() | EditFile() | DeleteFile():
             return bytes_hash(workspace.read_bytes(op.path))
-        case Shell():
+        case Shell() | McpCall():
             return ABSENT
 
 

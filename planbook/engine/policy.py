@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 from planbook.errors import PlanbookError, PolicyDenied
-from planbook.model.operations import AnyOperation, RunCell, Shell
+from planbook.model.operations import AnyOperation, McpCall, RunCell, Shell
 from planbook.model.store import MODES, Mode
 
 Decision = Literal["stage", "apply"]
@@ -45,7 +45,7 @@ def decide(
         return "stage"
     if rule == "hold":
         return "apply" if mode == "act" else "stage"
-    executes = runs or isinstance(op, RunCell | Shell)
+    executes = runs or isinstance(op, RunCell | Shell | McpCall)
     if mode == "auto-edit" and executes and rule != "allow":
         return "stage"
     return "apply"

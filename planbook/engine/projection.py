@@ -19,6 +19,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -136,7 +137,7 @@ class Projection:
             case WriteFile() | EditFile() | DeleteFile():
                 text = self.file_text(op.path)
                 return ABSENT if text is None else sha256(text.encode())
-            case Shell():
+            case Shell() | McpCall():
                 return ABSENT
 
     def before_after(self, op: AnyOperation) -> tuple[str, str]:
@@ -158,7 +159,7 @@ class Projection:
                 return before, apply_text_edits(before, op.edits, op.path)
             case DeleteFile():
                 return self.file_text(op.path) or "", ""
-            case Shell():
+            case Shell() | McpCall():
                 return "", ""
 
     # --- checking and applying ----------------------------------------------------------------
@@ -199,7 +200,7 @@ class Projection:
                 self._check_writable(op.path)
                 if self.file_text(op.path) is None:
                     raise UsageMistake(f"{op.path!r} does not exist, so it cannot be deleted")
-            case Shell():
+            case Shell() | McpCall():
                 pass
 
     def _check_writable(self, path: str) -> None:
@@ -245,7 +246,7 @@ class Projection:
                 self._files[op.path] = self.before_after(op)[1]
             case DeleteFile():
                 self._files[op.path] = None
-            case RunCell() | Shell():
+            case RunCell() | Shell() | McpCall():
                 pass
         if step_id is not None:
             self.touched_by[target_of(op)] = step_id

@@ -11,6 +11,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -35,3 +36,5 @@ def risk_of(op: AnyOperation, proj: Projection) -> Risk:
             return "high"
         case Shell():
             return "low" if shell_is_read_only(op.command) else "high"
+        case McpCall():
+            return "high"  # it acts outside planbook: no checkpoint can undo it

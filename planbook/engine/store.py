@@ -125,10 +125,17 @@ def _steps_by_id(plans: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
     return out
 
 
+#: What a checkpoint's label adds for steps whose effect no checkpoint holds.
+UNDONE_NOTES = {
+    "shell": ": shell commands are not undone by rollback",
+    "mcp_call": ": MCP calls are not undone by rollback",
+}
+
+
 def default_label(number: int, kind: str) -> str:
     """The label the executor gives the checkpoint it writes before step ``number``."""
     label = f"before step {number} ({kind})"
-    return label + (": shell commands are not undone by rollback" if kind == "shell" else "")
+    return label + UNDONE_NOTES.get(kind, "")
 
 
 def empty_state() -> PlanbookState:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
-from planbook.present.views import StepView, step_title
+from planbook.present.views import MCP_NOTE, StepView, step_title
 
 __all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
 
@@ -40,6 +40,8 @@ def _body(view: StepView) -> str:
         return view.before if view.before.endswith("\n") else view.before + "\n"
     if view.kind == "move_cell":
         return ""
+    if view.kind == "mcp_call":
+        return view.after  # the arguments, as pretty JSON
     return unified_diff(view.before, view.after, view.target.split(":")[0])
 
 
@@ -72,13 +74,11 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
             out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
+        if v.kind == "mcp_call":
+            out.append(f"> {MCP_NOTE}")
         body = _body(v)
         if body:
-            fence = (
-                "diff"
-                if v.kind not in ("run_cell", "shell")
-                else ("python" if v.kind == "run_cell" else "sh")
-            )
+            fence = {"run_cell": "python", "shell": "sh", "mcp_call": "json"}.get(v.kind, "diff")
             out += ["", f"```{fence}", body.rstrip("\n"), "```"]
         out.append("")
     if not views:
@@ -102,6 +102,8 @@ def plan_text(
             out.append(f"   {_runner(v)}")
         if v.error:
             out.append(f"   ! {v.error}")
+        if v.kind == "mcp_call":
+            out.append(f"   {MCP_NOTE}")
         for line in _body(v).splitlines():
             out.append("   " + _color(line) if color else "   " + line)
         out.append("")

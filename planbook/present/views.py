@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Literal
 
 from pydantic import ConfigDict
@@ -23,6 +24,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -32,6 +34,14 @@ from planbook.model.plan import Plan, Step
 from planbook.workspace.files import Workspace
 
 Language = Literal["python", "markdown", "text", "shell"]
+
+#: What every review of an MCP call says: its effect is outside the notebook and the workspace.
+MCP_NOTE = "rollback cannot undo it: the tool acts outside planbook"
+
+
+def mcp_arguments(op: McpCall) -> str:
+    """The call's arguments as the person reviews them: pretty JSON, keys sorted."""
+    return json.dumps(op.args, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 class StepView(PlanbookModel):
@@ -106,6 +116,8 @@ def _from_checkpoint(op: AnyOperation, cp: Checkpoint, blobs: BlobStore) -> tupl
             return before, ""
         case MoveCell() | RunCell() | Shell():
             return before, before
+        case McpCall():
+            return "", mcp_arguments(op)
 
 
 def step_title(
@@ -148,11 +160,15 @@ def step_title(
             return f"delete file `{op.path}`"
         case Shell():
             return f"run shell `{op.command}`"
+        case McpCall():
+            return f"call {op.name}"
 
 
 def _target(op: AnyOperation, before: str) -> str:
     if isinstance(op, Shell):
         return op.command
+    if isinstance(op, McpCall):
+        return op.name
     if isinstance(op, WriteFile | EditFile | DeleteFile):
         return op.path
     first = next((line for line in before.splitlines() if line.strip()), "")
@@ -182,7 +198,9 @@ def step_views(
         # corrupted blob, a compression bomb) is said on the step, where the text would be.
         from_checkpoint = cp is not None and step.status not in PROJECTED
         try:
-            if cp is not None and from_checkpoint:
+            if isinstance(op, McpCall):
+                before, after = "", mcp_arguments(op)
+            elif cp is not None and from_checkpoint:
                 before, after = _from_checkpoint(op, cp, blobs)
             else:
                 before, after = proj.before_after(op)

@@ -6,6 +6,7 @@ A cell is named as a person sees it: an id, a unique id prefix, a position (``"#
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Protocol
@@ -23,6 +24,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -173,6 +175,19 @@ class Proposer:
 
     def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
         return self._stage(build(Shell, command=command, timeout=timeout), reason)
+
+    def mcp_call(
+        self, server: str, tool: str, arguments: Mapping[str, Any], *, reason: str = ""
+    ) -> Step:
+        """Propose calling ``tool`` of the MCP server ``server`` (planbook.toml's
+        ``[mcp.servers]``) with ``arguments``; what it does, rollback cannot undo."""
+        if not isinstance(arguments, Mapping):
+            raise UsageMistake("`arguments` is an object of the tool's argument names and values")
+        try:
+            text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise UsageMistake(f"the arguments of {server}.{tool} are not JSON: {exc}") from None
+        return self._stage(build(McpCall, server=server, tool=tool, arguments=text), reason)
 
 
 def _keep_plan_order(proj: Projection, after: str) -> tuple[str | None, str | None]:

@@ -58,6 +58,7 @@ from planbook.model.store import Mode
 from planbook.model.words import count
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
+from planbook.sessions.mcp_client import McpClient
 from planbook.sessions.page_advice import PageAdvice
 from planbook.sessions.proposer import Proposer
 from planbook.workspace.files import Workspace
@@ -82,7 +83,14 @@ class Session:
         )
         self.events = EventBus()
         self.store = Store(document)
-        self.executor = Executor(self.store, document, self.workspace, runner, self.events.emit)
+        self.executor = Executor(
+            self.store,
+            document,
+            self.workspace,
+            runner,
+            self.events.emit,
+            McpClient(self.workspace.root),  # approved mcp_call steps call through it
+        )
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).

@@ -52,7 +52,7 @@ def test_every_client_configuration_parses() -> None:
             assert servers["planbook"]["command"] == "planbook"
             assert servers["planbook"]["args"][0] == "mcp"
             parsed += 1
-        elif lang == "toml":
+        elif lang == "toml" and "mcp_servers" in code:  # (not the agent's planbook.toml)
             config = tomllib.loads(code)
             assert config["mcp_servers"]["planbook"]["command"] == "planbook"
             assert config["mcp_servers"]["planbook"]["args"][0] == "mcp"

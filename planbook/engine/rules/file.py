@@ -62,6 +62,13 @@ def scopes_for(tool: str, target: str | None, protected: tuple[str, ...] = ()) -
     """The scopes worth offering for one call, narrowest first."""
     if tool == "shell" and target:
         return _command_scopes(target)
+    if tool == "mcp" and target:
+        # Never "every MCP tool anywhere": one tool, or the tools of one server.
+        server = target.split(".", 1)[0]
+        return [
+            Scope(label=f"this MCP tool ({target})", tool="mcp", pattern=target),
+            Scope(label=f"every tool of {server} ({server}.*)", tool="mcp", pattern=f"{server}.*"),
+        ]
     if is_protected(target, protected):
         return []
     scopes: list[Scope] = []

@@ -13,7 +13,7 @@ from typing import Any
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
-from planbook.present.views import StepView
+from planbook.present.views import MCP_NOTE, StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
 SHOW_AS_CELL = frozenset({"insert_cell", "run_cell", "move_cell", "shell"})
@@ -67,6 +67,8 @@ def step_json(text: StepView) -> dict[str, Any]:
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
+    if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
+        out["target"] = f"{text.target} ({MCP_NOTE})"
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
         out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
