@@ -26,6 +26,7 @@ from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
 from planbook.model.events import Event
 from planbook.surfaces.comm.view import PROTOCOL, plan_message
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
 
@@ -242,6 +243,7 @@ def _links(session: Session) -> list[CellReviewLink]:
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
+    follow_outside_changes(session, link._home)
     _links(session).append(link)
     link.send_plan()
     link.ask_for_cells()

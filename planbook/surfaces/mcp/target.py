@@ -9,17 +9,22 @@ the Workspace's own resolution.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
-from planbook.documents.file import FileNotebook
+from planbook.documents.base import NotebookDocument
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
 from planbook.model.store import PlanbookState
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.served import file_session, reading_document
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from planbook.workspace.walk import walk_files
+
+#: How a document names itself in its description.
+TOOL = "planbook MCP"
 
 
 class Target:
@@ -38,7 +43,7 @@ class Target:
             raise UsageMistake(f"{str(path)!r} is not a notebook (.ipynb) or a folder")
         #: Confines every name a client gives; the notebook files are changed by cell steps only.
         self.workspace = Workspace(self.root)
-        self._reading: dict[Path, FileNotebook] = {}
+        self._reading: dict[Path, NotebookDocument] = {}
         self._sessions: dict[Path, Session] = {}
         self._lock = threading.Lock()
 
@@ -73,18 +78,27 @@ class Target:
         return [p for p in walk_files(self.root, self.root) if p.suffix == ".ipynb"]
 
     # --- reading ---------------------------------------------------------------------------
-    def reading(self, name: str | None) -> tuple[Path, FileNotebook]:
+    def reading(self, name: str | None) -> tuple[Path, NotebookDocument]:
         """The notebook's file document for reading (it re-reads the file when it changed)."""
         path = self.notebook_path(name)
         return path, self.document(path)
 
-    def document(self, path: Path) -> FileNotebook:
+    def document(self, path: Path) -> NotebookDocument:
         with self._lock:
             doc = self._reading.get(path)
             if doc is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
+                doc = reading_document(path, TOOL)
                 self._reading[path] = doc
         return doc
+
+    def signature(self, path: Path) -> object:
+        """What changes when the notebook changes (every save of the file is an atomic
+        rename): what wait_for_review watches before it reads the record again."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_ino, info.st_mtime_ns, info.st_size
 
     def state(self, path: Path) -> PlanbookState:
         """The planbook record as the notebook file holds it now (empty when it has none)."""
@@ -96,11 +110,20 @@ class Target:
         with self._lock:
             session = self._sessions.get(path)
             if session is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
-                workspace = Workspace(self.root, protected=(path,))
-                session = Session(doc, workspace, notebook_path=path)
+                session = self.open_session(path)
                 self._sessions[path] = session
         return session
+
+    def open_session(self, path: Path) -> Session:
+        """A new Session that edits the notebook ``path`` (called once per notebook)."""
+        return file_session(self.root, path, TOOL)
+
+    def close(self) -> None:
+        """Let go of every session (a live one holds a websocket and a thread)."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()
 
     def proposer(self, name: str | None, origin: str) -> Proposer:
         return Proposer(self.session(name), origin=origin)

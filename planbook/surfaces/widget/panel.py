@@ -31,6 +31,7 @@ from planbook.surfaces.widget import agent
 from planbook.surfaces.widget.assets import css_path, esm_source
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.messages import (
     Action,
     AnswerDecision,
@@ -102,6 +103,7 @@ class ReviewPanel(anywidget.AnyWidget):
             old.refresh()  # a run it started reports there; a new panel would not see it
             return old
         panel = cls(session)
+        follow_outside_changes(session, panel._home_loop)
         if isinstance(old, cls) and old.comm is not None:
             panel.deselected = list(old.deselected)
             old.supersede()
