@@ -53,6 +53,8 @@ class StepView(PlanbookModel):
     checkpoint: str | None
     run_at_approval: bool
     cell_type: str | None = None
+    #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
+    origin: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -200,6 +202,7 @@ def step_views(
                 depends_on=[numbers[d] for d in step.depends_on if d in numbers],
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
+                origin=step.origin,
                 cell_type=cell_type,
             )
         )
