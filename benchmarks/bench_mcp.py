@@ -137,11 +137,14 @@ def reads(folder: Path) -> tuple[list[float], list[float]]:
     theirs: list[float] = []
 
     async def main() -> None:
+        with open(os.devnull, "w") as quiet:  # the servers' logs
+            await both(quiet)
+
+    async def both(quiet: Any) -> None:
         async with AsyncExitStack() as stack:
             sessions = []
             for args in (["-m", "planbook.surfaces.mcp", str(path)], [str(plain)]):
                 params = StdioServerParameters(command=sys.executable, args=args, env=env)
-                quiet = stack.enter_context(open(os.devnull, "w"))
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=quiet))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()

@@ -60,9 +60,7 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> str:
         return pool.submit(anyio.run, main).result()
 
 
-def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(
-    server: RunningServer, page: Any
-) -> None:
+def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
     server.write_notebook(
         "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
     )

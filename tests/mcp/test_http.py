@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import time
 import urllib.error
@@ -21,10 +22,11 @@ import anyio
 import pytest
 
 from tests.live.yclient import YClient
+from tests.mcp.test_docs_mcp import http_configurations
+from tests.mcp.test_server_reads import PROPOSE_TOOLS, READ_TOOLS
 from tests.support.jupyter_server import RunningServer
 from tests.support.mcp_client import ok, refused
 from tests.support.mcp_http import connect_http, endpoint, with_endpoint
-from tests.mcp.test_server_reads import PROPOSE_TOOLS, READ_TOOLS
 
 pytestmark = pytest.mark.server
 
@@ -273,6 +275,28 @@ def test_bad_requests_get_one_line_and_change_nothing(server: RunningServer) -> 
     while not planbook_steps(path) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [s["status"] for s in planbook_steps(path)] == ["pending"]
+
+
+def test_the_documented_configurations_reach_the_endpoint(server: RunningServer) -> None:
+    """Each HTTP configuration of docs/mcp.md, with this server's address and token where the
+    page has its placeholders, is a session the SDK's client opens."""
+    configs = http_configurations()
+    assert len(configs) >= 4
+    for config in configs:
+        url = config["url"].replace("http://127.0.0.1:8888/", server.url)
+        if "bearer_token_env_var" in config:  # Codex: the variable's value as a bearer token
+            headers = {"Authorization": f"Bearer {server.token}"}
+        else:
+            headers = {
+                name: re.sub(r"\$\{[^}]+\}", server.token, value)
+                for name, value in config["headers"].items()
+            }
+
+        async def main(url: str = url, headers: dict[str, str] = headers) -> None:
+            async with connect_http(server, url=url, headers=headers) as session:
+                assert "guarded.ipynb" in await ok(session, "list_notebooks")
+
+        anyio.run(main)
 
 
 def test_without_collaboration_proposals_go_to_the_file(

@@ -39,14 +39,17 @@ async def connect_http(
     token: str | None = "",
     name: str = "test-agent",
     version: str = "1.0",
+    url: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A session with the endpoint of ``server``, sending ``token`` (default: the server's;
-    None: no token at all), introduced as ``name version``."""
+    """A session with the endpoint of ``server`` (or ``url``), sending ``token`` (default: the
+    server's; None: no token at all) or else ``headers``, introduced as ``name version``."""
     secret = server.token if token == "" else token
-    headers = {} if secret is None else {"Authorization": f"token {secret}"}
+    if headers is None:
+        headers = {} if secret is None else {"Authorization": f"token {secret}"}
     async with (
         create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(endpoint(server), http_client=http) as (read, write),
+        streamable_http_client(url or endpoint(server), http_client=http) as (read, write),
         ClientSession(read, write, client_info=Implementation(name=name, version=version)) as s,
     ):
         await s.initialize()

@@ -173,6 +173,7 @@ class MCPHandler(APIHandler):
         )
         self.set_header("Content-Type", "application/json")
         self.finish(
-            json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
+            json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+            )
         )
-

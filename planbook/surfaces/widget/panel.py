@@ -27,11 +27,11 @@ from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget import agent
 from planbook.surfaces.widget.assets import css_path, esm_source
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
-from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.messages import (
     Action,
     AnswerDecision,
