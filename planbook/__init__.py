@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+    from planbook.surfaces.api import NotebookSession
 
 __all__ = [
     "Session",
@@ -31,10 +31,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Session":
-        from planbook.sessions.session import Session  # heavy: pydantic and the engine
+    if name == "Session":  # the Session with what a notebook has: `pb.plan`, `pb.review()`
+        from planbook.surfaces.api import NotebookSession  # heavy: pydantic and the engine
 
-        return Session
+        return NotebookSession
     raise AttributeError(f"module 'planbook' has no attribute {name!r}")
 
 
@@ -46,7 +46,7 @@ def session(
     live: bool | None = None,
     server_url: str | None = None,
     token: str | None = None,
-) -> Session:
+) -> NotebookSession:
     """The session of this kernel (created on first use).
 
     ``notebook``: the .ipynb to edit; by default the one this kernel belongs to (found through
@@ -57,9 +57,9 @@ def session(
     ``live``: False never edits through a collaboration room; True fails if it cannot.
     ``server_url``/``token``: the Jupyter server, for setups where discovery cannot find it.
     """
-    from planbook.sessions import current  # heavy: pydantic, the engine, the documents
+    from planbook.surfaces import api  # heavy: pydantic, the engine, the documents
 
-    return current.session(
+    return api.session(
         notebook, root=root, fresh=fresh, live=live, server_url=server_url, token=token
     )
 
@@ -71,9 +71,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    current = sys.modules.get("planbook.sessions.current")  # never made: nothing to close
-    if current is not None:
-        current.close()
+    api = sys.modules.get("planbook.surfaces.api")  # never made: nothing to close
+    if api is not None:
+        api.close()
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

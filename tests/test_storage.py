@@ -98,7 +98,7 @@ def test_a_checkpoint_stores_nothing_the_file_holds_elsewhere(tmp_path: Path) ->
     assert entry_bytes <= 1.5 * len(zlib.compress(json.dumps(code).encode(), 9))
     again = open_session(path).checkpoints()[0]
     assert again.model_dump() == session.checkpoints()[0].model_dump()
-    assert again.id == key and again.plan == session.plan.id
+    assert again.id == key and again.plan == session.current_plan().id
     assert again.label == "before step 1 (edit_cell)"
     open_session(path).rollback()
     assert [c.source for c in nbformat.read(path, as_version=4).cells][1] == code
@@ -257,7 +257,7 @@ def test_schema_1_metadata_is_read_rolled_back_and_migrated(tmp_path: Path) -> N
     assert session.approve().ok
     schema_1(path)
     old = open_session(path)
-    assert [s.status for s in old.plan.steps] == ["done"]
+    assert [s.status for s in old.current_plan().steps] == ["done"]
     old.rollback()
     assert nbformat.read(path, as_version=4).cells[0].source == "x = 1"
     saved = nbformat.read(path, as_version=4).metadata[METADATA_KEY]

@@ -20,7 +20,7 @@ from planbook.model.base import PlanbookModel
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-__all__ = ["AgentConfig", "NoModelConfigured", "config_of", "resolve_model"]
+__all__ = ["KERNEL_SETTINGS", "AgentConfig", "NoModelConfigured", "new_config", "resolve_model"]
 
 _KEYS = {
     "openai": "OPENAI_API_KEY",
@@ -37,7 +37,7 @@ _HOW = (
 
 
 class AgentConfig(PlanbookModel):
-    """The agent settings of one session (``session.extras["agent_config"]``)."""
+    """The agent settings of one session (``state_of(session).config``)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -100,16 +100,9 @@ class AgentConfig(PlanbookModel):
 KERNEL_SETTINGS: dict[str, Any] = {}
 
 
-def config_of(session: Any) -> AgentConfig:
-    """The session's agent config, created on first use."""
-    extras: dict[str, Any] = session.extras
-    config = extras.get("agent_config")
-    if not isinstance(config, AgentConfig):
-        config = AgentConfig(
-            **{"model": os.environ.get("PLANBOOK_MODEL") or None, **KERNEL_SETTINGS}
-        )
-        extras["agent_config"] = config
-    return config
+def new_config() -> AgentConfig:
+    """A session's first config: ``PLANBOOK_MODEL`` and this kernel's ``%config`` settings."""
+    return AgentConfig(**{"model": os.environ.get("PLANBOOK_MODEL") or None, **KERNEL_SETTINGS})
 
 
 def resolve_model(config: AgentConfig) -> Model:

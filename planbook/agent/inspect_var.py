@@ -11,6 +11,9 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
+from planbook.agent.state import state_of
+from planbook.sessions.session import Session
+
 LIMIT = 4000
 
 _short = reprlib.Repr()
@@ -19,10 +22,10 @@ _short.maxother = 200
 _short.maxlist = _short.maxtuple = _short.maxset = _short.maxdict = 12
 
 
-def user_namespace(session: Any) -> Mapping[str, Any]:
-    """The kernel's user namespace (or one given to the session, for tests)."""
-    ns = session.extras.get("user_ns")
-    if isinstance(ns, Mapping):
+def user_namespace(session: Session) -> Mapping[str, Any]:
+    """The kernel's user namespace (or the one ``state_of(session).user_ns`` gives)."""
+    ns = state_of(session).user_ns
+    if ns is not None:
         return ns
     try:
         from IPython import get_ipython

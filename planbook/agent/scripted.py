@@ -39,6 +39,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from planbook.agent.history import SUMMARY_MARK
+
 __all__ = ["Call", "Scripted"]
 
 _NEW_CELL = re.compile(r"new cell id (\w+)")
@@ -124,8 +126,6 @@ def _next_index(messages: list[ModelMessage], prefix: str) -> int:
 
 
 def _asks_for_summary(messages: list[ModelMessage]) -> bool:
-    from planbook.agent.history import SUMMARY_MARK
-
     last = messages[-1] if messages else None
     return isinstance(last, ModelRequest) and any(
         isinstance(p, UserPromptPart) and str(p.content).startswith(SUMMARY_MARK)

@@ -6,12 +6,25 @@ rich display, so ``run = await session.plan(...)`` shows the same thing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from planbook.agent.activity import Activity
 from planbook.agent.context import decisions_of
+from planbook.sessions.session import Session
 
-if TYPE_CHECKING:
-    from planbook.agent.run import AgentRun
+
+class Shown(Protocol):
+    """What is shown of a run (``planbook.agent.run.AgentRun``)."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def activity(self) -> list[Activity]: ...
+    @property
+    def error(self) -> str | None: ...
+
 
 ICONS = {
     "status": "·",
@@ -25,7 +38,7 @@ ICONS = {
 SHOWN = 25
 
 
-def markdown(run: AgentRun) -> str:
+def markdown(run: Shown) -> str:
     lines = [f"**planbook agent** · {run.status}"]
     for a in run.activity[-SHOWN:]:
         lines.append(f"- `{ICONS.get(a.type, '-')}` {a.message}")
@@ -40,7 +53,7 @@ def markdown(run: AgentRun) -> str:
     return "\n".join(lines)
 
 
-def text(run: AgentRun) -> str:
+def text(run: Shown) -> str:
     lines = [f"planbook agent: {run.status}"]
     lines += [f"  {ICONS.get(a.type, '-')} {a.message}" for a in run.activity[-SHOWN:]]
     for d in decisions_of(run.session).pending():

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from planbook.documents.base import (
     Cell,
@@ -33,14 +33,19 @@ from planbook.engine.approval import (
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.executor.run import Executor
+from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode, decide
 from planbook.engine.reconcile import choose_record, reconcile
+from planbook.engine.retention import GcReport, Retention, gc
+from planbook.engine.retry import retry_of
+from planbook.engine.revisions import restore
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.events import Event, EventBus, EventKind, Listener
 from planbook.model.operations import AnyOperation
 from planbook.model.plan import (
@@ -56,12 +61,11 @@ from planbook.model.store import Mode
 from planbook.model.words import count
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
+from planbook.sessions.page_advice import PageAdvice
 from planbook.sessions.proposer import Proposer
 from planbook.workspace.files import Workspace
 
-if TYPE_CHECKING:
-    from planbook.engine.retention import GcReport
-    from planbook.surfaces.plan_handle import PlanHandle
+Attached = TypeVar("Attached")
 
 
 class Session:
@@ -82,15 +86,19 @@ class Session:
         self.events = EventBus()
         self.store = Store(document)
         self.executor = Executor(self.store, document, self.workspace, runner, self.events.emit)
-        self.propose = Proposer(self)
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).
         self.warnings: list[str] = []
+        #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
+        #: every surface's "no such cell" (``propose``) depends on it.
+        self.page_advice = PageAdvice(document, self.warnings)
+        self.propose = self.proposing_as(None)
         #: The project's permission rules (engine/rules/project.py), as its files say now.
         self.rules = ProjectRules(self.workspace.root, notebook_path)
-        #: Extensions (the agent, the panel) keep their per-session objects here.
-        self.extras: dict[str, Any] = {}
+        #: Per-session objects of the floors above, by their owner's class (``attached``).
+        self._attached: dict[type, object] = {}
+        self._attached_lock = threading.Lock()
         self._lock = threading.RLock()
         self._install_rules()
 
@@ -103,6 +111,32 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
+
+    def proposing_as(self, origin: str | None) -> Proposer:
+        """``propose`` for someone other than the kernel's person or agent (an MCP client's
+        name and version, ``origin``): every step it stages carries it."""
+        return Proposer(
+            self.document,
+            self.workspace,
+            stage=self.stage,
+            current_plan=self.current_plan,
+            advice=self.page_advice,
+            origin=origin,
+        )
+
+    def attached(self, kind: type[Attached]) -> Attached:
+        """The one ``kind`` object of this session, made by ``kind()`` on first use: how the
+        floors above keep their per-session objects (the agent's state, the review panel)
+        without the Session knowing their types. Keyed by the owner's class, so
+        only code importing it reaches it, and typed by it. Kept here, not in a module-level
+        WeakKeyDictionary, because those objects point back to the session: as values of such
+        a dictionary they would keep every session alive; here they go with it."""
+        with self._attached_lock:  # not the session's lock: a run holds that one for long
+            found = self._attached.get(kind)
+            if not isinstance(found, kind):
+                found = kind()
+                self._attached[kind] = found
+            return found
 
     def _install_rules(self) -> None:
         """Read the rules again if their files changed; say what is wrong with them (a broken
@@ -176,8 +210,6 @@ class Session:
             return "this session"
         if plan.state != "executing":
             return None
-        from planbook.engine.owner import describe
-
         owners = {s.run_by for s in plan.steps if s.status in ("approved", "running") and s.run_by}
         return ", ".join(sorted(describe(o) for o in owners)) or "another process"
 
@@ -225,13 +257,6 @@ class Session:
         return self.store.state.mode
 
     # --- plans -------------------------------------------------------------------------------
-    @property
-    def plan(self) -> PlanHandle:
-        """The current plan: shown in Jupyter; ``await session.plan(task)`` asks the agent."""
-        from planbook.surfaces.plan_handle import PlanHandle
-
-        return PlanHandle(self)
-
     def current_plan(self) -> Plan | None:
         """The open plan, or else the most recent one."""
         self._settle_reload()
@@ -393,8 +418,6 @@ class Session:
     def retry(self, number: int) -> tuple[Step, bool]:
         """Retry failed step ``number`` of the current plan (``planbook.engine.retry``): the new
         step, and whether it should run at once (its change is in place, only code runs)."""
-        from planbook.engine.retry import retry_of
-
         plan = self._require_plan()
         if not 1 <= number <= len(plan.steps):
             raise UsageMistake(f"there is no step {number}; see `%plan`")
@@ -411,8 +434,6 @@ class Session:
         ids = {s.id for s in chosen}
         for step in chosen:
             if step.status in ("approved", "running") and step.run_by:
-                from planbook.engine.owner import describe
-
                 raise UsageMistake(
                     f"step {numbers[step.id]} is {step.status} in {describe(step.run_by)}, "
                     "so it is not run again here; see `%plan` when that run has finished"
@@ -511,8 +532,6 @@ class Session:
 
     def restore_revision(self, number: int) -> Revision:
         """Make an earlier revision current again, as a new revision (the history is kept)."""
-        from planbook.engine.revisions import restore
-
         return self._edit_plan(lambda p: restore(p, number), f"restore revision {number}")  # type: ignore[no-any-return]
 
     def set_summary(self, summary: str) -> None:
@@ -523,6 +542,19 @@ class Session:
             plan.fire("present")
 
         self._edit_plan(change, "presented")
+
+    def edit_conversation(
+        self, change: Callable[[Conversation], Conversation | None]
+    ) -> Conversation:
+        """Change (or, by returning one, replace) the agent's conversation kept with the
+        notebook, as one transaction: from the saved state, saved at once, nothing kept in
+        memory if ``change`` fails."""
+        with self._editing():
+            conversation = self.store.state.conversation or Conversation()
+            conversation = change(conversation) or conversation
+            self.store.state.conversation = conversation
+            self.store.save()
+        return conversation
 
     # --- asking before a step -----------------------------------------------------------------
     def ask_before(self, number: int, question: str, options: Sequence[str] = ()) -> AskFirst:
@@ -594,8 +626,6 @@ class Session:
     def gc(self, keep_checkpoints: int | None = None, keep_plans: int | None = None) -> GcReport:
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
-        from planbook.engine.retention import Retention, gc
-
         configured = Retention.load(self.workspace.root)
         retention = Retention(
             keep_checkpoints=keep_checkpoints or configured.keep_checkpoints,
@@ -668,10 +698,3 @@ class Session:
 
     def diff_revisions(self, a: int, b: int) -> str:
         return "\n".join(revision_diff(self._require_plan(), a, b))
-
-    def review(self) -> Any:
-        """The review panel for this session (an anywidget): one per session, shown again by
-        each call, so every view of it follows the same live state."""
-        from planbook.surfaces.widget.panel import ReviewPanel
-
-        return ReviewPanel.for_session(self)

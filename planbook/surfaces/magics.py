@@ -15,9 +15,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
-from planbook.sessions import current, page_advice
 from planbook.sessions.session import Session
-from planbook.surfaces import plan_verbs
+from planbook.surfaces import api, plan_verbs
+from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import register as register_agent
 
 T = TypeVar("T")
@@ -31,9 +31,9 @@ def _as_usage_errors() -> Iterator[None]:
         raise UsageError(str(exc)) from None
 
 
-def _session() -> Session:
+def _session() -> NotebookSession:
     with _as_usage_errors():
-        return current.session()
+        return api.session()
 
 
 def show_report(session: Session, report: Any) -> None:
@@ -70,7 +70,7 @@ def _running_cell(session: Session, shell: Any) -> str:
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
         )
     if cell_id not in {c.id for c in session.cells()}:
-        if page_advice.flagged(session):
+        if session.page_advice.flagged():
             raise UsageError(
                 f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
                 "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
@@ -147,7 +147,7 @@ class PlanbookMagics(Magics):
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
-        advice = page_advice.with_first_staging(session)
+        advice = session.page_advice.with_first_staging()
         if advice:
             print(f"planbook: {advice}")
 
@@ -231,7 +231,7 @@ def register(ipython: Any) -> None:
     speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
     try:
-        session = current.session()
+        session = api.session()
     except PlanbookError as exc:
         print(f"planbook: {exc}", file=sys.stderr)
         return

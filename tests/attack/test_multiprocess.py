@@ -138,9 +138,9 @@ def test_a_run_left_by_a_dead_process_is_recovered_but_a_live_one_is_not_taken(
     # Once it is dead, the next transaction settles the cut-off run and the plan moves on.
     report = other.approve("1-1")
     assert report.ok
-    statuses = [s.status for s in other.plan.steps]
+    statuses = [s.status for s in other.current_plan().steps]
     assert statuses[0] == "done" and statuses[5] == "failed"
-    assert other.plan.state != "executing"
+    assert other.current_plan().state != "executing"
 
 
 def _cli(path: Path, steps: str) -> subprocess.CompletedProcess[str]:

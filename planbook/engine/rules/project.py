@@ -71,6 +71,11 @@ class ProjectRules:
             return "ask"
         return self._rules.decide_op(op)
 
+    def protected_reason(self, op: AnyOperation) -> str | None:
+        """Why ``op`` touches settings no rule may let through unreviewed (planbook's rules,
+        pyproject.toml, .git, the notebook file), or None; the same whatever the files say."""
+        return self._rules.protected_reason(op)
+
     def _reload(self) -> None:
         try:
             fresh = RuleSet.load(self.root)

@@ -25,6 +25,8 @@ from planbook.documents.page import PAGE_TYPES
 from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
 from planbook.model.events import Event
+from planbook.sessions.session import Session
+from planbook.surfaces import api
 from planbook.surfaces.comm.view import PROTOCOL, plan_message
 from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
@@ -32,7 +34,6 @@ from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, s
 
 if TYPE_CHECKING:
     from planbook.documents.page import PageNotebook
-    from planbook.sessions.session import Session
 
 log = logging.getLogger("planbook")
 
@@ -110,8 +111,14 @@ class CellReviewLink:
         self.send_plan()
 
     # --- in --------------------------------------------------------------------------------
+    def heard(self) -> None:
+        """The page spoke: while this comm is open, the page follows planbook's changes."""
+        if not self.heard_from_page and self._unsubscribe is not None:
+            self.heard_from_page = True
+            self.session.page_advice.page_joined(self)
+
     def _on_msg(self, msg: dict[str, Any]) -> None:
-        self.heard_from_page = True
+        self.heard()
         content = msg.get("content", {}).get("data")
         if isinstance(content, dict) and set(content) <= {"protocol"}:
             call_on_main(self.send_plan, self._home)  # the page asks for the plan again
@@ -233,18 +240,12 @@ class CellReviewLink:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-
-
-def _links(session: Session) -> list[CellReviewLink]:
-    links = session.extras.setdefault("cell_review_links", [])
-    links[:] = [link for link in links if link._unsubscribe is not None]
-    return links  # type: ignore[no-any-return]
+        self.session.page_advice.page_left(self)
 
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
     follow_outside_changes(session, link._home)
-    _links(session).append(link)
     link.send_plan()
     link.ask_for_cells()
     return link
@@ -259,17 +260,16 @@ def register(ipython: Any) -> None:
         from comm import create_comm, get_comm_manager
     except ImportError:  # an old ipykernel without the comm package: the panel still works
         return
-    from planbook.sessions import current
 
     def on_open(comm: Any, _msg: dict[str, Any]) -> None:
         try:
-            open_link(current.session(), comm).heard_from_page = True
+            open_link(api.session(), comm).heard()
         except PlanbookError as exc:
             comm.close({"type": "error", "message": str(exc), "step_id": None})
 
     get_comm_manager().register_target(TARGET, on_open)
     try:
-        session = current.session()
+        session = api.session()
     except PlanbookError:
         return  # load_ext already said why
     from planbook.documents.headless import HeadlessNotebook

@@ -8,13 +8,11 @@ to the panel: they have no cell to show on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.present.diff import diff_texts
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 #: Version of the message shapes below; the page ignores a plan it does not understand.
 PROTOCOL = 1

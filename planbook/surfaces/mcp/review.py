@@ -16,6 +16,7 @@ from mcp_types import ToolAnnotations
 from planbook.documents.base import Cell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step
 from planbook.model.store import PlanbookState
+from planbook.model.words import count
 from planbook.surfaces.mcp.calls import in_thread
 from planbook.surfaces.mcp.limits import Notebook, StepIds, WaitSeconds
 from planbook.surfaces.mcp.propose_tools import Proposals
@@ -73,7 +74,7 @@ async def wait(target: Target, path: Path, step_ids: Sequence[str], timeout_s: f
     head = (
         "every step is decided:"
         if not open_steps
-        else f"timed out after {timeout_s:g} s with {len(open_steps)} step(s) still open "
+        else f"timed out after {timeout_s:g} s with {count(open_steps, 'step')} still open "
         "(pending, approved or running): call wait_for_review again to keep waiting"
     )
     cells = await in_thread(_cell_finder, target, path)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planbook.documents.base import NotebookDocument
 from planbook.sessions.served import ServerRoute, room_session, version
 from planbook.sessions.session import Session
-from planbook.surfaces.mcp.target import TOOL, Target
+from planbook.surfaces.mcp.target import TOOL, ServedDocument, Target
 
 #: How the documents name the endpoint in their descriptions.
 HTTP_TOOL = f"{TOOL} over HTTP"
@@ -37,7 +36,7 @@ class ServerTarget(Target):
             return super().open_session(path)
         return room_session(self.route, self.root, path, HTTP_TOOL)
 
-    def document(self, path: Path) -> NotebookDocument:
+    def document(self, path: Path) -> ServedDocument:
         if not self.route.collaboration:
             return super().document(path)
         # the room's copy is the notebook as the page holds it: read that one, not the file

@@ -17,12 +17,13 @@ from planbook.documents.base import NotebookDocument
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
 from planbook.model.store import PlanbookState
-from planbook.sessions.proposer import Proposer
 from planbook.sessions.served import file_session, reading_document
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from planbook.workspace.walk import walk_files
 
+#: What a notebook is read through (the file, or the room's shared copy).
+ServedDocument = NotebookDocument
 #: How a document names itself in its description.
 TOOL = "planbook MCP"
 
@@ -124,6 +125,3 @@ class Target:
             sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             session.close()
-
-    def proposer(self, name: str | None, origin: str) -> Proposer:
-        return Proposer(self.session(name), origin=origin)

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from planbook.engine.approval import approval_hash
 from planbook.errors import PlanbookError
 from planbook.model.plan import Step
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 #: Seconds the run yields to the kernel's loop between two steps, so a Stop sent meanwhile is
 #: read before the next step starts...

@@ -1,19 +1,49 @@
-"""The kernel's session: the one Session the magics, the in-cell review and ``planbook.session()``
-act on, made on first use from the notebook this kernel belongs to."""
+"""The Python API a notebook holds (``pb = planbook.session()``): the Session with what only a
+notebook has (``pb.plan`` shown as markdown and callable with a task, ``pb.review()`` the panel),
+and the kernel's one session that the magics, the in-cell review and ``planbook.session()`` act
+on, made on first use from the notebook this kernel belongs to."""
 
 from __future__ import annotations
 
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from planbook.agent.state import Run, state_of
 from planbook.documents.base import close_document
 from planbook.documents.locate import open_document
-from planbook.sessions.page_advice import adopt as adopt_located
 from planbook.sessions.session import Session
+from planbook.surfaces.plan_handle import PlanHandle
 from planbook.workspace.files import Workspace
 
-_current: Session | None = None
+if TYPE_CHECKING:
+    from planbook.surfaces.widget.panel import ReviewPanel  # heavy: anywidget, for the type
+
+
+class NotebookSession(Session):
+    """``planbook.Session(document, ...)`` and ``planbook.session()``: a Session for a notebook."""
+
+    @property
+    def plan(self) -> PlanHandle:
+        """The current plan: shown in Jupyter; ``await pb.plan(task)`` asks the agent."""
+        return PlanHandle(self)
+
+    @property
+    def agent_run(self) -> Run | None:
+        """The agent's latest run in this session (``await pb.agent_run`` waits for it), or
+        None before the first."""
+        return state_of(self).run
+
+    def review(self) -> ReviewPanel:
+        """The review panel for this session (an anywidget): one per session, shown again by
+        each call, so every view of it follows the same live state."""
+        from planbook.surfaces.widget.panel import ReviewPanel  # heavy: anywidget
+
+        return ReviewPanel.for_session(self)
+
+
+_current: NotebookSession | None = None
 _lock = threading.Lock()
 
 
@@ -25,7 +55,7 @@ def session(
     live: bool | None = None,
     server_url: str | None = None,
     token: str | None = None,
-) -> Session:
+) -> NotebookSession:
     """The session of this kernel, made on first use: ``planbook.session`` documents the
     arguments."""
     global _current
@@ -43,8 +73,8 @@ def session(
             base = Path(root) if root is not None else located.path.parent  # type: ignore[union-attr]
             workspace = Workspace(base, protected=(located.path,) if located.path else ())
         try:
-            new = Session(located.document, workspace, notebook_path=located.path)
-            adopt_located(new, located)
+            new = NotebookSession(located.document, workspace, notebook_path=located.path)
+            new.page_advice.adopt(located)
         except BaseException:
             close_document(located.document)
             raise
