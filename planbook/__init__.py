@@ -8,6 +8,8 @@ The public names are these few; the floors below them are mapped in docs/archite
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -73,3 +75,16 @@ def unload_ipython_extension(ipython: Any) -> None:
     api = sys.modules.get("planbook.surfaces.api")  # never made: nothing to close
     if api is not None:
         api.close()
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """planbook's Jupyter server extension: the MCP endpoint (planbook/surfaces/mcp/jupyter.py),
+    enabled by the ``jupyter_server_config.d/planbook.json`` the wheel installs. Without the
+    ``mcp`` extra the server starts without it, and its log says why."""
+    if importlib.util.find_spec("mcp") is None:
+        logging.getLogger("planbook").warning(
+            "planbook: no MCP endpoint in this Jupyter server: pip install 'planbook[mcp]' "
+            "and restart it"
+        )
+        return []
+    return [{"module": "planbook.surfaces.mcp.jupyter"}]

@@ -69,6 +69,8 @@ class StepView(PlanbookModel):
     runner: str | None = None
     #: Whether that runner is on another host (so it can only be taken over, never checked).
     runner_elsewhere: bool = False
+    #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
+    origin: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -229,6 +231,7 @@ def step_views(
                 depends_on=[numbers[d] for d in step.depends_on if d in numbers],
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
+                origin=step.origin,
                 cell_type=cell_type,
                 runs_later=step.runs_later,
                 runner=describe(step.run_by) if running and step.run_by else None,

@@ -10,18 +10,25 @@ the Workspace's own resolution.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
-from planbook.documents.file import FileNotebook
+from planbook.documents.base import NotebookDocument
 from planbook.engine.anchors import resolve
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
 from planbook.model.cell import Cell
 from planbook.model.store import PlanbookState
+from planbook.sessions.served_rooms import file_session, reading_document
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from planbook.workspace.walk import folder_listing, walk_files
+
+#: What a notebook is read through (the file, or the room's shared copy).
+ServedDocument = NotebookDocument
+#: How a document names itself in its description.
+TOOL = "planbook MCP"
 
 
 class ServedNotebooks:
@@ -40,7 +47,7 @@ class ServedNotebooks:
             raise UsageMistake(f"{str(path)!r} is not a notebook (.ipynb) or a folder")
         #: Confines every name a client gives; the notebook files are changed by cell steps only.
         self.workspace = Workspace(self.root)
-        self._reading: dict[Path, FileNotebook] = {}
+        self._reading: dict[Path, NotebookDocument] = {}
         self._sessions: dict[Path, Session] = {}
         self._lock = threading.Lock()
 
@@ -75,18 +82,27 @@ class ServedNotebooks:
         return [p for p in walk_files(self.root, self.root) if p.suffix == ".ipynb"]
 
     # --- reading ---------------------------------------------------------------------------
-    def _document(self, path: Path) -> FileNotebook:
-        """The notebook's file document for reading: it never writes, and re-reads the file
-        when it changed."""
+    def document(self, path: Path) -> ServedDocument:
+        """The notebook's document for reading: the file re-read when it changed, never
+        written (a server with collaboration reads the room's copy instead)."""
         with self._lock:
             doc = self._reading.get(path)
             if doc is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
+                doc = reading_document(path, TOOL)
                 self._reading[path] = doc
         return doc
 
+    def signature(self, path: Path) -> object:
+        """What changes when the notebook changes (every save of the file is an atomic
+        rename): what wait_for_review watches before it reads the record again."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_ino, info.st_mtime_ns, info.st_size
+
     def cells(self, path: Path) -> list[Cell]:
-        return self._document(path).cells()
+        return self.document(path).cells()
 
     def cell(self, path: Path, name: str) -> tuple[int, Cell]:
         """The cell ``name`` names (an id, an id prefix, ``#N`` or a tag) with its position."""
@@ -95,7 +111,7 @@ class ServedNotebooks:
         return next((n, c) for n, c in enumerate(cells, start=1) if c.id == cell_id)
 
     def find_cell(self, path: Path, cell_id: str) -> Cell | None:
-        found = self._document(path).find_cell(cell_id)
+        found = self.document(path).find_cell(cell_id)
         return found.cell if found is not None else None
 
     def listing(self, folder: str, most: int) -> str:
@@ -107,7 +123,7 @@ class ServedNotebooks:
 
     def state(self, path: Path) -> PlanbookState:
         """The planbook record as the notebook file holds it now (empty when it has none)."""
-        return parse_state(self._document(path).get_metadata(METADATA_KEY), path.name)
+        return parse_state(self.document(path).get_metadata(METADATA_KEY), path.name)
 
     # --- proposing -------------------------------------------------------------------------
     def session(self, name: str | None) -> Session:
@@ -115,8 +131,17 @@ class ServedNotebooks:
         with self._lock:
             session = self._sessions.get(path)
             if session is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
-                workspace = Workspace(self.root, protected=(path,))
-                session = Session(doc, workspace, notebook_path=path)
+                session = self.open_session(path)
                 self._sessions[path] = session
         return session
+
+    def open_session(self, path: Path) -> Session:
+        """A new Session that edits the notebook ``path`` (called once per notebook)."""
+        return file_session(self.root, path, TOOL)
+
+    def close(self) -> None:
+        """Let go of every session (a live one holds a websocket and a thread)."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()

@@ -28,6 +28,7 @@ from planbook.model.page_messages import PAGE_TYPES
 from planbook.sessions.session import Session
 from planbook.surfaces import api
 from planbook.surfaces.comm.view import PROTOCOL, plan_message
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
 
@@ -241,6 +242,7 @@ class CellReviewLink:
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
+    follow_outside_changes(session, link._home)
     link.send_plan()
     link.ask_for_cells()
     return link

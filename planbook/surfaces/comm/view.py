@@ -49,6 +49,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             "cell_type": view.cell_type,
             "title": view.title,
             "reason": step.reason,
+            "origin": step.origin,
             "risk": step.risk,
             "error": view.error,
             "runs": step.runs_cell,

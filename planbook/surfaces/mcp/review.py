@@ -5,7 +5,6 @@ the results. The decisions are made in another process (a kernel's panel or magi
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,15 +24,6 @@ from planbook.surfaces.mcp.read_tools import CellFinder, step_lines
 
 #: How often the notebook file is looked at while waiting (a stat: microseconds).
 POLL_SECONDS = 0.2
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    """What changes when the file is replaced or rewritten (every save is an atomic rename)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _find(state: PlanbookState, step_ids: Sequence[str]) -> list[tuple[int, Step, Plan] | None]:
@@ -61,14 +51,14 @@ async def wait(
 ) -> str:
     state = await in_thread(target.state, path)
     deadline = time.monotonic() + timeout_s
-    seen = _signature(path)
+    seen = target.signature(path)
     while True:
         found = _find(state, step_ids)
         open_steps = [h for h in found if h is not None and h[1].status in OPEN_STATUSES]
         if not open_steps or time.monotonic() >= deadline:
             break
         await anyio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-        now = _signature(path)
+        now = target.signature(path)
         if now != seen:
             seen = now
             state = await in_thread(target.state, path)

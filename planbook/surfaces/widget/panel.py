@@ -30,6 +30,7 @@ from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.sessions.session import Session
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget import agent
 from planbook.surfaces.widget.assets import css_path, esm_source
 from planbook.surfaces.widget.batch import Batch
@@ -110,6 +111,7 @@ class ReviewPanel(anywidget.AnyWidget):
             old.refresh()  # a run it started reports there; a new panel would not see it
             return old
         panel = cls(session)
+        follow_outside_changes(session, panel._home_loop)
         if isinstance(old, cls) and old.comm is not None:
             panel.deselected = list(old.deselected)
             old.supersede()

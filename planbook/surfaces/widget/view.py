@@ -64,6 +64,7 @@ def step_json(text: StepView) -> dict[str, Any]:
         "depends_on": text.depends_on,
         "checkpoint": text.checkpoint,
         "run_at_approval": text.run_at_approval,
+        "origin": text.origin,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
