@@ -324,11 +324,13 @@ class Session:
     ) -> Step:
         """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint.
         ``origin``: who proposed it from outside this kernel (an MCP client), kept on the step
-        and in the audit log."""
+        and in the audit log. Such a proposal is always staged, whatever the mode and the rules:
+        the modes and rules are the person's grants to their own agent, not to every client
+        that can reach the notebook."""
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
             verdict = self.rules.verdict(op)
-            decision = decide(self.mode, op, verdict, runs=run)
+            decision = "stage" if origin else decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
             busy = self._busy(plan)
             if busy:
