@@ -23,7 +23,7 @@ from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.settings_guard import SettingsGuard
 from planbook.workspace.shell_result import ShellResult
 
-__all__ = ["DEFAULT_MAX_BYTES", "ShellResult", "Workspace", "decode_text"]
+__all__ = ["DEFAULT_MAX_BYTES", "ShellResult", "Workspace", "bounded_output", "decode_text"]
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 _OUTPUT_LIMIT = 64 * 1024
@@ -195,7 +195,9 @@ class Workspace:
         """
         if sandboxed:
             result = run_sandboxed(command, self.root, timeout=timeout)
-            return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+            return replace(
+                result, stdout=bounded_output(result.stdout), stderr=bounded_output(result.stderr)
+            )
         argv = ["/bin/sh", "-c", command]
         before = guard.snapshot() if guard is not None else None
         held: tuple[str, ...] = ()
@@ -210,8 +212,8 @@ class Workspace:
         put_back = tuple(guard.restore(before)) if guard is not None and before else ()
         return replace(
             result,
-            stdout=_bounded(result.stdout),
-            stderr=_bounded(result.stderr),
+            stdout=bounded_output(result.stdout),
+            stderr=bounded_output(result.stderr),
             guarded=put_back,
             read_only=held,
         )
@@ -228,7 +230,7 @@ def decode_text(data: bytes, path: str) -> str:
         ) from None
 
 
-def _bounded(text: str) -> str:
+def bounded_output(text: str) -> str:
     if len(text) > _OUTPUT_LIMIT:
         return text[:_OUTPUT_LIMIT] + f"\n[... {len(text) - _OUTPUT_LIMIT:,} more characters]"
     return text

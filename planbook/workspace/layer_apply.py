@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,29 +57,29 @@ def _safe(root: Path, rel: str) -> Path:
     return path
 
 
-def prior_state(root: Path, changes: ChangeSet, max_bytes: int) -> list[Prior]:
-    """What each changed path held before, in the change set's order (parents first)."""
+def prior_state(root: Path, paths: Iterable[str], max_bytes: int) -> list[Prior]:
+    """What each path holds now, in the order given (a change set's: parents first)."""
     out: list[Prior] = []
-    for change in changes.changes:
-        path = _safe(root, change.path)
+    for rel in paths:
+        path = _safe(root, rel)
         try:
             info = os.lstat(path)
-        except FileNotFoundError:
-            out.append(Prior(change.path, False))
+        except (FileNotFoundError, NotADirectoryError):
+            out.append(Prior(rel, False))
             continue
         mode = stat.S_IMODE(info.st_mode)
         if stat.S_ISDIR(info.st_mode):
-            out.append(Prior(change.path, True, "folder", mode))
+            out.append(Prior(rel, True, "folder", mode))
         elif stat.S_ISLNK(info.st_mode):
-            out.append(Prior(change.path, True, "symlink", mode, os.fsencode(os.readlink(path))))
+            out.append(Prior(rel, True, "symlink", mode, os.fsencode(os.readlink(path))))
         elif stat.S_ISREG(info.st_mode):
             if info.st_size > max_bytes:
-                out.append(Prior(change.path, True, "file", mode, None, too_big=True))
+                out.append(Prior(rel, True, "file", mode, None, too_big=True))
             else:
-                out.append(Prior(change.path, True, "file", mode, path.read_bytes()))
+                out.append(Prior(rel, True, "file", mode, path.read_bytes()))
         else:
             raise LayerRefused(
-                f"refused: the command changed {change.path!r}, which is not a file, folder or "
+                f"refused: the command changed {rel!r}, which is not a file, folder or "
                 "symlink; nothing of its layer was applied"
             )
     return out

@@ -39,7 +39,17 @@ from planbook.workspace.sandbox import probe as sandbox_probe
 from planbook.workspace.sandbox import run_bounded, run_sandboxed
 from planbook.workspace.shell_result import ShellResult
 
-__all__ = ["Layer", "OverlayStatus", "layer", "overlay_probe", "run_approved", "run_preview"]
+__all__ = [
+    "Layer",
+    "OverlayStatus",
+    "layer",
+    "make_layer",
+    "overlay_probe",
+    "remove_layer",
+    "run_approved",
+    "run_preview",
+    "usable_for",
+]
 
 #: Mounts the overlay over the workspace ($1) with upper $2 and work $3, then becomes the rest.
 _MOUNT = (
@@ -125,22 +135,33 @@ def usable_for(root: Path) -> str:
     return ""
 
 
-@contextlib.contextmanager
-def layer() -> Iterator[Layer]:
-    """A fresh layer folder (upper + work), removed afterwards whatever it holds."""
+def make_layer() -> Layer:
+    """A fresh layer folder (upper + work) under the system's temp folder."""
     root = Path(tempfile.mkdtemp(prefix="planbook-layer-"))
     lay = Layer(root, root / "upper", root / "work")
     lay.upper.mkdir()
     lay.work.mkdir()
+    return lay
+
+
+def remove_layer(lay: Layer) -> None:
+    """Remove a layer folder whatever it holds."""
+    # The overlay's work folder can hold a folder only root-in-namespace may enter.
+    for dirpath, dirnames, _ in os.walk(lay.root):
+        for name in dirnames:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(dirpath, name), 0o700)
+    shutil.rmtree(lay.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def layer() -> Iterator[Layer]:
+    """A fresh layer folder, removed afterwards."""
+    lay = make_layer()
     try:
         yield lay
     finally:
-        # The overlay's work folder can hold a folder only root-in-namespace may enter.
-        for dirpath, dirnames, _ in os.walk(root):
-            for name in dirnames:
-                with contextlib.suppress(OSError):
-                    os.chmod(os.path.join(dirpath, name), 0o700)
-        shutil.rmtree(root, ignore_errors=True)
+        remove_layer(lay)
 
 
 def mount_argv(root: Path, lay: Layer) -> list[str]:
