@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
+from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.present.views import StepView, step_title
 
@@ -35,12 +36,48 @@ def unified_diff(before: str, after: str, name: str) -> str:
 
 def _body(view: StepView) -> str:
     if view.kind == "shell":
-        return f"$ {view.before or view.target}\n"
+        return f"$ {view.before or view.target}\n" + shell_preview_text(view)
     if view.kind == "run_cell":
         return view.before if view.before.endswith("\n") else view.before + "\n"
     if view.kind == "move_cell":
         return ""
     return unified_diff(view.before, view.after, view.target.split(":")[0])
+
+
+def _mode(mode: int | None) -> str:
+    return "-" if mode is None else f"{mode:o}"
+
+
+def preview_lines(preview: ShellPreview) -> list[str]:
+    """A shell step's preview as text: what it changes (diffs for text files), its exit code
+    and output, and what no layer holds."""
+    out = [f"# {preview.summary}"]
+    if preview.problem and not preview.changes:
+        return out
+    for c in preview.changes:
+        what = {"file": "", "folder": " folder", "symlink": " symlink"}[c.entry]
+        if c.kind == "mode":
+            out.append(f"# mode{what} {c.path}: {_mode(c.mode_before)} -> {_mode(c.mode_after)}")
+            continue
+        mode = f" (mode {_mode(c.mode_after)})" if c.kind == "created" and c.mode_after else ""
+        out.append(f"# {c.kind}{what} {c.path}{mode}")
+        if c.diff:
+            out += c.diff.rstrip("\n").splitlines()
+    if preview.output:
+        lines = preview.output.splitlines()
+        out.append("# output:" + ("" if len(lines) <= 10 else f" (last 10 of {len(lines)} lines)"))
+        out += [f"#   {line}" for line in lines[-10:]]
+    if preview.after_run:
+        out.append(f"# after the run: {preview.after_run}")
+    out.append(f"# {OUTSIDE_ANY_LAYER}")
+    return out
+
+
+def shell_preview_text(view: StepView) -> str:
+    lines = [f"# {view.shell_note}"] if view.shell_note else []
+    if view.preview is not None:
+        lines += preview_lines(view.preview)
+    return "".join(line + "\n" for line in lines)
 
 
 def header(plan: Plan, *, mode: str, backend: str) -> list[str]:

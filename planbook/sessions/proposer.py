@@ -14,6 +14,7 @@ from planbook.documents.base import new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
+from planbook.engine.rules.preview_fit import auto_preview_on, is_short_and_local
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake, invalid_as
 from planbook.model.operations import (
     AnyOperation,
@@ -156,7 +157,22 @@ class Proposer:
         return self._stage(build(DeleteFile, path=self._path(path)), reason)
 
     def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
-        return self._stage(build(Shell, command=command, timeout=timeout), reason)
+        """Stage a shell command; a short, local one is previewed at once (engine/preview.py,
+        ``[preview] auto`` in planbook.toml)."""
+        step = self._stage(build(Shell, command=command, timeout=timeout), reason)
+        root = self.session.workspace.root
+        plan = self.session.current_plan()
+        if (
+            step.status == "pending"
+            and plan is not None
+            and step in plan.steps
+            and auto_preview_on(root)
+            and is_short_and_local(command, root)
+        ):
+            with suppress(PlanbookError):  # a preview that cannot run leaves the step as staged
+                self.session.preview(plan.steps.index(step) + 1)
+            step = self.session.current_plan().find_step(step.id) or step  # type: ignore[union-attr]
+        return step
 
 
 def _keep_plan_order(proj: Projection, after: str) -> tuple[str | None, str | None]:
