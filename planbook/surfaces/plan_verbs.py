@@ -18,6 +18,7 @@ from IPython.display import display
 
 from planbook.documents.base import Cell
 from planbook.engine.anchors import first_line, short_ids, tags_of
+from planbook.present.text import preview_lines
 from planbook.sessions import page_advice
 from planbook.sessions.session import Session
 from planbook.surfaces.magics_agent import (
@@ -154,6 +155,12 @@ def _skip(session: Session, words: list[str]) -> None:
     print(f"step {number} is {session.skip(number).status}")
 
 
+def _preview(session: Session, words: list[str]) -> None:
+    (token,) = _words("preview", words, 1, 1)
+    number = _number("preview", token, "step number")
+    print("\n".join(preview_lines(session.preview(number))))
+
+
 def _unskip(session: Session, words: list[str]) -> None:
     (token,) = _words("unskip", words, 1, 1)
     number = _number("unskip", token, "step number")
@@ -241,6 +248,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("revise", '"feedback"', "start a new revision (the old one is kept)", _revise),
     Verb("skip", "N", 'leave step N out of "approve all"', _skip),
     Verb("unskip", "N", "put step N back", _unskip),
+    Verb("preview", "N", "run shell step N once in an overlay: what it would change", _preview),
     Verb("move", "N before M", "reorder steps (`after M` works too)", _move),
     Verb("history", "", "the revisions", _history),
     Verb("diff", "A B", "what changed between revisions A and B", _diff),

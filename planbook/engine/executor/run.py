@@ -299,7 +299,9 @@ class Executor(Recovery, LateMerges, ShellLayers):
         with self._saved_state():
             plan, step = self._mine(plan_id, step_id)
             applied, refused = "", ""
-            if lay is not None:
+            if lay is not None and result.timed_out:
+                applied = "nothing of its layer was applied (a command stopped half way)"
+            elif lay is not None:
                 checkpoint = next(
                     (c for c in self.store.state.checkpoints if c.id == step.checkpoint), None
                 )

@@ -13,6 +13,7 @@ planbook.toml, on by default): every program one of the file tools that finish a
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -123,8 +124,10 @@ def why_not_previewable(command: str, root: Path) -> str:
         text = word.text
         if text.startswith("~"):
             return f"preview not possible: it names {text!r}, outside what the sandbox shows"
+        # Only a path that exists counts (`sed '/two/d'` names none); the sandbox shows the
+        # workspace and the system's folders, nothing else of the disk.
         outside = text.startswith("/") and not text.startswith(str(root))
-        if outside and not text.startswith(_SHOWN) and text not in ("/", "/tmp"):
+        if outside and not text.startswith(_SHOWN) and os.path.lexists(text):
             return f"preview not possible: it names {text!r}, outside what the sandbox shows"
     return ""
 

@@ -1,6 +1,6 @@
 """The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
-log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and returning its
-exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
+preview, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
+returning its exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
 
 They read the file (``loading``), call a Session and print what happened; ``approve`` hands
 the run to a real kernel (``kernel``).
@@ -19,6 +19,7 @@ from planbook.errors import CliError, MetadataError, PlanbookError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
+from planbook.present.text import preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.audit import audit_rows
@@ -81,6 +82,14 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         f"`planbook rollback {shown(loaded.path)} {record.id}`"
     )
     return EXIT_OK
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    session = file_session(loaded)
+    preview = planbook_errors(loaded, lambda: session.preview(args.step))
+    print("\n".join(preview_lines(preview)))
+    return EXIT_FAILED if preview.problem else EXIT_OK
 
 
 def _checkpoint_name(session: Session, record: Checkpoint) -> str:
