@@ -24,9 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planbook.errors import LayerRefused
-from planbook.workspace.layer import Change, ChangeSet, Entry
+from planbook.workspace.layer import Change, ChangeSet, Entry, digest_file
 
-__all__ = ["Prior", "apply_layer", "entry_hash", "prior_state", "restore_entry"]
+__all__ = [
+    "Prior",
+    "apply_layer",
+    "entry_hash",
+    "hash_after",
+    "prior_state",
+    "restore_entry",
+]
 
 ABSENT = "absent"
 
@@ -185,6 +192,17 @@ def restore_entry(root: Path, prior: Prior) -> None:
         _put_file(path, None, prior.data, prior.mode)
 
 
+def hash_after(change: Change) -> str:
+    """``entry_hash`` of what ``change`` leaves at its path, without reading it again."""
+    if change.kind == "deleted":
+        return ABSENT
+    if change.entry == "folder":
+        return hashlib.sha256(f"folder:{change.mode_after or 0:o}".encode()).hexdigest()
+    if change.entry == "symlink":
+        return hashlib.sha256(b"symlink:" + os.fsencode(change.target or "")).hexdigest()
+    return hashlib.sha256(f"file:{change.mode_after or 0:o}:{change.digest}".encode()).hexdigest()
+
+
 def entry_hash(root: Path, rel: str) -> str:
     """What is at ``rel`` now, as one hash: its kind, mode and bytes (a symlink's target)."""
     path = root / rel
@@ -199,10 +217,7 @@ def entry_hash(root: Path, rel: str) -> str:
     elif stat.S_ISLNK(info.st_mode):
         h.update(b"symlink:" + os.fsencode(os.readlink(path)))
     elif stat.S_ISREG(info.st_mode):
-        h.update(f"file:{mode:o}:".encode())
-        with open(path, "rb", buffering=0) as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        h.update(f"file:{mode:o}:{digest_file(path)}".encode())
     else:
         h.update(f"other:{stat.S_IFMT(info.st_mode)}".encode())
     return h.hexdigest()

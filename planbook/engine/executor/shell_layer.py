@@ -24,7 +24,7 @@ from planbook.model.plan import Step
 from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
 from planbook.workspace.files import ShellResult, bounded_output
 from planbook.workspace.layer import ChangeSet, read_layer
-from planbook.workspace.layer_apply import apply_layer, prior_state
+from planbook.workspace.layer_apply import apply_layer, hash_after, prior_state
 from planbook.workspace.overlay import (
     Layer,
     make_layer,
@@ -142,7 +142,10 @@ class ShellLayers(StepRecords):
                 "was applied was put back"
             ) from None
         if checkpoint is not None:
-            writer.with_after_hashes(checkpoint)
+            after = {c.path: hash_after(c) for c in changes.changes}
+            checkpoint.files = [
+                s.model_copy(update={"after_hash": after[s.path]}) for s in checkpoint.files
+            ]
             checkpoint.label = checkpoint.label.split(":")[0] + f": {changes.summary()}"
         lines = [f"applied {changes.summary()}"]
         too_big = [p.path for p in priors if p.too_big]
