@@ -4,8 +4,10 @@
 kind, or nothing) so the engine can checkpoint it first; `apply_layer` then removes what the
 command removed (deepest first), writes what it created or changed (parents first; each file
 through a temporary name and a rename, so no half-written file is ever seen) and sets folder
-modes last (a read-only folder would refuse its own children). `restore_entry` puts one path
-back as a checkpoint holds it, for rollback and for an apply that failed half way.
+modes last (a read-only folder would refuse its own children). A file is moved out of the
+layer by a rename where both lie on one file system (no copy of big files). `restore_entry`
+puts one path back as a checkpoint holds it, for rollback and for an apply that failed half
+way.
 
 Every parent folder on the way must be a real folder inside the root (no symlink): the
 workspace could have changed between the run and the apply.
@@ -14,6 +16,7 @@ workspace could have changed between the run and the apply.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -127,6 +130,21 @@ def _put_file(path: Path, source: Path | None, data: bytes | None, mode: int) ->
         raise
 
 
+def _move_file(path: Path, source: Path, mode: int) -> None:
+    """Move the layer's file into place (one rename: no copy, nothing left in the layer to
+    delete); copied where the layer lies on another file system."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.rmdir(path)
+    try:
+        os.replace(source, path)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        _put_file(path, source, None, mode)
+        return
+    os.chmod(path, mode)
+
+
 def _put_symlink(path: Path, target: str) -> None:
     tmp = _temp_name(path)
     os.symlink(target, tmp)
@@ -164,7 +182,7 @@ def apply_layer(root: Path, upper: Path, changes: ChangeSet) -> None:
         elif change.kind == "mode":
             os.chmod(path, change.mode_after or 0, follow_symlinks=False)
         else:
-            _put_file(path, upper / change.path, None, change.mode_after or 0)
+            _move_file(path, upper / change.path, change.mode_after or 0)
     for change in sorted(folder_modes, key=lambda c: c.path.count("/"), reverse=True):
         os.chmod(_safe(root, change.path), change.mode_after or 0)
 
