@@ -107,7 +107,7 @@ def preview_shell(workspace: Workspace, op: Shell) -> ShellPreview:
     why = why_not_previewable(op.command, root)
     if why:
         return ShellPreview(command=op.command, problem=why)
-    with layer() as lay:
+    with layer(root) as lay:
         result = run_preview(op.command, root, lay, timeout=min(op.timeout, PREVIEW_TIMEOUT))
         output = (result.stdout + result.stderr).strip()
         if len(output) > _OUTPUT_CHARS:

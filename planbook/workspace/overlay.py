@@ -102,7 +102,7 @@ def _probe(unshare: str | None) -> OverlayStatus:
         lower = Path(tmp, "lower")
         (lower / "gone").mkdir(parents=True)
         (lower / "gone" / "file").write_bytes(b"x")
-        with layer() as lay:
+        with layer(lower) as lay:
             script = "rm -r gone && echo y > new"
             try:
                 done = subprocess.run(
@@ -130,14 +130,16 @@ def usable_for(root: Path) -> str:
     """Why this workspace cannot be an overlay's lower layer, or "" when it can."""
     if any(ch in _UNSAFE_IN_OPTIONS for ch in str(root)):
         return f"no overlays for {root}: its path holds a `,`, `:` or `\\` mount cannot pass"
-    if Path(tempfile.gettempdir()).resolve().is_relative_to(root):
-        return f"no overlays for {root}: the temp folder, where layers live, is inside it"
     return ""
 
 
-def make_layer() -> Layer:
-    """A fresh layer folder (upper + work) under the system's temp folder."""
-    root = Path(tempfile.mkdtemp(prefix="planbook-layer-"))
+def make_layer(workspace: Path) -> Layer:
+    """A fresh layer folder (upper + work) under the system's temp folder, or beside the
+    workspace when the temp folder is inside it (a layer cannot lie inside its lower layer)."""
+    home = Path(tempfile.gettempdir()).resolve()
+    if home.is_relative_to(workspace):
+        home = workspace.parent
+    root = Path(tempfile.mkdtemp(prefix=".planbook-layer-", dir=home))
     lay = Layer(root, root / "upper", root / "work")
     lay.upper.mkdir()
     lay.work.mkdir()
@@ -155,9 +157,9 @@ def remove_layer(lay: Layer) -> None:
 
 
 @contextlib.contextmanager
-def layer() -> Iterator[Layer]:
-    """A fresh layer folder, removed afterwards."""
-    lay = make_layer()
+def layer(workspace: Path) -> Iterator[Layer]:
+    """A fresh layer folder for ``workspace``, removed afterwards."""
+    lay = make_layer(workspace)
     try:
         yield lay
     finally:

@@ -26,6 +26,7 @@ import pytest
 import planbook
 from planbook.documents.file import FileNotebook
 from planbook.documents.memory import MemoryNotebook
+from planbook.engine.rules.preview_fit import auto_preview_on
 from planbook.errors import LayerRefused
 from planbook.model.checkpoint import FileSnapshot
 from planbook.model.plan import APPROVED_BY_RULE, Step
@@ -438,3 +439,17 @@ def test_planbook_preview_on_a_notebook_file(
         [sys.executable, "-m", "planbook", "show", str(path)], capture_output=True, text=True
     )
     assert "+ONE" in shown.stdout  # kept on the step, for every review
+
+
+def test_short_local_commands_are_previewed_when_staged_unless_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("planbook.sessions.proposer.auto_preview_on", auto_preview_on)
+    (tmp_path / "a.txt").write_text("one\n")
+    session = make_session(tmp_path)
+    quick = session.propose.shell("sed -i s/one/ONE/ a.txt", reason="x")
+    assert quick.preview is not None and [c.path for c in quick.preview.changes] == ["a.txt"]
+    assert session.propose.shell("python -c 'print(1)'", reason="x").preview is None
+    (tmp_path / "planbook.toml").write_text("[preview]\nauto = false\n")
+    assert session.propose.shell("sed -i s/one/TWO/ a.txt", reason="x").preview is None
+    assert (tmp_path / "a.txt").read_text() == "one\n"

@@ -92,7 +92,7 @@ class ShellLayers(StepRecords):
         applies it under the lock with ``_apply`` and removes it); None: no sandbox here."""
         root = self.workspace.root
         held = guard.read_only() if guard is not None else []
-        lay = make_layer()
+        lay = make_layer(root)
         try:
             result = run_approved(op.command, root, lay, timeout=op.timeout, read_only=held)
         except BaseException:
