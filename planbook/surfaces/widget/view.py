@@ -13,6 +13,7 @@ from typing import Any
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
+from planbook.present.text import shell_preview_text
 from planbook.present.views import StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
@@ -66,6 +67,10 @@ def step_json(text: StepView) -> dict[str, Any]:
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
+    if text.kind == "shell":
+        # What a preview showed (text), and why previews are off here ("" when they work).
+        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
         out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
