@@ -9,12 +9,12 @@ shows); binary or large files get one line.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 
 from planbook.engine.executor.shell_layer import overlay_off_reason, protected_in
 from planbook.engine.rules.preview_fit import why_not_previewable
+from planbook.engine.unified import unified_diff
 from planbook.errors import LayerRefused, UnknownStep, UsageMistake
 from planbook.model.operations import Shell
 from planbook.model.plan import Plan, Step
@@ -71,17 +71,7 @@ def _diff(change: Change, root: Path, upper: Path) -> str:
     before = _text(before_bytes) if before_bytes is not None else None
     if after is None or before is None:
         return f"binary file, {change.size:,} bytes"
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{change.path}",
-            tofile=f"b/{change.path}",
-        )
-    )
-    if len(lines) > _DIFF_LINES:
-        lines = [*lines[:_DIFF_LINES], f"... {len(lines) - _DIFF_LINES} more diff lines\n"]
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return unified_diff(before, after, change.path, most=_DIFF_LINES, more="")
 
 
 def shell_step(plan: Plan, number: int) -> tuple[Step, Shell]:

@@ -3,35 +3,31 @@ changed between two revisions."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
+from planbook.engine.unified import unified_diff as engine_unified_diff
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.present.views import StepView, step_title
 
-__all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
+__all__ = [
+    "checkpoints_text",
+    "color_line",
+    "plan_markdown",
+    "plan_text",
+    "preview_lines",
+    "step_title",
+    "unified_diff",
+]
 
 # No emoji: they show as empty boxes where no font has them; the title names the change.
 _MAX_DIFF_LINES = 200
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{name}",
-            tofile=f"b/{name}",
-            n=3,
-        )
-    )
-    if len(lines) > _MAX_DIFF_LINES:
-        hidden = len(lines) - _MAX_DIFF_LINES
-        lines = [*lines[:_MAX_DIFF_LINES], f"... {hidden} more diff lines (see the panel)\n"]
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return engine_unified_diff(before, after, name, most=_MAX_DIFF_LINES, more=" (see the panel)")
 
 
 def _body(view: StepView) -> str:
@@ -132,14 +128,15 @@ def plan_text(
         if v.error:
             out.append(f"   ! {v.error}")
         for line in _body(v).splitlines():
-            out.append("   " + _color(line) if color else "   " + line)
+            out.append("   " + color_line(line) if color else "   " + line)
         out.append("")
     if not views:
         out.append("no steps yet")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _color(line: str) -> str:
+def color_line(line: str) -> str:
+    """A diff line in terminal colours (added green, removed red, hunk heads cyan)."""
     if line.startswith("+") and not line.startswith("+++"):
         return f"\x1b[32m{line}\x1b[0m"
     if line.startswith("-") and not line.startswith("---"):

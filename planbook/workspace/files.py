@@ -23,7 +23,14 @@ from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.settings_guard import SettingsGuard
 from planbook.workspace.shell_result import ShellResult
 
-__all__ = ["DEFAULT_MAX_BYTES", "ShellResult", "Workspace", "bounded_output", "decode_text"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ShellResult",
+    "Workspace",
+    "bounded_output",
+    "decode_text",
+    "kind_name",
+]
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 _OUTPUT_LIMIT = 64 * 1024
@@ -259,7 +266,8 @@ def _check_lengths(path: str, root: Path) -> None:
         )
 
 
-def _not_regular(path: str, mode: int) -> str:
+def kind_name(mode: int) -> str:
+    """What a file of ``mode`` is, in words: "a FIFO (named pipe)", "a socket"..."""
     kinds = {
         stat.S_IFIFO: "a FIFO (named pipe)",
         stat.S_IFCHR: "a character device",
@@ -268,7 +276,11 @@ def _not_regular(path: str, mode: int) -> str:
         stat.S_IFLNK: "a symlink",
         stat.S_IFDIR: "a folder",
     }
-    kind = kinds.get(stat.S_IFMT(mode), "not a regular file")
+    return kinds.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _not_regular(path: str, mode: int) -> str:
+    kind = kind_name(mode)
     return f"refused: {path!r} is {kind}; planbook reads and writes regular files only"
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from planbook.errors import LayerRefused
+from planbook.workspace.files import kind_name
 
 __all__ = ["MAX_BYTES", "MAX_ENTRIES", "Change", "ChangeSet", "digest_file", "read_layer"]
 
@@ -112,16 +113,6 @@ def _kind_of(mode: int) -> Entry | None:
     return None
 
 
-def _strange(rel: str, mode: int) -> str:
-    kinds = {
-        stat.S_IFIFO: "a FIFO (named pipe)",
-        stat.S_IFSOCK: "a socket",
-        stat.S_IFBLK: "a block device",
-        stat.S_IFCHR: "a character device",
-    }
-    return kinds.get(stat.S_IFMT(mode), "something other than a file, folder or symlink")
-
-
 class _Reader:
     def __init__(self, root: Path, upper: Path, max_entries: int, max_bytes: int) -> None:
         self.root = root
@@ -194,14 +185,14 @@ class _Reader:
             return
         kind = _kind_of(mode)
         if kind is None:
-            raise self.refuse(f"holds {_strange(rel, mode)} at {rel!r}")
+            raise self.refuse(f"holds {kind_name(mode)} at {rel!r}")
         for mark in _REFUSED_MARKS:
             if _xattr(here, mark) is not None:
                 raise self.refuse(f"redirects {rel!r} to another folder ({mark})")
         if lower is not None and before != kind and before == "folder":
             self.deleted_under(rel)  # a folder replaced by a file or symlink
         elif lower is not None and before is None:
-            raise self.refuse(f"replaces {_strange(rel, lower.st_mode)} at {rel!r}")
+            raise self.refuse(f"replaces {kind_name(lower.st_mode)} at {rel!r}")
         if kind == "folder":
             self.folder(rel, info, before, mode_before)
         elif kind == "symlink":

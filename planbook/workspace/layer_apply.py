@@ -110,6 +110,19 @@ def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.planbook")
 
 
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` over ``path`` (an empty folder there is removed first); on failure
+    ``tmp`` is removed."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def _put_file(path: Path, source: Path | None, data: bytes | None, mode: int) -> None:
     tmp = _temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -121,13 +134,11 @@ def _put_file(path: Path, source: Path | None, data: bytes | None, mode: int) ->
             else:
                 out.write(data or b"")
             os.fchmod(out.fileno(), mode)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
-        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _swap_in(tmp, path)
 
 
 def _move_file(path: Path, source: Path, mode: int) -> None:
@@ -148,14 +159,7 @@ def _move_file(path: Path, source: Path, mode: int) -> None:
 def _put_symlink(path: Path, target: str) -> None:
     tmp = _temp_name(path)
     os.symlink(target, tmp)
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _swap_in(tmp, path)
 
 
 def apply_layer(root: Path, upper: Path, changes: ChangeSet) -> None:

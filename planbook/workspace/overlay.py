@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from planbook.workspace.sandbox import probe as sandbox_probe
-from planbook.workspace.sandbox import run_bounded, run_sandboxed
+from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.shell_result import ShellResult
 
 __all__ = [
@@ -148,11 +147,14 @@ def make_layer(workspace: Path) -> Layer:
 
 def remove_layer(lay: Layer) -> None:
     """Remove a layer folder whatever it holds."""
-    # The overlay's work folder can hold a folder only root-in-namespace may enter.
+    # The overlay's work folder can hold a folder only root-in-namespace may enter. A symlink
+    # the command left is listed among the folders too: chmod would follow it, out of the layer.
     for dirpath, dirnames, _ in os.walk(lay.root):
         for name in dirnames:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(dirpath, name), 0o700)
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
     shutil.rmtree(lay.root, ignore_errors=True)
 
 
@@ -197,30 +199,12 @@ def run_approved(
     with ``root`` as an overlay whose writes land in ``lay``; ``read_only`` paths bound
     read-only over the overlay. None where no sandbox can start (bubblewrap is needed to map
     the user back and to end what the command leaves running)."""
-    status = sandbox_probe()
-    if not status.available or status.bwrap is None:
+    guarded = guarded_argv(command, list(read_only))
+    if guarded is None:
         return None
-    inner = [
-        status.bwrap,
-        "--bind",
-        "/",
-        "/",
-        "--dev-bind",
-        "/dev",
-        "/dev",
-        "--unshare-user",
-        "--uid",
-        str(os.getuid()),
-        "--gid",
-        str(os.getgid()),
-        "--unshare-pid",
-        "--proc",
-        "/proc",
-        "--die-with-parent",
-    ]
-    for path in read_only:
-        inner += ["--ro-bind", str(path), str(path)]
-    inner += ["--chdir", str(root), "--", "/bin/sh", "-c", command]
+    # The user mapped back (the overlay's namespace made it root) and the command's folder.
+    mapped = ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+    inner = [guarded[0], *mapped, "--chdir", str(root), *guarded[1:]]
     return run_bounded(
         [*mount_argv(root, lay), *inner],
         command=command,

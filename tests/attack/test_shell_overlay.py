@@ -453,3 +453,19 @@ def test_short_local_commands_are_previewed_when_staged_unless_turned_off(
     (tmp_path / "planbook.toml").write_text("[preview]\nauto = false\n")
     assert session.propose.shell("sed -i s/one/TWO/ a.txt", reason="x").preview is None
     assert (tmp_path / "a.txt").read_text() == "one\n"
+
+
+def test_a_symlink_left_in_the_layer_is_not_followed_when_the_layer_is_removed(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    outside.chmod(0o755)
+    root = tmp_path / "ws"
+    build_workspace(root, {})
+    session = make_session(root)
+    session.propose.shell("ln -s ../outside lnk", reason="x")
+    assert session.preview(1).problem.startswith("refused")
+    session.approve()
+    assert "symlink" in (one_step(session).error or "")
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o755

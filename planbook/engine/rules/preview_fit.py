@@ -94,8 +94,9 @@ _QUICK = {
     "grep",
     "ls",
 }
-#: Folders the sandbox shows (read-only): naming them needs no preview warning.
-_SHOWN = ("/usr/", "/bin/", "/lib", "/etc/", "/tmp", "/dev/null", "/proc/")
+#: Folders the sandbox shows (read-only): naming them needs no preview warning. Not /tmp: the
+#: sandbox's own is private and empty.
+_SHOWN = ("/usr/", "/bin/", "/lib", "/etc/", "/dev/", "/proc/")
 
 
 def _needs_network(command: SimpleCommand) -> str:

@@ -19,7 +19,7 @@ from planbook.errors import CliError, MetadataError, PlanbookError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
-from planbook.present.text import preview_lines
+from planbook.present.text import color_line, preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.audit import audit_rows
@@ -88,7 +88,9 @@ def cmd_preview(args: argparse.Namespace) -> int:
     loaded = load(args.notebook)
     session = file_session(loaded)
     preview = planbook_errors(loaded, lambda: session.preview(args.step))
-    print("\n".join(preview_lines(preview)))
+    color = args.color if args.color is not None else sys.stdout.isatty()
+    lines = preview_lines(preview)
+    print("\n".join(color_line(line) if color else line for line in lines))
     return EXIT_FAILED if preview.problem else EXIT_OK
 
 

@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preview.add_argument("notebook", help="the .ipynb file")
     preview.add_argument("step", type=int, help="the shell step's number (as `planbook show`)")
+    color_flags(preview)
 
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")
