@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
+from planbook.workspace.overlay import Layer, run_approved
 from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.settings_guard import SettingsGuard
 from planbook.workspace.shell_result import ShellResult
@@ -190,6 +191,7 @@ class Workspace:
         timeout: float,
         sandboxed: bool = False,
         guard: SettingsGuard | None = None,
+        layer: Layer | None = None,
     ) -> ShellResult:
         """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group.
 
@@ -197,9 +199,13 @@ class Workspace:
         checked that one can start), for commands nobody approved. ``guard``: a command a
         permission rule let run: protected settings cannot change
         (planbook/workspace/settings_guard.py), and what changed anyway is put back and named
-        in ``guarded``. Output is streamed and bounded: a
+        in ``guarded``. ``layer``: an approved step with the workspace as an overlay whose
+        writes land in ``layer`` (workspace/overlay.py; the caller applies it, then puts back
+        what ``guard`` protects). Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
+        if layer is not None:
+            return self._run_in_layer(command, timeout, guard, layer)
         if sandboxed:
             result = run_sandboxed(command, self.root, timeout=timeout)
             return replace(
@@ -223,6 +229,20 @@ class Workspace:
             stderr=bounded_output(result.stderr),
             guarded=put_back,
             read_only=held,
+        )
+
+    def _run_in_layer(
+        self, command: str, timeout: float, guard: SettingsGuard | None, layer: Layer
+    ) -> ShellResult:
+        held = guard.read_only() if guard is not None else []
+        result = run_approved(command, self.root, layer, timeout=timeout, read_only=held)
+        if result is None:
+            raise UnreadableFile("refused: no sandbox can start here, so no overlay either")
+        return replace(
+            result,
+            stdout=bounded_output(result.stdout),
+            stderr=bounded_output(result.stderr),
+            read_only=tuple(p.relative_to(self.root).as_posix() for p in held),
         )
 
 

@@ -167,9 +167,10 @@ class Executor(Recovery, LateMerges, ShellLayers):
             if isinstance(op, Shell):
                 guard = guard_for(plan, step, self.workspace)
                 ran = self._run_layered(op, guard) if self._layered() else None
-                if ran is None:
+                if ran is None:  # no overlay here: as before
                     result = self.workspace.run_shell(op.command, timeout=op.timeout, guard=guard)
                     return self._finish_shell(plan_id, step_id, op, result, started)
+                # The command's writes are still in its layer: the workspace is as before it.
                 before = guard.snapshot() if guard is not None else None
                 try:
                     return self._finish_shell(

@@ -13,7 +13,6 @@ is what the preview showed, and what no layer holds.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from planbook.engine.executor.record import StepRecords
@@ -22,18 +21,11 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import Shell
 from planbook.model.plan import Step
 from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
-from planbook.workspace.files import ShellResult, bounded_output
+from planbook.workspace import sandbox
+from planbook.workspace.files import ShellResult
 from planbook.workspace.layer import ChangeSet, read_layer
 from planbook.workspace.layer_apply import apply_layer, hash_after, prior_state
-from planbook.workspace.overlay import (
-    Layer,
-    make_layer,
-    overlay_probe,
-    remove_layer,
-    run_approved,
-    usable_for,
-)
-from planbook.workspace.sandbox import probe as sandbox_probe
+from planbook.workspace.overlay import Layer, make_layer, overlay_probe, remove_layer, usable_for
 from planbook.workspace.settings_guard import SettingsGuard
 
 __all__ = ["ShellLayers", "compare_with_preview", "overlay_off_reason", "protected_in"]
@@ -44,9 +36,9 @@ def overlay_off_reason(root: Path) -> str:
     status = overlay_probe()
     if not status.available:
         return status.reason
-    sandbox = sandbox_probe()
-    if not sandbox.available:
-        return sandbox.reason
+    bwrap = sandbox.probe()  # looked up each time: tests stand in a probe of their own
+    if not bwrap.available:
+        return bwrap.reason
     return usable_for(root)
 
 
@@ -85,28 +77,17 @@ class ShellLayers(StepRecords):
     def _layered(self) -> bool:
         return not overlay_off_reason(self.workspace.root)
 
-    def _run_layered(
-        self, op: Shell, guard: SettingsGuard | None
-    ) -> tuple[ShellResult, Layer] | None:
+    def _run_layered(self, op: Shell, guard: SettingsGuard | None) -> tuple[ShellResult, Layer]:
         """Run ``op`` with the workspace as an overlay: its result and its layer (the caller
-        applies it under the lock with ``_apply`` and removes it); None: no sandbox here."""
-        root = self.workspace.root
-        held = guard.read_only() if guard is not None else []
-        lay = make_layer(root)
+        applies it under the lock with ``_apply`` and removes it)."""
+        lay = make_layer(self.workspace.root)
         try:
-            result = run_approved(op.command, root, lay, timeout=op.timeout, read_only=held)
+            result = self.workspace.run_shell(
+                op.command, timeout=op.timeout, guard=guard, layer=lay
+            )
         except BaseException:
             remove_layer(lay)
             raise
-        if result is None:
-            remove_layer(lay)
-            return None
-        result = replace(
-            result,
-            stdout=bounded_output(result.stdout),
-            stderr=bounded_output(result.stderr),
-            read_only=tuple(p.relative_to(root).as_posix() for p in held),
-        )
         return result, lay
 
     def _apply(
