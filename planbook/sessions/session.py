@@ -30,6 +30,7 @@ from planbook.engine.executor.report import RunReport, one_line
 from planbook.engine.executor.run import Executor
 from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode, decide
+from planbook.engine.preview import preview_shell, shell_step
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
@@ -54,6 +55,7 @@ from planbook.model.plan import (
     Step,
     approved_by_mode,
 )
+from planbook.model.preview import ShellPreview
 from planbook.model.store import Mode
 from planbook.model.words import count
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
@@ -126,6 +128,7 @@ class Session:
             stage=self.stage,
             current_plan=self.current_plan,
             advice=self.page_advice,
+            preview=self.preview,
             origin=origin,
         )
 
@@ -568,6 +571,25 @@ class Session:
             if not again:
                 return None
             return self.approve(again, by="answer to step question")
+
+    def preview(self, number: int) -> ShellPreview:
+        """Run shell step ``number`` once in the sandbox with the workspace as an overlay (no
+        network, the sandbox's limits; nothing reaches the workspace) and keep on the step
+        what it would change, for every surface's review (engine/preview.py)."""
+        check_step_number(number)
+        with self._editing():
+            step, op = shell_step(self._require_plan(), number)
+        preview = preview_shell(self.workspace, op)
+        with self._editing():
+            plan = self._require_plan()
+            found = plan.find_step(step.id)
+            if found is None:
+                raise UsageMistake(f"step {number} left the plan while it was previewed")
+            found.preview = preview
+            self.store.log("preview", f"{step.id}: {preview.summary}")
+            self.store.save()
+        self._changed(plan=plan)
+        return preview
 
     def request_stop(self) -> None:
         """End a run cleanly between steps."""

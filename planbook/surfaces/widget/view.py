@@ -13,6 +13,7 @@ from typing import Any
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
+from planbook.present.text import shell_preview_text
 from planbook.present.views import MCP_NOTE, StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
@@ -70,6 +71,10 @@ def step_json(text: StepView) -> dict[str, Any]:
     }
     if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
         out["target"] = f"{text.target} ({MCP_NOTE})"
+    if text.kind == "shell":
+        # What a preview showed (text), and why previews are off here ("" when they work).
+        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
         out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
