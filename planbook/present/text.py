@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
+from planbook.present.safe import md_fence, md_prose, md_text, visible
 from planbook.present.views import StepView, step_title
 
 __all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
@@ -55,17 +56,22 @@ def header(plan: Plan, *, mode: str, backend: str) -> list[str]:
 
 
 def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str) -> str:
-    head = header(plan, mode=mode, backend=backend)
+    """The plan as markdown for Jupyter's rich display. Every stored string is escaped
+    (``planbook.present.safe``): words as words, code in fences nothing inside can close, the
+    model's prose with its formatting but no HTML, links or images."""
+    head = [md_text(line) for line in header(plan, mode=mode, backend=backend)]
     out = [f"### {head[0]}", "", *(f"{line}  " for line in head[1:]), ""]
     if plan.current.summary:
-        out += [plan.current.summary, ""]
+        out += [md_prose(plan.current.summary), ""]
     for v in views:
-        status = v.status.replace("_", " ")
-        out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
+        status = md_text(v.status.replace("_", " "))
+        # The title's names, paths and commands are already safe code spans (step_title).
+        out.append(f"**{v.number}. {v.title}** · {md_text(v.risk)} risk · *{status}*")
         if v.reason:
-            out.append(f"> {v.reason}")
+            out.append(md_prose(v.reason, prefix="> "))
         if v.error:
-            out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
+            error = md_text(v.error, prefix="> ")
+            out.append(f"> **failed:** {error}" if v.status == "failed" else f"> **!** {error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
         body = _body(v)
@@ -75,7 +81,7 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
                 if v.kind not in ("run_cell", "shell")
                 else ("python" if v.kind == "run_cell" else "sh")
             )
-            out += ["", f"```{fence}", body.rstrip("\n"), "```"]
+            out += ["", md_fence(body, fence)]
         out.append("")
     if not views:
         out.append("*no steps yet: stage one with `%%propose`*")
@@ -85,6 +91,8 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
 def plan_text(
     plan: Plan, views: list[StepView], *, mode: str, backend: str, color: bool = False
 ) -> str:
+    """The plan for a terminal: control characters in stored text show as escapes
+    (``visible``), so only the colours added here reach the terminal as sequences."""
     out = [*header(plan, mode=mode, backend=backend), ""]
     if plan.current.summary:
         out += [plan.current.summary, ""]
@@ -95,20 +103,25 @@ def plan_text(
         if v.error:
             out.append(f"   ! {v.error}")
         for line in _body(v).splitlines():
-            out.append("   " + _color(line) if color else "   " + line)
+            out.append("   " + line)
         out.append("")
     if not views:
         out.append("no steps yet")
-    return "\n".join(out).rstrip() + "\n"
+    shown = visible("\n".join(out).rstrip()).split("\n")
+    return "\n".join(_color(line) if color else line for line in shown) + "\n"
 
 
 def _color(line: str) -> str:
-    if line.startswith("+") and not line.startswith("+++"):
-        return f"\x1b[32m{line}\x1b[0m"
-    if line.startswith("-") and not line.startswith("---"):
-        return f"\x1b[31m{line}\x1b[0m"
-    if line.startswith("@@"):
-        return f"\x1b[36m{line}\x1b[0m"
+    """A body line (indented three spaces) coloured as a diff line; others as they are."""
+    indent, code = line[:3], line[3:]
+    if indent != "   ":
+        return line
+    if code.startswith("+") and not code.startswith("+++"):
+        return f"{indent}\x1b[32m{code}\x1b[0m"
+    if code.startswith("-") and not code.startswith("---"):
+        return f"{indent}\x1b[31m{code}\x1b[0m"
+    if code.startswith("@@"):
+        return f"{indent}\x1b[36m{code}\x1b[0m"
     return line
 
 
@@ -131,7 +144,7 @@ def checkpoints_text(checkpoints: list[Checkpoint], plans: Sequence[Plan] = ()) 
             else f"  [rolled back by {cp.undone_by}]"
         )
         out.append(f"{n}. {names[cp.id]}{state}  ({cp.id}, {cp.at:%Y-%m-%d %H:%M:%S})")
-    return "\n".join(out)
+    return visible("\n".join(out))
 
 
 #: A step the person withdrew in a revision (rejected): the diff says "withdrawn".
@@ -168,4 +181,4 @@ def revision_diff(plan: Plan, a: int, b: int) -> list[str]:
     for sid, (j, o) in old_by.items():
         if sid not in new_by:
             lines.append(f"- step {j} removed: {step_title(o)}")
-    return lines or ["no differences"]
+    return [visible(line) for line in lines] or ["no differences"]

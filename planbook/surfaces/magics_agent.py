@@ -17,6 +17,9 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
+from planbook.present.safe import visible
+from planbook.surfaces.say import say
+
 # The agent's modules load when a magic first needs them, not on `%load_ext planbook`.
 if TYPE_CHECKING:
     from planbook.agent.context import Activity
@@ -285,14 +288,14 @@ def register(ipython: Any) -> None:
         try:
             start_plan(current.session(), task)
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     def answer(line: str) -> None:
         """%answer [id choice [reason]]: answer a question the agent is waiting on."""
         try:
-            print(answer_line(current.session(), line))
+            say(answer_line(current.session(), line))
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     try:
         from planbook.agent.context import decisions_of

@@ -13,6 +13,7 @@ from typing import Any
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
+from planbook.present.safe import visible
 from planbook.present.views import StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
@@ -49,16 +50,18 @@ def first_line(source: str, limit: int = 60) -> str:
 
 
 def step_json(text: StepView) -> dict[str, Any]:
+    """One step for the panel; what it shows as text has its control characters made visible
+    (``visible``: bidi overrides and the like would show the reviewer other text)."""
     out: dict[str, Any] = {
         "id": text.id,
         "number": text.number,
         "kind": text.kind,
-        "target": text.target,
-        "title": text.title,
-        "reason": text.reason,
+        "target": visible(text.target),
+        "title": visible(text.title),
+        "reason": visible(text.reason),
         "risk": text.risk,
         "status": text.status,
-        "error": text.error,
+        "error": visible(text.error) if text.error else text.error,
         "language": text.language,
         "depends_on": text.depends_on,
         "checkpoint": text.checkpoint,
@@ -67,15 +70,15 @@ def step_json(text: StepView) -> dict[str, Any]:
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
     if text.kind == "insert_cell" and ":" not in text.target:
-        head = first_line(text.after)
-        out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
+        head = visible(first_line(text.after))
+        out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"
     if text.kind in SHOW_AS_CELL:
         # A shell step's text is its command, which the core gives as the target.
-        out["cell"] = text.after or (text.target if text.kind == "shell" else "")
+        out["cell"] = visible(text.after or (text.target if text.kind == "shell" else ""))
         out["diff"] = None
     else:
         out["cell"] = None
-        out["diff"] = diff_texts(text.before, text.after)
+        out["diff"] = diff_texts(visible(text.before), visible(text.after))
     return out
 
 
@@ -135,7 +138,7 @@ def build_view(
     return {
         "header": {
             "plan_id": plan.id if plan else None,
-            "task": plan.task if plan else "",
+            "task": visible(plan.task) if plan else "",
             "state": plan.state if plan else "idle",
             "revision": plan.current.number if plan else 0,
             "mode": mode,
