@@ -106,9 +106,10 @@ def md_fence(text: str, language: str = "", *, prefix: str = "") -> str:
 
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-#: Prose keeps emphasis, lists and headings; what could make a tag, an entity, a link, an
-#: image, maths or a code span outside the ones rebuilt here is escaped.
-_PROSE_PUNCT = frozenset("\\`[]$")
+#: Prose keeps emphasis, lists and headings; what could make a tag, an entity, a link (``:``
+#: for the bare URLs GitHub-flavoured renderers link), an image, maths or a code span outside
+#: the ones rebuilt here is escaped.
+_PROSE_PUNCT = frozenset("\\`[]$:")
 
 
 def _prose_line(line: str) -> str:

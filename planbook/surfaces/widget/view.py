@@ -97,9 +97,9 @@ def checkpoint_json(
         "id": cp.id,
         "seq": cp.seq,
         "kind": cp.kind,
-        "label": (names or {}).get(cp.id)
-        or cp.label
-        or (f"before step {step}" if step else cp.kind),
+        "label": visible(
+            (names or {}).get(cp.id) or cp.label or (f"before step {step}" if step else cp.kind)
+        ),
         "step": step,
         "at": cp.at.isoformat(timespec="seconds"),
         "active": cp.active,
@@ -109,8 +109,8 @@ def checkpoint_json(
 def revision_json(rev: Revision) -> dict[str, Any]:
     return {
         "number": rev.number,
-        "summary": rev.summary,
-        "feedback": rev.feedback,
+        "summary": visible(rev.summary),
+        "feedback": visible(rev.feedback) if rev.feedback else rev.feedback,
         "steps": len(rev.steps),
     }
 
@@ -143,16 +143,16 @@ def build_view(
             "revision": plan.current.number if plan else 0,
             "mode": mode,
             "backend": backend,
-            "backend_description": backend_description,
+            "backend_description": visible(backend_description),
             "counts": counts(steps),
-            "warnings": list(warnings),
+            "warnings": [visible(w) for w in warnings],
         },
         "steps": [step_json(s) for s in steps],
         "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),
-        "error": error,
+        "error": visible(error) if error else error,
         "offer": offer if error else None,
         "agent": agent,
     }
