@@ -62,7 +62,7 @@ def visible(text: str) -> str:
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 #: ASCII punctuation that means something in markdown (CommonMark escapes any of it with a
-#: backslash); `$` because JupyterLab typesets `$...$` as maths.
+#: backslash); ``$`` and ``\\`` never reach it (``_words``).
 _MD_PUNCT = frozenset("\\`*_{}[]()#+-.!|~=$:\"'")
 
 
@@ -72,13 +72,25 @@ def _escape_char(ch: str, punct: frozenset[str]) -> str:
     return "\\" + ch if ch in punct else ch
 
 
+def _words(text: str, punct: frozenset[str]) -> str:
+    """``text`` escaped, except that a word holding ``$`` or ``\\`` becomes a code span:
+    JupyterLab typesets maths found in a page's text (``$...$``, ``\\(...\\)``,
+    ``\\begin{...}``, with ``\\href`` and ``\\style``) but never inside code."""
+    out = []
+    for word in re.split(r"(\s+)", text):
+        if "$" in word or "\\" in word:
+            out.append(md_code(word))
+        else:
+            out.append("".join(_escape_char(ch, punct) for ch in word))
+    return "".join(out)
+
+
 def md_text(text: str, *, prefix: str = "") -> str:
     """``text`` as plain words in markdown: every character that could be markup is escaped, so
     the page shows exactly these characters. A newline becomes a line break followed by
     ``prefix`` (``"> "`` inside a quote)."""
     lines = visible(text).split("\n")
-    escaped = ["".join(_escape_char(ch, _MD_PUNCT) for ch in line) for line in lines]
-    return ("  \n" + prefix).join(escaped)
+    return ("  \n" + prefix).join(_words(line, _MD_PUNCT) for line in lines)
 
 
 def _ticks(text: str, least: int) -> str:
@@ -114,7 +126,7 @@ _PROSE_PUNCT = frozenset("\\`[]$:")
 
 def _prose_line(line: str) -> str:
     """One line of prose: its code spans rebuilt with safe delimiters, the rest escaped."""
-    out: list[str] = []
+    pieces: list[str] = []
     pos = 0
     for run in re.finditer(r"`+", line):
         if run.start() < pos:
@@ -123,11 +135,15 @@ def _prose_line(line: str) -> str:
         end = closing.search(line, run.end())
         if end is None:
             continue
-        out.append("".join(_escape_char(ch, _PROSE_PUNCT) for ch in line[pos : run.start()]))
-        out.append(md_code(line[run.end() : end.start()].strip(" ") or " "))
+        pieces.append(_words(line[pos : run.start()], _PROSE_PUNCT))
+        pieces.append(md_code(line[run.end() : end.start()].strip(" ") or " "))
         pos = end.end()
-    out.append("".join(_escape_char(ch, _PROSE_PUNCT) for ch in line[pos:]))
-    return "".join(out)
+    pieces.append(_words(line[pos:], _PROSE_PUNCT))
+    out = ""
+    for piece in pieces:
+        # Two code spans side by side would make one longer backtick run: keep them apart.
+        out += " " + piece if out.endswith("`") and piece.startswith("`") else piece
+    return out
 
 
 def md_prose(text: str, *, prefix: str = "") -> str:
