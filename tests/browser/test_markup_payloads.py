@@ -116,36 +116,44 @@ def test_no_payload_runs_loads_or_links_in_any_sink(
     dialogs: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def nothing_ran(where: str) -> None:
+        time.sleep(3)  # an onerror, onload or fetch would have happened by now
+        ran = {
+            "window.__pwned": page.evaluate("window.__pwned"),
+            "dialogs": dialogs,
+            "pwned.txt written": (server.root / "pwned.txt").exists(),
+            "requests": [u for u in requests if "pwned" in u or u.startswith(ELSEWHERE[:20])],
+            "active elements": page.evaluate(
+                """([surfaces, active]) => [...document.querySelectorAll(surfaces)]
+                    .flatMap((s) => [...s.querySelectorAll(active)])
+                    .map((n) => n.outerHTML.slice(0, 120))""",
+                [SURFACES, ACTIVE],
+            ),
+        }
+        assert {k: v for k, v in ran.items() if v} == {}, where
+
     try:
         page.goto(f"{server.url}lab/tree/hostile.ipynb?reset&token={server.token}")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
         run_first_cell(page)
         page.keyboard.press("Shift+Enter")  # print(x)
         page.keyboard.press("Shift+Enter")  # pb.plan and the panel
-        page.keyboard.press("Control+Enter")  # the agent, in place: no new empty cell
         cells = page.locator(".jp-Notebook .jp-Cell")
         shown = cells.nth(2)
         expect(shown.locator(".jp-RenderedMarkdown").first).to_contain_text("onerror")
         expect(shown.locator(".planbook-panel .pb-step")).to_have_count(2 * len(PAYLOADS))
         review = page.locator(".pb-cell-review")
         expect(review.first).to_be_visible()
+        nothing_ran("pb.plan, the panel and the in-cell review")
+
+        page.keyboard.press("Control+Enter")  # the agent, in place: no new empty cell
         agent = cells.nth(3)
         expect(agent.locator(".jp-RenderedMarkdown").last).to_contain_text("planbook agent")
         expect(agent.locator(".planbook-panel .pb-step")).to_have_count(len(PAYLOADS))
-        time.sleep(3)  # an onerror, onload or fetch would have happened by now
+        nothing_ran("the agent's view and its panel")
         page.screenshot(path=str(artifacts / "markup-payloads.png"), full_page=True)
 
-        assert page.evaluate("window.__pwned") is None
-        assert dialogs == []
-        assert not (server.root / "pwned.txt").exists()
-        assert [u for u in requests if "pwned" in u or u.startswith(ELSEWHERE[:20])] == []
-        active = page.evaluate(
-            """([surfaces, active]) => [...document.querySelectorAll(surfaces)]
-                .flatMap((s) => [...s.querySelectorAll(active)])
-                .map((n) => n.outerHTML.slice(0, 120))""",
-            [SURFACES, ACTIVE],
-        )
-        assert active == []
         # ...and each payload shows as the text it is: the reviewer can read what is stored
         # (textContent: JupyterLab skips drawing cells out of view, so innerText can be empty)
         plan_text = shown.locator(".jp-RenderedMarkdown").first.text_content() or ""
