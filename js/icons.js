@@ -14,6 +14,7 @@ export const PATHS = {
   edit_file: ["M4 2h5l3 3v3M4 2v12h4", "M9 14l.5-2 3.5-3.5 1.5 1.5L11 13.5z"],
   delete_file: ["M4 2h5l3 3v9H4z", "M6 8l4 4M10 8l-4 4"],
   shell: ["M2 3h12v10H2z", "M4 6l2 2-2 2M8 10h4"],
+  mcp_call: ["M6 2v4M10 2v4M4 6h8v2a4 4 0 0 1-8 0z", "M8 12v2"],
   grip: ["fill:M6 3h1.5v1.5H6zM9 3h1.5v1.5H9zM6 7h1.5v1.5H6zM9 7h1.5v1.5H9zM6 11h1.5v1.5H6zM9 11h1.5v1.5H9z"],
   up: ["M8 13V3M4 7l4-4 4 4"],
   down: ["M8 3v10M4 9l4 4 4-4"],

@@ -8,7 +8,8 @@ import { icon } from "./icons.js";
  *   risk: string, status: string, error: string | null, language: string,
  *   cell: string | null, diff: import("./diff-view.js").Diff | null,
  *   cell_id?: string | null, checkpoint?: string | null,
- *   run_at_approval?: boolean }} StepJSON
+ *   run_at_approval?: boolean, runs_later?: string | null,
+ *   origin?: string | null }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
  * @typedef {{ toggleSelect: (id: string) => void, toggleSkip: (id: string) => void,
@@ -30,6 +31,7 @@ export const KIND = {
   edit_file: "edit file",
   delete_file: "delete file",
   shell: "shell command",
+  mcp_call: "MCP call",
 };
 
 /**
@@ -152,7 +154,10 @@ export function renderStep(doc, step, st, act) {
     head.append(grip, label, num, kind, target, risk, status, skip, toggle, up, down);
   }
   li.append(head);
+  if (step.origin) li.append(h(doc, "p", "pb-origin", `from ${step.origin}`));
   if (step.reason) li.append(h(doc, "p", "pb-reason", step.reason));
+  // A file that runs code later (a shadowing module, git's settings): why it waits for review.
+  if (step.runs_later) li.append(h(doc, "p", "pb-reason", `runs code later: ${step.runs_later}`));
   if (step.error) {
     const err = h(doc, "p", "pb-step-error");
     err.append(icon(doc, "warning"), h(doc, "span", "", step.error));

@@ -8,12 +8,16 @@ The public names are these few; the floors below them are mapped in docs/archite
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from planbook.version import __version__
+
 if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+    from planbook.surfaces.api import NotebookSession
 
 __all__ = [
     "Session",
@@ -22,17 +26,16 @@ __all__ = [
     "session",
     "unload_ipython_extension",
 ]
-__version__ = "0.1.0"
 
 # Every import below is inside a function on purpose: `import planbook` and `%load_ext
 # planbook` stay light (heavy: pydantic, the engine, ipywidgets and the comm load on first use).
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Session":
-        from planbook.sessions.session import Session  # heavy: pydantic and the engine
+    if name == "Session":  # the Session with what a notebook has: `pb.plan`, `pb.review()`
+        from planbook.surfaces.api import NotebookSession  # heavy: pydantic and the engine
 
-        return Session
+        return NotebookSession
     raise AttributeError(f"module 'planbook' has no attribute {name!r}")
 
 
@@ -44,7 +47,7 @@ def session(
     live: bool | None = None,
     server_url: str | None = None,
     token: str | None = None,
-) -> Session:
+) -> NotebookSession:
     """The session of this kernel (created on first use).
 
     ``notebook``: the .ipynb to edit; by default the one this kernel belongs to (found through
@@ -55,9 +58,9 @@ def session(
     ``live``: False never edits through a collaboration room; True fails if it cannot.
     ``server_url``/``token``: the Jupyter server, for setups where discovery cannot find it.
     """
-    from planbook.sessions import current  # heavy: pydantic, the engine, the documents
+    from planbook.surfaces import api  # heavy: pydantic, the engine, the documents
 
-    return current.session(
+    return api.session(
         notebook, root=root, fresh=fresh, live=live, server_url=server_url, token=token
     )
 
@@ -69,6 +72,19 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    current = sys.modules.get("planbook.sessions.current")  # never made: nothing to close
-    if current is not None:
-        current.close()
+    api = sys.modules.get("planbook.surfaces.api")  # never made: nothing to close
+    if api is not None:
+        api.close()
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """planbook's Jupyter server extension: the MCP endpoint (planbook/surfaces/mcp/jupyter.py),
+    enabled by the ``jupyter_server_config.d/planbook.json`` the wheel installs. Without the
+    ``mcp`` extra the server starts without it, and its log says why."""
+    if importlib.util.find_spec("mcp") is None:
+        logging.getLogger("planbook").warning(
+            "planbook: no MCP endpoint in this Jupyter server: pip install 'planbook[mcp]' "
+            "and restart it"
+        )
+        return []
+    return [{"module": "planbook.surfaces.mcp.jupyter"}]

@@ -300,3 +300,8 @@ class NoModelConfigured(PlanbookError):
 class RunStopped(PlanbookError):
     """Not a failure: the person chose to stop the agent's run at a decision point; the run
     ends and the plan staged so far is kept."""
+
+
+class McpServerError(PlanbookError):
+    """An MCP server of planbook.toml's ``[mcp.servers]`` cannot be used: its entry is wrong, it
+    did not start or answer, or it refused a call. The message names the server."""

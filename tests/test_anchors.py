@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
-from planbook.engine.anchors import resolve, short_ids
+from planbook.engine.anchors import resolve
 from planbook.errors import PlanbookError
+from planbook.model.cell import Cell, short_ids
 from planbook.sessions.session import Session
 from planbook.surfaces.plan_verbs import cells_listing
 from planbook.workspace.files import Workspace
@@ -86,7 +86,7 @@ def test_the_api_takes_the_same_names_and_records_the_id(session: Session) -> No
     session.propose.insert_cell("df.head()", after="data", reason="peek")
     session.propose.run_cell("c0c0", reason="plot")
     session.propose.delete_cell("#4", reason="no title")
-    ops = [s.operation for s in session.plan.steps]
+    ops = [s.operation for s in session.current_plan().steps]
     assert ops[0].cell_id == CELLS[2].id  # type: ignore[union-attr]
     assert ops[1].after == "load"  # type: ignore[union-attr]
     assert ops[2].cell_id == "c0c0c0c0"  # type: ignore[union-attr]
@@ -97,15 +97,15 @@ def test_a_cell_a_staged_step_inserts_is_reachable_by_its_id_prefix(session: Ses
     step = session.propose.insert_cell("total = df.sum()", after="#5", reason="total")
     new_id = step.operation.cell_id  # type: ignore[union-attr]
     session.propose.run_cell(new_id[:6], reason="run it")
-    assert session.plan.steps[1].operation.cell_id == new_id  # type: ignore[union-attr]
-    assert session.plan.steps[1].depends_on == (step.id,)
+    assert session.current_plan().steps[1].operation.cell_id == new_id  # type: ignore[union-attr]
+    assert session.current_plan().steps[1].depends_on == (step.id,)
 
 
 def test_several_inserts_after_one_cell_land_in_plan_order(session: Session) -> None:
     for n in range(4):
         session.propose.insert_cell(f"step_{n} = {n}", after="load", reason=f"{n}")
     # they do not depend on each other: rejecting one leaves the others approvable
-    assert all(not s.depends_on for s in session.plan.steps)
+    assert all(not s.depends_on for s in session.current_plan().steps)
     session.approve()
     sources = [c.source for c in session.cells()]
     assert sources[1:6] == ["df = pd.read_csv('sales.csv')", *(f"step_{n} = {n}" for n in range(4))]

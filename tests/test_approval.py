@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 
@@ -27,7 +27,7 @@ def staged(tmp_path: Path, count: int = 4) -> Session:
 
 
 def statuses(session: Session) -> list[str]:
-    return [s.status for s in session.plan.steps]
+    return [s.status for s in session.current_plan().steps]
 
 
 @pytest.mark.parametrize("spec", [3, "3", "#3", [3], (3,), "3-3"])
@@ -97,11 +97,11 @@ def test_what_is_not_a_selection_is_refused_in_one_line(
 )
 def test_skip_and_move_take_step_numbers_only(tmp_path: Path, call: Any) -> None:
     session = staged(tmp_path)
-    order = [s.id for s in session.plan.steps]
+    order = [s.id for s in session.current_plan().steps]
     with pytest.raises(UsageMistake, match=r"is not a step number") as caught:
         call(session)
     assert "\n" not in str(caught.value)
-    assert [s.id for s in session.plan.steps] == order
+    assert [s.id for s in session.current_plan().steps] == order
     assert statuses(session) == ["pending"] * 4
 
 
@@ -149,7 +149,7 @@ def test_the_approval_hash_binds_every_change_to_an_approved_step(tmp_path: Path
     from planbook.model.operations import InsertCell
 
     session = staged(tmp_path, 3)
-    steps = session.plan.steps
+    steps = session.current_plan().steps
     first = approval_hash(steps)
     assert first == sha256(canonical_json([step_payload(s) for s in steps]))
     assert approval_hash(steps) == first  # from the remembered texts: the same

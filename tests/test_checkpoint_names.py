@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
+from planbook.model.cell import Cell
 from planbook.present.checkpoint_names import checkpoint_name
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel

@@ -45,7 +45,7 @@ def test_rollback_restores_cells_and_files_byte_for_byte(session: Session, nb_pa
     assert notebook_cells(nb_path) == cells_before
     assert (root / "data.csv").read_bytes() == b"a,b\r\n1,2\r\n"
     assert not (root / "fresh.txt").exists()
-    assert {s.status for s in session.plan.steps} == {"rolled_back"}
+    assert {s.status for s in session.current_plan().steps} == {"rolled_back"}
 
 
 def test_rollback_without_argument_undoes_the_last_step_only(
@@ -70,7 +70,7 @@ def test_a_rollback_can_be_rolled_back(session: Session, nb_path: Path) -> None:
     assert sources(nb_path)[1][1] == "x = 1" and not (nb_path.parent / "f.txt").exists()
     session.rollback(record.id)
     assert sources(nb_path)[1][1] == "x = 2" and (nb_path.parent / "f.txt").read_text() == "v2"
-    assert [s.status for s in session.plan.steps] == ["done", "done"]
+    assert [s.status for s in session.current_plan().steps] == ["done", "done"]
     assert [cp.kind for cp in session.checkpoints()] == ["step", "step", "rollback", "rollback"]
 
 
@@ -184,6 +184,6 @@ def test_a_file_write_that_fails_leaves_no_checkpoint(
     report = session.approve()  # the step fails in one line; the plan is not left executing
     assert report.outcomes[0].status == "failed"
     assert "No space left on device" in report.outcomes[0].message
-    assert session.plan.state != "executing"
+    assert session.current_plan().state != "executing"
     assert session.checkpoints() == []
     assert not (nb_path.parent / "f.txt").exists()

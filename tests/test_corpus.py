@@ -135,3 +135,52 @@ def test_corpus_notebook_round_trip(source: Path, tmp_path: Path) -> None:
     session.rollback(session.checkpoints()[0].id)
     rolled = path.read_text(encoding="utf-8")
     assert cut_planbook(rolled, style["indent"]) == dumps(upgraded(original, saved), style)
+
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg">\n <rect width="1" height="1"/>\n</svg>\n'
+
+
+def _svg_notebook(path: Path) -> str:
+    """A notebook in Jupyter's style except that one SVG attachment is stored as one string
+    (as some tools write it); another is split into lines, as nbformat writes it."""
+    markdown = {
+        "attachments": {
+            "one.svg": {"image/svg+xml": SVG},
+            "lines.svg": {"image/svg+xml": SVG.splitlines(True)},
+        },
+        "cell_type": "markdown",
+        "id": "m1",
+        "metadata": {},
+        "source": ["![one](attachment:one.svg) ![lines](attachment:lines.svg)"],
+    }
+    code = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "c1",
+        "metadata": {},
+        "outputs": [],
+        "source": ["x = 1"],
+    }
+    metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
+    nb = {"cells": [markdown, code], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+@pytest.mark.parametrize("edited", ["c1", "m1"], ids=["unrelated step", "the cell's own text"])
+def test_an_svg_attachment_keeps_its_stored_form(edited: str, tmp_path: Path) -> None:
+    path = tmp_path / "svg.ipynb"
+    original = _svg_notebook(path)
+    session = Session(
+        FileNotebook(path), Workspace(tmp_path, protected=(path,)), notebook_path=path
+    )
+    old_source = {"c1": "x = 1", "m1": "![one](attachment:one.svg) ![lines](attachment:lines.svg)"}
+    session.propose.edit_cell(edited, "changed = True", reason="corpus")
+    assert session.approve().ok
+    text = path.read_text(encoding="utf-8")
+    diff = unrelated(original, cut_planbook(text, " "))
+    assert diff == [f'-    "{old_source[edited]}"', '+    "changed = True"']
+    saved = json.loads(text)["cells"][0]["attachments"]
+    assert saved["one.svg"]["image/svg+xml"] == SVG
+    assert saved["lines.svg"]["image/svg+xml"] == SVG.splitlines(True)

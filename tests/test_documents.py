@@ -5,10 +5,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.base import NotebookDocument
 from planbook.documents.file import FileNotebook
 from planbook.documents.memory import MemoryNotebook
 from planbook.errors import MetadataError, UnknownCell
+from planbook.model.cell import Cell
 from tests.conftest import make_notebook, sources
 
 

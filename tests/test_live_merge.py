@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from jupyter_ydoc import YNotebook
 from pycrdt import Array, Doc, Text
 
-from planbook.documents.base import Cell
 from planbook.documents.live.operations import Op
 from planbook.documents.live.watch import SourceWatch
+from planbook.model.cell import Cell
 
 # the step's text shares no character with the text before it, so the step replaces it whole
 BEFORE = st.text(alphabet="abc =1\n", min_size=1, max_size=12)

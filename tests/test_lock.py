@@ -1,4 +1,6 @@
-"""The notebook lock: reentrant in a thread, exclusive across threads and processes, no litter."""
+"""The notebook lock: reentrant in a thread, exclusive across threads and processes, no litter;
+exclusion survives a cleanup that deletes files beside the notebook; a folder it cannot lock is
+one line."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from planbook.documents import lock as lock_module
-from planbook.documents.lock import lock_path, notebook_lock
+from planbook.documents.lock import notebook_lock
 from planbook.errors import MetadataError
 
 
@@ -20,12 +22,11 @@ def test_reentrant_and_leaves_no_lock_file_behind(tmp_path: Path) -> None:
     lock = notebook_lock(nb)
     assert notebook_lock(nb) is lock  # one per notebook in a process
     with lock.hold():
-        assert lock_path(nb).exists() and lock.held
+        assert lock.held
         with lock.hold():
             assert lock.held
-        assert lock.held
+        assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written to hold it
     assert not lock.held
-    assert not lock_path(nb).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
@@ -76,10 +77,45 @@ def test_another_process_waits_and_then_gives_up_in_one_line(
         pass
 
 
-def test_a_symlink_in_place_of_the_lock_file_is_not_followed(tmp_path: Path) -> None:
+OLD_LOCK = ".{}.planbook-lock"  # where earlier versions kept a lock file
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "unreadable", "dangling symlink"])
+def test_whatever_sits_at_the_old_lock_files_name_is_left_alone(tmp_path: Path, kind: str) -> None:
     nb = tmp_path / "d.ipynb"
-    target = tmp_path / "elsewhere"
-    lock_path(nb).symlink_to(target)
-    with pytest.raises(MetadataError, match="is a symlink"), notebook_lock(nb).hold():
+    old = tmp_path / OLD_LOCK.format(nb.name)
+    elsewhere = tmp_path / "elsewhere"
+    if kind == "directory":
+        old.mkdir()
+    elif kind == "symlink":
+        elsewhere.write_text("keep\n")
+        old.symlink_to(elsewhere)
+    elif kind == "dangling symlink":
+        old.symlink_to(elsewhere)
+    else:
+        old.write_text("")
+        old.chmod(0)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with notebook_lock(nb).hold(wait=1):
         pass
-    assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert kind != "symlink" or elsewhere.read_text() == "keep\n"
+    assert kind != "dangling symlink" or not elsewhere.exists()
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file"])
+def test_a_folder_that_cannot_be_locked_is_one_line(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "folder"
+    if kind == "a file":
+        folder.write_text("not a folder\n")
+    with pytest.raises(MetadataError) as info, notebook_lock(folder / "e.ipynb").hold(wait=1):
+        pass
+    assert "\n" not in str(info.value) and "cannot lock e.ipynb" in str(info.value)
+    assert kind != "a file" or folder.read_text() == "not a folder\n"
+
+
+def test_notebooks_of_one_folder_take_turns_and_nest_in_one_thread(tmp_path: Path) -> None:
+    a, b = notebook_lock(tmp_path / "a.ipynb"), notebook_lock(tmp_path / "b.ipynb")
+    with a.hold(), b.hold():  # one transaction reading another notebook of its folder
+        assert a.held and b.held
+    assert not a.held and not b.held

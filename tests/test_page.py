@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
-from planbook.documents.base import Cell
 from planbook.documents.page import PageNotebook
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.surfaces.comm.channel import CellReviewLink
 from planbook.workspace.files import Workspace

@@ -90,4 +90,8 @@ def test_nothing_changes_in_plan_mode_whatever_is_proposed(calls: list[tuple[obj
                 propose(session, call)
             assert snapshot(root, nb_path) == before
             assert (Path(tmp) / "outside.txt").read_text() == "outside"
-        assert all(s.status == "pending" for s in session.plan.steps) if session.plan else True
+        assert (
+            all(s.status == "pending" for s in session.current_plan().steps)
+            if session.current_plan()
+            else True
+        )

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planbook.documents.base import Cell
 from planbook.documents.file import FileNotebook
 from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.store import METADATA_KEY
 from planbook.errors import MetadataError, PlanbookError
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from planbook.errors import PlanbookError, UnknownCell, UnknownStep, UsageMistake
 from planbook.sessions.session import Session
 from tests.conftest import reopen, sources
+from tests.support.tamper import after_first_step
 
 
 def test_staging_changes_nothing_until_approval(session: Session, nb_path: Path) -> None:
@@ -22,7 +24,7 @@ def test_staging_changes_nothing_until_approval(session: Session, nb_path: Path)
     session.propose.shell("touch made-by-shell", reason="marker")
     assert sources(nb_path) == before
     assert sorted(p.name for p in nb_path.parent.iterdir()) == ["analysis.ipynb"]
-    assert [s.status for s in session.plan.steps] == ["pending"] * 5
+    assert [s.status for s in session.current_plan().steps] == ["pending"] * 5
 
 
 def test_approve_some_runs_exactly_those_in_order(session: Session, nb_path: Path) -> None:
@@ -34,19 +36,29 @@ def test_approve_some_runs_exactly_those_in_order(session: Session, nb_path: Pat
     cells = sources(nb_path)
     assert [src for _, src in cells] == ["import math", "y = 2", "x = 1", "print(x + 1)"]
     assert (nb_path.parent / "notes.txt").read_text() == "hello\n"
-    assert [s.status for s in session.plan.steps] == ["done", "pending", "done"]
-    assert session.plan.state == "awaiting_approval"
+    assert [s.status for s in session.current_plan().steps] == ["done", "pending", "done"]
+    assert session.current_plan().state == "awaiting_approval"
 
 
 def test_a_number_is_a_step_and_first_n_is_a_count(session: Session, nb_path: Path) -> None:
     for n in range(4):
         session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}")
     session.approve(2)
-    assert [s.status for s in session.plan.steps] == ["pending", "done", "pending", "pending"]
+    assert [s.status for s in session.current_plan().steps] == [
+        "pending",
+        "done",
+        "pending",
+        "pending",
+    ]
     session.approve("4")
-    assert [s.status for s in session.plan.steps] == ["pending", "done", "pending", "done"]
+    assert [s.status for s in session.current_plan().steps] == [
+        "pending",
+        "done",
+        "pending",
+        "done",
+    ]
     session.approve(first=1)
-    assert [s.status for s in session.plan.steps] == ["done", "done", "pending", "done"]
+    assert [s.status for s in session.current_plan().steps] == ["done", "done", "pending", "done"]
 
 
 @pytest.mark.parametrize(
@@ -67,7 +79,7 @@ def test_bad_step_selections_are_refused_and_change_nothing(
     with pytest.raises(UsageMistake, match=message):
         session.approve(spec)
     assert nb_path.read_bytes() == before
-    assert session.plan.steps[0].status == "pending"
+    assert session.current_plan().steps[0].status == "pending"
 
 
 def test_empty_plan_and_nothing_pending(session: Session) -> None:
@@ -90,7 +102,7 @@ def test_unknown_cell_and_missing_anchor_are_refused(session: Session) -> None:
     ):
         with pytest.raises(UnknownCell, match="'nope'"):
             call()
-    assert session.current_plan() is None or not session.plan.steps
+    assert session.current_plan() is None or not session.current_plan().steps
 
 
 def test_malformed_arguments_never_reach_the_plan(session: Session) -> None:
@@ -102,7 +114,7 @@ def test_malformed_arguments_never_reach_the_plan(session: Session) -> None:
         session.propose.edit_file("a.txt", {"search": "a", "replace": "b"})  # type: ignore[arg-type]
     with pytest.raises(PlanbookError, match="outside the workspace"):
         session.propose.write_file("../escape.txt", "x")
-    assert session.current_plan() is None or not session.plan.steps
+    assert session.current_plan() is None or not session.current_plan().steps
 
 
 def test_later_steps_build_on_earlier_staged_ones(session: Session, nb_path: Path) -> None:
@@ -110,7 +122,7 @@ def test_later_steps_build_on_earlier_staged_ones(session: Session, nb_path: Pat
     session.propose.edit_cell(inserted.operation.cell_id, "z = 4", reason="fix z")  # type: ignore[union-attr]
     session.propose.write_file("m.py", "A = 1\n", reason="module")
     session.propose.edit_file("m.py", [{"search": "A = 1", "replace": "A = 2"}], reason="bump")
-    assert session.plan.steps[1].depends_on == (inserted.id,)
+    assert session.current_plan().steps[1].depends_on == (inserted.id,)
     with pytest.raises(UsageMistake, match="builds on step 1"):
         session.approve([2])
     assert session.approve().ok
@@ -132,7 +144,7 @@ def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path:
     assert str(report).startswith("step 1 (edit_cell): conflict: cell 'c2' changed")
     assert sources(nb_path)[1][1] == "x = 'mine'"
     assert (nb_path.parent / "data.txt").read_text() == "someone else's"
-    steps = session.plan.steps
+    steps = session.current_plan().steps
     assert [s.status for s in steps] == ["conflict", "pending"]
     report = session.approve()
     assert report.outcomes[0].status == "conflict"
@@ -142,51 +154,40 @@ def test_a_target_changed_after_staging_is_a_conflict(session: Session, nb_path:
 def test_a_plan_changed_after_approval_is_refused(session: Session, nb_path: Path) -> None:
     session.propose.insert_cell("a = 1", reason="a")
     session.propose.insert_cell("b = 2", reason="b")
-    original_run = session.executor._step
-    tampered = {"done": False}
 
-    def tamper_then_run(*args):  # type: ignore[no-untyped-def]
-        outcome = original_run(*args)
-        if not tampered["done"]:
-            tampered["done"] = True
-            # someone rewrites the second approved step in the saved plan
-            raw = json.loads(json.dumps(session.document.get_metadata("planbook")))
-            next(iter(raw["plans"].values()))["revisions"][-1]["steps"][1]["operation"][
-                "source"
-            ] = "import os; os.remove('x')"
-            session.document.set_metadata("planbook", raw)
-            session.store.sync()
-        return outcome
+    def rewrite(step: dict[str, Any]) -> None:  # the second approved step, in the saved plan
+        step["operation"]["source"] = "import os; os.remove('x')"
 
-    session.executor._step = tamper_then_run  # type: ignore[method-assign]
+    after_first_step(session, rewrite)
     report = session.approve()
     assert report.stopped and "approval hash mismatch" in report.stopped
     assert [src for _, src in sources(nb_path)][-1] == "a = 1"
     assert "import os" not in nb_path.read_text().split('"planbook"')[0]
-    assert session.plan.steps[1].status == "pending"
+    assert session.current_plan().steps[1].status == "pending"
 
 
 def test_reject_skip_move_revise_history_diff(session: Session) -> None:
     for n in range(1, 5):
         session.propose.insert_cell(f"s{n} = {n}", reason=f"s{n}")
-    ids = [s.id for s in session.plan.steps]
+    ids = [s.id for s in session.current_plan().steps]
     session.skip(2)
     with pytest.raises(UsageMistake, match="only a pending step can be skipped"):
         session.skip(2)
     session.move(4, before=1)
-    assert [s.id for s in session.plan.steps] == [ids[3], ids[0], ids[1], ids[2]]
+    assert [s.id for s in session.current_plan().steps] == [ids[3], ids[0], ids[1], ids[2]]
     revision = session.revise("use smaller numbers")
-    assert revision.number == 2 and len(session.plan.revisions) == 2
+    assert revision.number == 2 and len(session.current_plan().revisions) == 2
     assert session.diff_revisions(1, 2).splitlines()[0] == "feedback: use smaller numbers"
     assert (
-        "moved" in session.diff_revisions(1, 2) or session.plan.revisions[0].steps[0].id == ids[3]
+        "moved" in session.diff_revisions(1, 2)
+        or session.current_plan().revisions[0].steps[0].id == ids[3]
     )
     session.reject("3")
-    assert session.plan.steps[2].status == "rejected"
+    assert session.current_plan().steps[2].status == "rejected"
     with pytest.raises(UnknownStep):
         session.skip(9)
     session.approve()  # runs the pending ones only: 1, 2 (skipped stays), 4
-    assert [s.status for s in session.plan.steps] == ["done", "done", "rejected", "done"]
+    assert [s.status for s in session.current_plan().steps] == ["done", "done", "rejected", "done"]
     assert "revision 1" in session.history() and "revision 2" in session.history()
 
 
@@ -195,14 +196,16 @@ def test_reject_everything_cancels_the_plan(session: Session, nb_path: Path) -> 
     session.reject()
     assert session.store.state.plans[0].state == "cancelled"
     step = session.propose.insert_cell("b = 1", reason="b")
-    assert session.plan.id != session.store.state.plans[0].id and session.plan.steps == [step]
+    assert session.current_plan().id != session.store.state.plans[
+        0
+    ].id and session.current_plan().steps == [step]
 
 
 def test_the_plan_survives_a_restart_and_can_be_approved(session: Session, nb_path: Path) -> None:
     session.propose.edit_cell("c2", "x = 5", reason="five")
     session.propose.write_file("out.txt", "5\n", reason="five")
     again = reopen(nb_path)
-    assert [s.status for s in again.plan.steps] == ["pending", "pending"]
+    assert [s.status for s in again.current_plan().steps] == ["pending", "pending"]
     assert again.approve().ok
     assert sources(nb_path)[1][1] == "x = 5"
     stored = nbformat.read(nb_path, as_version=4).metadata["planbook"]
@@ -250,7 +253,7 @@ def test_shell_step_timeout_fails_and_later_steps_stay_pending(session: Session)
         report.outcomes[0].status == "failed"
         and "timed out after 0.3s" in report.outcomes[0].message
     )
-    assert [s.status for s in session.plan.steps] == ["failed", "pending"]
+    assert [s.status for s in session.current_plan().steps] == ["failed", "pending"]
     assert report.left_pending == 1
     assert not (session.workspace.root / "after.txt").exists()
 
@@ -289,8 +292,8 @@ def test_a_run_cut_off_by_a_dead_kernel_is_recovered_at_the_next_start(
 
     again = reopen(nb_path)
     assert again.recovered and "cut off" in again.recovered[0]
-    assert [s.status for s in again.plan.steps] == ["done", "pending"]
-    assert again.plan.state == "awaiting_approval"
+    assert [s.status for s in again.current_plan().steps] == ["done", "pending"]
+    assert again.current_plan().state == "awaiting_approval"
     assert again.approve().ok
     assert [src for _, src in sources(nb_path)][:2] == ["import os", "x = 2"]
 
@@ -418,7 +421,7 @@ def test_markdown_is_never_run(session: Session, nb_path: Path) -> None:
     with pytest.raises(UsageMistake, match="a markdown cell cannot run"):
         session.propose.insert_cell("# t", cell_type="markdown", reason="x", run=True)
     assert nb_path.read_bytes() == before
-    assert session.current_plan() is None or session.plan.steps == []
+    assert session.current_plan() is None or session.current_plan().steps == []
 
 
 def test_a_step_whose_cell_was_deleted_outside_refuses_only_itself(
@@ -454,12 +457,12 @@ def test_moving_a_step_onto_itself_changes_nothing(session: Session) -> None:
     for n in range(3):
         session.propose.insert_cell(f"v{n} = {n}", reason=f"v{n}")
     session.approve("1-1")
-    ids = [s.id for s in session.plan.steps]
-    revisions = len(session.plan.revisions)
+    ids = [s.id for s in session.current_plan().steps]
+    revisions = len(session.current_plan().revisions)
     session.move(2, before=2)
     session.move(2, before=3)
-    assert [s.id for s in session.plan.steps] == ids
-    assert len(session.plan.revisions) == revisions
+    assert [s.id for s in session.current_plan().steps] == ids
+    assert len(session.current_plan().revisions) == revisions
 
 
 def test_a_notebook_whose_metadata_is_refused_is_not_written(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_a_checkpoint_stores_nothing_the_file_holds_elsewhere(tmp_path: Path) ->
     assert entry_bytes <= 1.5 * len(zlib.compress(json.dumps(code).encode(), 9))
     again = open_session(path).checkpoints()[0]
     assert again.model_dump() == session.checkpoints()[0].model_dump()
-    assert again.id == key and again.plan == session.plan.id
+    assert again.id == key and again.plan == session.current_plan().id
     assert again.label == "before step 1 (edit_cell)"
     open_session(path).rollback()
     assert [c.source for c in nbformat.read(path, as_version=4).cells][1] == code
@@ -257,7 +257,7 @@ def test_schema_1_metadata_is_read_rolled_back_and_migrated(tmp_path: Path) -> N
     assert session.approve().ok
     schema_1(path)
     old = open_session(path)
-    assert [s.status for s in old.plan.steps] == ["done"]
+    assert [s.status for s in old.current_plan().steps] == ["done"]
     old.rollback()
     assert nbformat.read(path, as_version=4).cells[0].source == "x = 1"
     saved = nbformat.read(path, as_version=4).metadata[METADATA_KEY]
@@ -349,10 +349,10 @@ def test_strip_works_as_a_git_clean_filter(tmp_path: Path) -> None:
 def test_what_is_saved_by_part_is_always_the_whole_state(actions: list[str]) -> None:
     """After any sequence of changes, the entries written one by one add up to exactly what
     writing the whole state would give, and a fresh reader sees the same state."""
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
     from planbook.engine.store import Store
     from planbook.errors import PlanbookError
+    from planbook.model.cell import Cell
 
     doc = MemoryNotebook([Cell(id=f"c{i}", source=f"x{i} = {i}") for i in range(4)])
     session = Session(doc, Workspace(Path.cwd()))

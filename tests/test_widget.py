@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from planbook.agent.state import state_of
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel
@@ -319,8 +320,8 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
 
     from planbook.agent.run import plan_task, revise_task
     from planbook.agents import Scripted
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
+    from planbook.model.cell import Cell
     from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -341,11 +342,11 @@ def test_revise_hands_the_feedback_to_the_agent_which_drafts_the_next_revision(
 
     async def main() -> None:
         await plan_task(session, "plot x", model=first)
-        session.extras["revise_with_agent"] = lambda fb: revise_task(session, fb, model=second)
+        state_of(session).reviser = lambda fb: revise_task(session, fb, model=second)
         panel = ReviewPanel(session)
         panel.handle({"action": "revise", "feedback": "bars please", "revision": 1})
         assert panel.state["error"] is None
-        await session.extras["agent_run"]
+        await state_of(session).run
         assert panel.state["header"]["revision"] == 2
         assert [(s["status"], s["cell"]) for s in panel.state["steps"]] == [
             ("rejected", "plot(x)"),
@@ -362,8 +363,8 @@ def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
 
     from planbook.agent.run import plan_task
     from planbook.agents import Call, Scripted
-    from planbook.documents.base import Cell
     from planbook.documents.memory import MemoryNotebook
+    from planbook.model.cell import Cell
     from planbook.workspace.files import Workspace
 
     pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

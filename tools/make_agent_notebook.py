@@ -139,7 +139,7 @@ and presents the plan.
             "continue-run",
             """
 %plan continue
-run = pb.extras["agent_run"]
+run = pb.agent_run
 await run
 print(run.status, [step.reason for step in pb.current_plan().steps])
 """,

@@ -9,23 +9,33 @@ on; "always allow" offers scopes (this file, this folder, a command prefix, this
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from pydantic_ai import Agent, AgentRetries, RunContext
 from pydantic_ai.capabilities import HandleDeferredToolCalls, ProcessHistory
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.toolsets import DynamicToolset
 
 from planbook.agent.config import AgentConfig
 from planbook.agent.context import AgentDeps, todos_of
 from planbook.agent.guard import Guard
-from planbook.agent.history import make_processor
+from planbook.agent.history import (
+    SUMMARY_HEAD,
+    cut_for_summary,
+    history_size,
+    prune,
+    replace_head,
+    summarise,
+)
+from planbook.agent.mcp_toolsets import mcp_toolsets
+from planbook.agent.plan_listing import plan_changes, plan_listing, seen_listing
 from planbook.agent.tools_flow import FLOW_TOOLS
 from planbook.agent.tools_read import READ_TOOLS
 from planbook.agent.tools_write import WRITE_TOOLS
 from planbook.engine.rules.file import Scope, scopes_for
 from planbook.errors import PlanbookError, RunStopped
-from planbook.model.words import count
-from planbook.present.views import step_title
 
 INSTRUCTIONS = """\
 You are planbook's notebook agent, working inside the person's Jupyter kernel.
@@ -39,60 +49,60 @@ inserted by an earlier step by the new cell id the tool returned. Keep a short t
 todo_write, linking todos to step ids. When the plan is complete, call present_plan(summary) once
 and stop. Use ask_user when a choice belongs to the person. Suggest enter_plan / exit_plan only
 when a different mode clearly fits better; the person decides. If a tool refuses, change course.
+Tools named SERVER_tool come from the project's MCP servers: a read-only one answers at once;
+any other call is queued as a step like a write (its description says which).
 """
 
 
-def plan_lines(session: Any) -> dict[str, str]:
-    """One line per step of the open plan, by step id: what the model is told about it."""
-    plan = session.current_plan()
-    if plan is None or not plan.is_open:
-        return {}
-    return {
-        step.id: f"step {n} [{step.status}] id={step.id}: {step_title(step)}"
-        + (f" ({step.reason})" if step.reason else "")
-        for n, step in enumerate(plan.steps, start=1)
-    }
+Processor = Callable[[RunContext[AgentDeps], list[ModelMessage]], Awaitable[list[ModelMessage]]]
 
 
-def plan_listing(session: Any) -> str:
-    """The whole open plan, for read_plan, summaries and the "whole" setting."""
-    plan = session.current_plan()
-    if plan is None or not plan.is_open:
-        return "There is no open plan."
-    lines = [f"Plan {plan.id} ({plan.state.replace('_', ' ')}), task: {plan.task or '-'}"]
-    if plan.current.feedback:
-        lines.append(f"The person asked for this revision: {plan.current.feedback}")
-    lines += [f"  {line}" for line in plan_lines(session).values()]
-    if not plan.steps:
-        lines.append("  (no steps staged yet)")
-    return "\n".join(lines)
+def make_processor(
+    *,
+    limit_chars: int,
+    summarise_turns: bool,
+    plan_text: Callable[[AgentDeps], str] | None = None,
+) -> Processor:
+    """Past ``limit_chars``, summarise (or, when off or failing, prune) the older turns."""
 
+    async def keep_in_context(
+        ctx: RunContext[AgentDeps], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        before = history_size(messages)
+        if before <= limit_chars:
+            return messages
+        if summarise_turns:
+            cut = cut_for_summary(messages, limit_chars // 3)
+            if cut:
+                try:
+                    summary = await summarise(ctx.model, messages[:cut])
+                except Exception as exc:
+                    ctx.deps.say(
+                        "error",
+                        f"context: the model could not summarise ({type(exc).__name__}: "
+                        f"{str(exc)[:120]}); pruning old tool output instead",
+                    )
+                else:
+                    note = SUMMARY_HEAD + summary
+                    if plan_text is not None:
+                        # plan_text also marks the plan as seen: later requests send changes.
+                        note += "\n\nThe plan as it stands now:\n" + plan_text(ctx.deps)
+                    out = replace_head(messages, cut, note)
+                    ctx.deps.say(
+                        "status",
+                        f"context: summarised {cut} older messages "
+                        f"({before:,} -> {history_size(out):,} chars)",
+                    )
+                    return out
+        pruned = prune(messages, limit_chars)
+        if pruned is not messages:
+            ctx.deps.say(
+                "status",
+                f"context: pruned old tool outputs ({before:,} -> {history_size(pruned):,} chars)",
+            )
+        return pruned
 
-def seen_listing(deps: AgentDeps) -> str:
-    """The whole plan, remembered as what the model has now seen (sent in a summary)."""
-    deps.plan_seen = plan_lines(deps.session)
-    return plan_listing(deps.session)
-
-
-def plan_changes(deps: AgentDeps) -> str:
-    """What changed in the plan since the model's last request (the whole plan the first time)."""
-    session = deps.session
-    now = plan_lines(session)
-    seen, deps.plan_seen = deps.plan_seen, now
-    if seen is None:
-        return plan_listing(session)
-    plan = session.current_plan()
-    head = (
-        f"Plan {plan.id} ({plan.state.replace('_', ' ')}), {count(plan.steps, 'step')}"
-        if plan is not None and plan.is_open
-        else "There is no open plan."
-    )
-    changes = [f"  + {line}" for sid, line in now.items() if sid not in seen]
-    changes += [f"  ~ {line}" for sid, line in now.items() if sid in seen and seen[sid] != line]
-    changes += [f"  - gone: {line}" for sid, line in seen.items() if sid not in now]
-    if not changes:
-        return f"{head}: no change since your last request (read_plan shows it whole)."
-    return f"{head}; changed since your last request:\n" + "\n".join(changes)
+    return keep_in_context
 
 
 def describe_state(ctx: RunContext[AgentDeps]) -> str:
@@ -192,6 +202,8 @@ def build_agent(config: AgentConfig) -> Agent[AgentDeps, str]:
         output_type=str,
         instructions=cast(Any, [INSTRUCTIONS, describe_state]),
         tools=tools,
+        # planbook.toml's MCP servers, read once a run (a server starts with the run)
+        toolsets=[DynamicToolset(mcp_toolsets, per_run_step=False)],
         retries=AgentRetries(tools=config.max_tool_retries, output=1),
         capabilities=[
             Guard(),

@@ -20,7 +20,7 @@ from planbook.model.base import PlanbookModel
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-__all__ = ["AgentConfig", "NoModelConfigured", "config_of", "resolve_model"]
+__all__ = ["KERNEL_SETTINGS", "AgentConfig", "NoModelConfigured", "new_config", "resolve_model"]
 
 _KEYS = {
     "openai": "OPENAI_API_KEY",
@@ -37,7 +37,7 @@ _HOW = (
 
 
 class AgentConfig(PlanbookModel):
-    """The agent settings of one session (``session.extras["agent_config"]``)."""
+    """The agent settings of one session (``state_of(session).config``)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -100,22 +100,15 @@ class AgentConfig(PlanbookModel):
 KERNEL_SETTINGS: dict[str, Any] = {}
 
 
-def config_of(session: Any) -> AgentConfig:
-    """The session's agent config, created on first use."""
-    extras: dict[str, Any] = session.extras
-    config = extras.get("agent_config")
-    if not isinstance(config, AgentConfig):
-        config = AgentConfig(
-            **{"model": os.environ.get("PLANBOOK_MODEL") or None, **KERNEL_SETTINGS}
-        )
-        extras["agent_config"] = config
-    return config
+def new_config() -> AgentConfig:
+    """A session's first config: ``PLANBOOK_MODEL`` and this kernel's ``%config`` settings."""
+    return AgentConfig(**{"model": os.environ.get("PLANBOOK_MODEL") or None, **KERNEL_SETTINGS})
 
 
 def resolve_model(config: AgentConfig) -> Model:
     """A pydantic-ai Model for the config, or `NoModelConfigured` saying how to set one up."""
     try:
-        from pydantic_ai.models import Model
+        from pydantic_ai.models import Model  # heavy: pydantic-ai (the agent extra)
     except ImportError:
         raise NoModelConfigured(
             'the agent needs pydantic-ai: `pip install "planbook[agent]"`; the rest of '
@@ -150,7 +143,7 @@ def resolve_model(config: AgentConfig) -> Model:
         raise NoModelConfigured(f"{env} is not set, so {spec!r} cannot be used: {_HOW}")
     if provider == "openai":
         return _openai_compatible(model_name, None, config.api_key)
-    from pydantic_ai.models import infer_model
+    from pydantic_ai.models import infer_model  # heavy: pydantic-ai (the agent extra)
 
     try:
         return infer_model(spec)
@@ -164,8 +157,8 @@ def resolve_model(config: AgentConfig) -> Model:
 
 
 def _openai_compatible(name: str, base_url: str | None, api_key: str | None) -> Model:
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.models.openai import OpenAIChatModel  # heavy: pydantic-ai (the agent extra)
+    from pydantic_ai.providers.openai import OpenAIProvider  # heavy: pydantic-ai (the agent extra)
 
     # Local servers (Ollama, vLLM) usually need no key, but the client insists on one.
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("local" if base_url else None)

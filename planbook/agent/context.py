@@ -1,8 +1,9 @@
 """What every agent tool receives: the session and the per-session agent objects.
 
-The agent layer keeps its objects in ``session.extras`` (the core's extension point), so the
-core never imports the agent: the decision registry and the todo list. The permission rules are
-the Session's own (``session.rules``), so the Python API, the magics and the agent see the same.
+The objects live in the agent's state of the session (``planbook.agent.state``; the core never
+imports the agent), made here on first use: the settings, the decision registry and the todo
+list. The permission rules are the Session's own (``session.rules``), so the Python API, the
+magics and the agent see the same.
 """
 
 from __future__ import annotations
@@ -10,57 +11,50 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
-
-from planbook.agent.decisions import Decisions
+from planbook.agent.activity import Activity, ActivityType
+from planbook.agent.config import AgentConfig, new_config
+from planbook.agent.decisions import Answer, Decision, Decisions
+from planbook.agent.memory import Keeper
+from planbook.agent.state import state_of
 from planbook.agent.step_questions import offer as offer_step_questions
+from planbook.agent.todos import TodoList
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.matching import RuleSet
-from planbook.model.base import PlanbookModel
-
-if TYPE_CHECKING:
-    from planbook.agent.config import AgentConfig
-    from planbook.agent.decisions import Answer
-    from planbook.agent.memory import Keeper
-    from planbook.agent.todos import TodoList
-    from planbook.sessions.session import Session
+from planbook.model.events import Event
+from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 
-ActivityType = Literal["status", "tool", "thinking", "text", "staged", "decision", "error"]
 
-
-class Activity(PlanbookModel):
-    """One line of what the agent is doing, for the panel and the %plan output."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: ActivityType
-    message: str = Field(description="One line, ready to show.")
-    data: dict[str, Any] = Field(default_factory=dict)
+def config_of(session: Session) -> AgentConfig:
+    """The session's agent config, made on first use."""
+    state = state_of(session)
+    if state.config is None:
+        state.config = new_config()
+    return state.config
 
 
 def decisions_of(session: Session) -> Decisions:
-    decisions = session.extras.get("decisions")
-    if not isinstance(decisions, Decisions):
+    """The session's open questions (the agent's, and those steps wait on), made on first use;
+    the registry's events reach the session's observers."""
+    state = state_of(session)
+    if state.decisions is None:
         # Ids go on from those a previous kernel saved, so `d3` always means one question.
         conversation = session.store.state.conversation
         used = [d.id for d in conversation.decisions] if conversation else []
         numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
-        decisions = Decisions(first=max(numbers, default=0) + 1)
-        session.extras["decisions"] = decisions
-        _bridge_decisions(session, decisions)
-        offer_step_questions(session, decisions)
-    return decisions
+        state.decisions = Decisions(first=max(numbers, default=0) + 1)
+        _bridge_decisions(session, state.decisions)
+        offer_step_questions(session, state.decisions)
+    return state.decisions
 
 
 def _bridge_decisions(session: Session, decisions: Decisions) -> None:
     """Tell the session's observers (the panel) about open and settled decisions."""
-    from planbook.model.events import Event
 
-    def forward(what: str, decision: Any) -> None:
+    def forward(what: str, decision: Decision) -> None:
         kind: Literal["decision_needed", "decision_made"] = (
             "decision_needed" if what == "asked" else "decision_made"
         )
@@ -72,16 +66,14 @@ def _bridge_decisions(session: Session, decisions: Decisions) -> None:
 
 
 def todos_of(session: Session) -> TodoList:
-    from planbook.agent.todos import TodoList
-
-    todos = session.extras.get("todos")
-    if not isinstance(todos, TodoList):
-        todos = TodoList()
-        conversation = session.store.state.conversation  # the list a previous kernel saved
+    """The agent's todo list, made on first use from the one a previous kernel saved."""
+    state = state_of(session)
+    if state.todos is None:
+        state.todos = TodoList()
+        conversation = session.store.state.conversation
         if conversation is not None:
-            todos.replace(conversation.todos)
-        session.extras["todos"] = todos
-    return todos
+            state.todos.replace(conversation.todos)
+    return state.todos
 
 
 @dataclass
@@ -118,8 +110,6 @@ class AgentDeps:
 
         ``call_id`` names the tool call asking: an answer given to it after an earlier run
         ended (saved in the notebook) is taken at once when the run is continued."""
-        from planbook.agent.decisions import Answer
-
         if call_id is not None and call_id in self.recorded:
             answer = self.recorded.pop(call_id)
             self.say("decision", f"{question} -> {answer.choice} (answered earlier)")

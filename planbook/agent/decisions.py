@@ -130,7 +130,7 @@ class Decisions:
             parked = self._parked.get(decision_id)
             open_ids = [*self._open, *self._parked]
         if parked is not None:
-            picked = self._pick(parked[0], choice, text)
+            picked = self.pick(parked[0], choice, text)
             answer = Answer(choice=picked, text=text, args=args)
             with self._lock:
                 if self._parked.pop(decision_id, None) is None:
@@ -141,7 +141,7 @@ class Decisions:
         if entry is None:
             raise UnknownDecision(decision_id, open_ids)
         decision, future = entry
-        picked = self._pick(decision, choice, text)
+        picked = self.pick(decision, choice, text)
         answer = Answer(choice=picked, text=text, args=args)
         self._settle(decision, future, answer)
         return answer
@@ -173,10 +173,10 @@ class Decisions:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    # --- internals ------------------------------------------------------------------------------
-
     @staticmethod
-    def _pick(decision: Decision, choice: str | int, text: str | None) -> str:
+    def pick(decision: Decision, choice: str | int, text: str | None) -> str:
+        """The option ``choice`` names (itself, its 1-based number, or its first words), or the
+        free text when the decision allows it; else a one-line `UsageMistake`."""
         options = decision.options
         if isinstance(choice, bool):
             choice = str(choice).lower()
@@ -199,6 +199,8 @@ class Decisions:
         raise UsageMistake(
             f"{choice!r} is not an option of {decision.id}; choose one of: {', '.join(options)}"
         )
+
+    # --- internals ------------------------------------------------------------------------------
 
     def _settle(self, decision: Decision, future: asyncio.Future[Answer], answer: Answer) -> None:
         # Forget it at once, so `pending()` is right before the waiting run wakes up.

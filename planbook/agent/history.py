@@ -11,11 +11,9 @@ content of old tool returns becomes a one-line note, the call/return pairs stay.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, cast
 
-from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -28,8 +26,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from planbook.agent.context import AgentDeps
-
 KEEP_LAST = 6
 _SMALL = 300
 #: A summary request starts with this line, so a scripted model can tell it apart.
@@ -41,8 +37,6 @@ SUMMARY_INSTRUCTIONS = (
     "withdrawn and why, what the person answered, and what remains to do. No preamble."
 )
 SUMMARY_HEAD = "Summary of the earlier conversation (older turns were summarised):\n"
-
-Processor = Callable[[RunContext[AgentDeps], list[ModelMessage]], Awaitable[list[ModelMessage]]]
 
 
 def history_size(messages: list[ModelMessage]) -> int:
@@ -134,7 +128,7 @@ def _cut(text: str, limit: int) -> str:
 
 async def summarise(model: Any, messages: list[ModelMessage]) -> str:
     """Ask ``model`` for a summary of ``messages``; raises if it cannot give one."""
-    from pydantic_ai.direct import model_request
+    from pydantic_ai.direct import model_request  # heavy: pydantic-ai (the agent extra)
 
     request = ModelRequest(
         parts=[UserPromptPart(f"{SUMMARY_MARK}\n{transcript(messages)}")],
@@ -154,56 +148,3 @@ def cut_for_summary(messages: list[ModelMessage], keep_chars: int) -> int:
         if history_size(messages[point:]) <= keep_chars:
             return point
     return points[-1] if points else 0
-
-
-def make_processor(
-    *,
-    limit_chars: int,
-    summarise_turns: bool,
-    plan_text: Callable[[AgentDeps], str] | None = None,
-) -> Processor:
-    """Past ``limit_chars``, summarise (or, when off or failing, prune) the older turns."""
-
-    async def keep_in_context(
-        ctx: RunContext[AgentDeps], messages: list[ModelMessage]
-    ) -> list[ModelMessage]:
-        before = history_size(messages)
-        if before <= limit_chars:
-            return messages
-        if summarise_turns:
-            cut = cut_for_summary(messages, limit_chars // 3)
-            if cut:
-                try:
-                    summary = await summarise(ctx.model, messages[:cut])
-                except Exception as exc:
-                    ctx.deps.say(
-                        "error",
-                        f"context: the model could not summarise ({type(exc).__name__}: "
-                        f"{str(exc)[:120]}); pruning old tool output instead",
-                    )
-                else:
-                    note = SUMMARY_HEAD + summary
-                    if plan_text is not None:
-                        # plan_text also marks the plan as seen: later requests send changes.
-                        note += "\n\nThe plan as it stands now:\n" + plan_text(ctx.deps)
-                    out = replace_head(messages, cut, note)
-                    ctx.deps.say(
-                        "status",
-                        f"context: summarised {cut} older messages "
-                        f"({before:,} -> {history_size(out):,} chars)",
-                    )
-                    return out
-        pruned = prune(messages, limit_chars)
-        if pruned is not messages:
-            ctx.deps.say(
-                "status",
-                f"context: pruned old tool outputs ({before:,} -> {history_size(pruned):,} chars)",
-            )
-        return pruned
-
-    return keep_in_context
-
-
-def make_pruner(budget: int) -> Processor:
-    """The mechanical pruning alone (the behaviour before summaries; kept for comparison)."""
-    return make_processor(limit_chars=budget, summarise_turns=False)

@@ -7,9 +7,13 @@ pandas/numpy objects are called. Anything else gets a truncated ``repr``.
 
 from __future__ import annotations
 
+import importlib
 import reprlib
 from collections.abc import Mapping
 from typing import Any
+
+from planbook.agent.state import state_of
+from planbook.sessions.session import Session
 
 LIMIT = 4000
 
@@ -19,13 +23,13 @@ _short.maxother = 200
 _short.maxlist = _short.maxtuple = _short.maxset = _short.maxdict = 12
 
 
-def user_namespace(session: Any) -> Mapping[str, Any]:
-    """The kernel's user namespace (or one given to the session, for tests)."""
-    ns = session.extras.get("user_ns")
-    if isinstance(ns, Mapping):
+def user_namespace(session: Session) -> Mapping[str, Any]:
+    """The kernel's user namespace (or the one ``state_of(session).user_ns`` gives)."""
+    ns = state_of(session).user_ns
+    if ns is not None:
         return ns
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # heavy: IPython
     except ImportError:
         return {}
     shell = get_ipython()
@@ -55,7 +59,7 @@ def _details(value: Any) -> list[str]:
     if module == "pandas":
         return _pandas(value)
     if module == "numpy" and hasattr(value, "shape") and hasattr(value, "dtype"):
-        import numpy as np
+        import numpy as np  # heavy: numpy, only if the kernel has it
 
         return [
             f"shape: {value.shape}",
@@ -70,7 +74,6 @@ def _details(value: Any) -> list[str]:
 
 
 def _pandas(value: Any) -> list[str]:
-    import importlib
 
     pd: Any = importlib.import_module("pandas")  # no stubs installed; only plain calls below
 

@@ -19,15 +19,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from planbook.agent.activity import Activity
+from planbook.agent.decisions import Answer, Decision
 from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
+from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage
-
-    from planbook.agent.context import Activity
-    from planbook.agent.decisions import Answer, Decision
-    from planbook.sessions.session import Session
+    from pydantic_ai.messages import ModelMessage  # heavy: pydantic-ai, for the type
 
 _log = logging.getLogger(__name__)
 
@@ -43,17 +42,11 @@ def saved(session: Session) -> Conversation | None:
 
 def update(session: Session, change: Callable[[Conversation], Conversation | None]) -> Conversation:
     """Change (or replace) the saved conversation under the session's transaction, and save."""
-    # _editing is the session's one way to change the state: sync first, save through the Store,
-    # drop the in-memory change if anything fails.
-    with session._editing():
-        conversation = session.store.state.conversation or Conversation()
-        conversation = change(conversation) or conversation
-        session.store.state.conversation = conversation
-        session.store.save()
-    return conversation
+    return session.edit_conversation(change)
 
 
 def dump_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
@@ -77,7 +70,7 @@ def load_messages(raw: list[dict[str, Any]]) -> list[ModelMessage]:
 def compact(messages: list[ModelMessage], budget: int) -> list[ModelMessage]:
     """Messages whose JSON fits ``budget``: old tool output pruned, then the oldest turns
     replaced by a one-line note (the history stays well-formed: it restarts at a reply)."""
-    from planbook.agent.history import prune, replace_head, start_points
+    from planbook.agent.history import prune, replace_head, start_points  # heavy: pydantic-ai
 
     def size(msgs: list[ModelMessage]) -> int:
         return len(json.dumps(dump_messages(msgs), ensure_ascii=False))
@@ -175,8 +168,6 @@ def answer_saved(session: Session, decision_id: str, answer: Answer) -> SavedDec
 
 def recorded_answers(conversation: Conversation) -> dict[str, Answer]:
     """Answers given after the run ended, by the tool call that asked."""
-    from planbook.agent.decisions import Answer
-
     return {
         d.call_id: Answer(choice=d.answer, text=d.answer_text, args=d.answer_args)
         for d in conversation.decisions

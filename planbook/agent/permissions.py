@@ -7,8 +7,6 @@ it removes both the file's rule and the session's copy, so nothing keeps allowin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import ConfigDict
 
 from planbook.engine.rules.file import remove_rule
@@ -16,9 +14,7 @@ from planbook.engine.rules.rule import Rule
 from planbook.errors import UsageMistake
 from planbook.model.base import PlanbookModel
 from planbook.model.events import Event
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 __all__ = ["RuleView", "revoke", "rule_views"]
 

@@ -13,21 +13,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from planbook.agent.config import AgentConfig, config_of, resolve_model
-from planbook.agent.context import Activity, AgentDeps, decisions_of
+from planbook.agent import view
+from planbook.agent.activity import Activity
+from planbook.agent.config import AgentConfig, resolve_model
+from planbook.agent.context import AgentDeps, config_of, decisions_of
 from planbook.agent.memory import Keeper, load_messages, recorded_answers, saved
+from planbook.agent.state import AgentState, state_of
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.errors import PlanbookError, RunStopped, UsageMistake
 from planbook.model.conversation import Conversation
 from planbook.model.events import Event
+from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
-
-    from planbook.sessions.session import Session
 
 _log = logging.getLogger(__name__)
 
@@ -65,13 +67,9 @@ class AgentRun:
         self._task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
-        from planbook.agent import view
-
         return view.text(self)
 
     def _repr_markdown_(self) -> str:
-        from planbook.agent import view
-
         return view.markdown(self)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -139,13 +137,16 @@ class AgentRun:
                 _log.exception("planbook: an activity listener failed")
 
     async def _main(self) -> None:
+        # heavy: pydantic-ai (the agent extra)
+        # heavy: pydantic-ai (the agent extra)
+        # heavy: pydantic-ai (the agent extra)
         from pydantic_ai import Agent
         from pydantic_ai.messages import PartEndEvent
         from pydantic_ai.models.function import FunctionModel
         from pydantic_ai.settings import ModelSettings
         from pydantic_ai.usage import UsageLimits
 
-        from planbook.agent.build import build_agent
+        from planbook.agent.build import build_agent  # heavy: pydantic-ai
 
         session = self.session
         keeper = self.keeper
@@ -206,14 +207,14 @@ class AgentRun:
                         for part in node.model_response.parts:
                             _show(deps, part)
                     if Agent.is_call_tools_node(node):
-                        _unknown_tools(deps, node.model_response)
+                        _unknown_tools(deps, node.model_response, run.ctx.deps.tool_manager.tools)
                     # Each step of the run is in the notebook before the next one starts.
-                    session.extras["agent_history"] = run.all_messages()
+                    state_of(session).history = run.all_messages()
                     keeper.messages(run.all_messages())
                     keeper.flush()
                 assert run.result is not None
                 self.output = run.result.output
-                session.extras["agent_history"] = run.result.all_messages()
+                state_of(session).history = run.result.all_messages()
                 keeper.messages(run.result.all_messages())
             self.status = "finished"
             deps.say("status", "agent finished")
@@ -239,11 +240,11 @@ class AgentRun:
             keeper.flush()
 
 
-def _unknown_tools(deps: AgentDeps, response: Any) -> None:
-    from planbook.agent.build import TOOL_NAMES
+def _unknown_tools(deps: AgentDeps, response: Any, tools: dict[str, Any] | None) -> None:
+    from planbook.agent.build import TOOL_NAMES  # heavy: pydantic-ai
 
     for part in response.tool_calls:
-        if part.tool_name not in TOOL_NAMES:
+        if part.tool_name not in TOOL_NAMES and part.tool_name not in (tools or {}):
             deps.say(
                 "error",
                 f"the model called an unknown tool {part.tool_name!r}; it was told the tools "
@@ -281,6 +282,7 @@ class ProviderRetries(logging.Filter):
 
 
 def _show(deps: AgentDeps, part: Any) -> None:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import TextPart, ThinkingPart
 
     if isinstance(part, ThinkingPart) and part.content.strip():
@@ -296,6 +298,7 @@ def _line(text: str, limit: int = 300) -> str:
 
 def provider_error_line(exc: BaseException) -> str:
     """One line for whatever ended the run, saying that the plan is kept and what to do."""
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.exceptions import (
         ModelAPIError,
         ModelHTTPError,
@@ -326,15 +329,6 @@ def provider_error_line(exc: BaseException) -> str:
     return f"the agent run failed: {type(exc).__name__}: {_line(str(exc), 200)}; {_KEEP}"
 
 
-def _check_idle(session: Session) -> None:
-    current = session.extras.get("agent_run")
-    if isinstance(current, AgentRun) and not current.done():
-        raise UsageMistake(
-            "an agent run is in progress: wait for it, or stop it with "
-            "`%plan stop` (or `run.stop()`)"
-        )
-
-
 def _model_and_answers(session: Session, model: Any) -> tuple[AgentConfig, Model, list[str]]:
     config = config_of(session)
     if model is not None:
@@ -343,43 +337,24 @@ def _model_and_answers(session: Session, model: Any) -> tuple[AgentConfig, Model
     return config, resolve_model(config), answers
 
 
-def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
-    """Have the agent plan ``task``: opens a plan for it and starts the run (as a task)."""
-    if not task.strip():
-        raise UsageMistake('say what to do: `%plan "clean the sales frame"`')
-    _check_idle(session)
+#: What a run opens with: its prompt (None: go on from the history), the history, and the
+#: conversation the notebook keeps.
+Opening: TypeAlias = tuple[str | None, "list[ModelMessage] | None", Conversation]
+
+
+def _start(session: Session, model: Any, begin: Callable[[AgentState], Opening]) -> AgentRun:
+    """The one way a run starts (a task, a revision, ``%plan continue``): refused while one
+    runs, and the model and the rules are checked (each failure one clear line) before ``begin``
+    changes anything; ``begin`` then says what the run opens with."""
+    state = state_of(session)
+    if state.running():
+        raise UsageMistake(
+            "an agent run is in progress: wait for it, or stop it with "
+            "`%plan stop` (or `run.stop()`)"
+        )
     config, resolved, answers = _model_and_answers(session, model)
     session.rules.current()  # a broken rule file is reported now, in one line, not mid-run
-    plan = session.new_plan(task)  # refuses, with a clear line, when steps are still open
-    session.extras.setdefault("revise_with_agent", lambda feedback: revise_task(session, feedback))
-    # A new task starts a fresh conversation; revisions continue it (see revise_task).
-    session.extras.pop("agent_history", None)
-    prompt = f"Task from the person: {task}"
-    conversation = Conversation(plan_id=plan.id, task=task)
-    run = AgentRun(
-        session, prompt, resolved, config, auto_answers=answers, conversation=conversation
-    )
-    session.extras["agent_run"] = run
-    return run.start()
-
-
-def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentRun:
-    """Start the next revision with the person's feedback and let the agent rework the plan."""
-    _check_idle(session)
-    config, resolved, answers = _model_and_answers(session, model)
-    session.rules.current()
-    history, conversation = _history(session)
-    revision = session.revise(feedback)
-    prompt = (
-        f"The person reviewed the plan and asks for changes: {feedback}\n"
-        f"Revision {revision.number} starts as a copy of revision {revision.parent} (kept "
-        "as it was). Withdraw or add steps as needed, then call present_plan again."
-    )
-    if history and _dangling_calls(history):
-        # An interrupted run left calls unanswered: close them so a new prompt can follow.
-        from pydantic_ai.messages import repair_messages
-
-        history = list(repair_messages(history))
+    prompt, history, conversation = begin(state)
     run = AgentRun(
         session,
         prompt,
@@ -389,8 +364,44 @@ def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentR
         history=history,
         conversation=conversation,
     )
-    session.extras["agent_run"] = run
+    state.run = run
     return run.start()
+
+
+def plan_task(session: Session, task: str, *, model: Any = None) -> AgentRun:
+    """Have the agent plan ``task``: opens a plan for it and starts the run (as a task)."""
+    if not task.strip():
+        raise UsageMistake('say what to do: `%plan "clean the sales frame"`')
+
+    def begin(state: AgentState) -> Opening:
+        plan = session.new_plan(task)  # refuses, with a clear line, when steps are still open
+        if state.reviser is None:
+            state.reviser = lambda feedback: revise_task(session, feedback)
+        state.history = None  # a new task starts a fresh conversation; revisions go on with it
+        return f"Task from the person: {task}", None, Conversation(plan_id=plan.id, task=task)
+
+    return _start(session, model, begin)
+
+
+def revise_task(session: Session, feedback: str, *, model: Any = None) -> AgentRun:
+    """Start the next revision with the person's feedback and let the agent rework the plan."""
+
+    def begin(_: AgentState) -> Opening:
+        history, conversation = _history(session)
+        revision = session.revise(feedback)
+        prompt = (
+            f"The person reviewed the plan and asks for changes: {feedback}\n"
+            f"Revision {revision.number} starts as a copy of revision {revision.parent} (kept "
+            "as it was). Withdraw or add steps as needed, then call present_plan again."
+        )
+        if history and _dangling_calls(history):
+            # An interrupted run left calls unanswered: close them so a new prompt can follow.
+            from pydantic_ai.messages import repair_messages  # heavy: pydantic-ai
+
+            history = list(repair_messages(history))
+        return prompt, history, conversation
+
+    return _start(session, model, begin)
 
 
 def _history(session: Session) -> tuple[list[ModelMessage] | None, Conversation]:
@@ -399,13 +410,14 @@ def _history(session: Session) -> tuple[list[ModelMessage] | None, Conversation]
     plan = session.current_plan()
     if conversation.plan_id is not None and plan is not None and conversation.plan_id != plan.id:
         conversation = Conversation(plan_id=plan.id, task=plan.task)  # another task's talk
-    history = session.extras.get("agent_history")
+    history = state_of(session).history
     if history is None and conversation.messages:
         history = load_messages(conversation.messages)
     return history, conversation.model_copy(deep=True)
 
 
 def _dangling_calls(history: list[ModelMessage]) -> bool:
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai.messages import ModelResponse
 
     return bool(history) and isinstance(history[-1], ModelResponse) and bool(history[-1].tool_calls)
@@ -414,43 +426,33 @@ def _dangling_calls(history: list[ModelMessage]) -> bool:
 def continue_task(session: Session, *, model: Any = None) -> AgentRun:
     """``%plan continue``: resume the last run where it stopped (after a restart, a Stop, an
     error), with the answers the person recorded since."""
-    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import ModelResponse  # heavy: pydantic-ai
 
-    _check_idle(session)
-    config, resolved, answers = _model_and_answers(session, model)
-    session.rules.current()
-    history, conversation = _history(session)
-    if not history and not conversation.prompt:
-        raise UsageMistake(
-            'there is no agent conversation to continue: start one with `%plan "task"`'
-        )
-    if (
-        history
-        and isinstance(history[-1], ModelResponse)
-        and not history[-1].tool_calls
-        and conversation.status == "finished"
-    ):
-        raise UsageMistake(
-            "the agent's last run finished: nothing to continue; review the plan with `%plan`, "
-            'or ask for changes with `%plan revise "..."`'
-        )
-    run = AgentRun(
-        session,
-        None if history else conversation.prompt,
-        resolved,
-        config,
-        auto_answers=answers,
-        history=history,
-        conversation=conversation,
-    )
-    session.extras["agent_run"] = run
-    return run.start()
+    def begin(_: AgentState) -> Opening:
+        history, conversation = _history(session)
+        if not history and not conversation.prompt:
+            raise UsageMistake(
+                'there is no agent conversation to continue: start one with `%plan "task"`'
+            )
+        if (
+            history
+            and isinstance(history[-1], ModelResponse)
+            and not history[-1].tool_calls
+            and conversation.status == "finished"
+        ):
+            raise UsageMistake(
+                "the agent's last run finished: nothing to continue; review the plan with "
+                '`%plan`, or ask for changes with `%plan revise "..."`'
+            )
+        return (None if history else conversation.prompt), history, conversation
+
+    return _start(session, model, begin)
 
 
 def stop_run(session: Session) -> bool:
     """Stop the session's agent run, if one is running. True if there was one."""
-    current = session.extras.get("agent_run")
-    if isinstance(current, AgentRun) and not current.done():
-        current.stop()
-        return True
-    return False
+    state = state_of(session)
+    if state.run is None or not state.running():
+        return False
+    state.run.stop()
+    return True

@@ -23,6 +23,7 @@ calls made so far.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from planbook.agent.history import SUMMARY_MARK
 
 __all__ = ["Call", "Scripted"]
 
@@ -107,7 +110,6 @@ class Scripted:
 
 
 def _script_id(calls: list[Call]) -> str:
-    import hashlib
 
     return hashlib.sha256(repr(calls).encode()).hexdigest()[:8]
 
@@ -124,8 +126,6 @@ def _next_index(messages: list[ModelMessage], prefix: str) -> int:
 
 
 def _asks_for_summary(messages: list[ModelMessage]) -> bool:
-    from planbook.agent.history import SUMMARY_MARK
-
     last = messages[-1] if messages else None
     return isinstance(last, ModelRequest) and any(
         isinstance(p, UserPromptPart) and str(p.content).startswith(SUMMARY_MARK)

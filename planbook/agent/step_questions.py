@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 
 from planbook.agent.decisions import Answer, Decisions
+from planbook.agent.state import state_of
 from planbook.errors import UsageMistake
 from planbook.model.events import Event
 from planbook.sessions.session import Session
@@ -67,4 +68,4 @@ def _answered(session: Session, step_id: str, answer: Answer) -> None:
     report = session.answer_step(number, answer.choice)
     if report is not None:
         # The surface that took the answer says how the run went (see magics_agent.answer_line).
-        session.extras["step_question_report"] = report
+        state_of(session).step_question_report = report

@@ -11,8 +11,10 @@ from typing import Literal
 from pydantic_ai import ModelRetry, RunContext
 
 from planbook.agent.context import AgentDeps, todos_of
+from planbook.agent.plan_listing import plan_listing
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
+from planbook.model.events import Event
 from planbook.model.words import count
 
 
@@ -46,8 +48,6 @@ async def read_plan(ctx: RunContext[AgentDeps]) -> str:
     Each request only tells you what changed in the plan since your last one; use this when you
     need to see it all again.
     """
-    from planbook.agent.build import plan_listing
-
     return plan_listing(ctx.deps.session)
 
 
@@ -97,8 +97,6 @@ async def todo_write(ctx: RunContext[AgentDeps], todos: list[Todo]) -> str:
     todo_list.replace(todos)
     if ctx.deps.keeper is not None:
         ctx.deps.keeper.todos(todos)
-    from planbook.model.events import Event
-
     views = todo_list.views(plan)
     session.events.emit(
         Event(

@@ -19,9 +19,11 @@ from pydantic_ai import RunContext
 
 from planbook.agent.context import AgentDeps
 from planbook.agent.inspect_var import describe, user_namespace
+from planbook.agent.staging import propose_shell
 from planbook.engine.rules.classifier import classify
-from planbook.errors import PlanbookError
+from planbook.errors import PlanbookError, UnknownCell
 from planbook.present.bounded import clip, numbered_lines, summarise_output
+from planbook.workspace.sandbox import probe
 from planbook.workspace.walk import folder_listing, walk_files
 
 CELL_SOURCE_LIMIT = 6000
@@ -55,9 +57,8 @@ async def read_cell(ctx: RunContext[AgentDeps], cell_id: str) -> str:
     Args:
         cell_id: The cell's id, as shown by list_cells.
     """
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai import ModelRetry
-
-    from planbook.errors import UnknownCell
 
     cells = {c.id: c for c in ctx.deps.session.cells()}
     cell = cells.get(cell_id)
@@ -112,6 +113,7 @@ async def grep_files(
         path: Folder (or file) to search, relative to the workspace root.
         include: Only files whose name matches this glob, such as `*.py`.
     """
+    # heavy: pydantic-ai (the agent extra)
     from pydantic_ai import ModelRetry
 
     try:
@@ -181,8 +183,6 @@ async def run_read_only_shell(ctx: RunContext[AgentDeps], command: str) -> str:
     Args:
         command: The command line.
     """
-    from planbook.workspace.sandbox import probe
-
     verdict = classify(command)
     if not verdict.read_only:
         return (
@@ -210,8 +210,6 @@ def no_sandbox_warning(reason: str) -> str:
 async def _stage_without_sandbox(ctx: RunContext[AgentDeps], command: str, reason: str) -> str:
     """No sandbox to hold the command: it goes through the plan like any other (staged in plan
     mode, asked in ask mode), and the person is told why in the session's warnings."""
-    from planbook.agent.tools_write import propose_shell
-
     warning = no_sandbox_warning(reason)
     session = ctx.deps.session
     if warning not in session.warnings:

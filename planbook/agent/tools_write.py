@@ -13,33 +13,19 @@ operation (its one-line error becomes a ``ModelRetry``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from pydantic import ConfigDict, Field
-from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+from pydantic_ai import ModelRetry, RunContext
 
 from planbook.agent.context import AgentDeps
+from planbook.agent.staging import propose_shell, stage_change
+from planbook.agent.tools_read import run_read_only_shell
+from planbook.engine.rules.classifier import is_read_only
 from planbook.errors import (
-    OutsideWorkspace,
     PlanbookError,
-    UnknownCell,
-    UnreadableFile,
-    UsageMistake,
 )
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import CellType
-from planbook.model.plan import APPROVED_BY_RULE, Step
 from planbook.model.words import count
-
-#: Tools that execute code or commands (auto-edit mode asks before these).
-EXECUTING = {"run_cell", "shell"}
-
-_QUEUED = (
-    "NOT applied: it is queued in the plan and will not exist until the person approves it. "
-    "Do not retry it. Continue planning (later steps may build on it), and call "
-    "present_plan(summary) when the plan is complete."
-)
 
 
 class Edit(PlanbookModel):
@@ -49,87 +35,6 @@ class Edit(PlanbookModel):
 
     search: str = Field(min_length=1, description="Exact text to find; it must occur exactly once.")
     replace: str = Field(description="Text that takes its place.")
-
-
-def _needs_person(deps: AgentDeps, tool: str, target: str | None) -> bool:
-    from planbook.engine.rules.file import is_protected
-
-    mode = deps.session.mode
-    if mode == "plan":
-        return False  # staged: the plan itself is the person's review
-    if tool != "shell" and is_protected(target):
-        return True  # planbook's rules, pyproject.toml, .git: no rule lets a change skip review
-    rule = deps.rules.decide(tool, target)
-    if rule == "ask":
-        return True
-    if rule == "allow":
-        return False
-    return mode == "ask" or (mode == "auto-edit" and tool in EXECUTING)
-
-
-async def _write(
-    ctx: RunContext[AgentDeps],
-    tool: str,
-    target: str | None,
-    summary: str,
-    propose: Callable[[], Step],
-) -> str:
-    deps = ctx.deps
-    session = deps.session
-    if deps.rules.decide(tool, target) == "deny":
-        return (
-            f"Refused by a permission rule ([tool.planbook] denies {tool} on {target!r}). "
-            "Do not retry; find another way or tell the person."
-        )
-    if not ctx.tool_call_approved and _needs_person(deps, tool, target):
-        raise ApprovalRequired(
-            metadata={"tool": tool, "target": target, "summary": summary, "mode": session.mode}
-        )
-    try:
-        step = propose()
-    except (UsageMistake, UnknownCell, OutsideWorkspace, UnreadableFile) as exc:
-        # The call itself is wrong (bad id, path outside the workspace): the model can fix it.
-        raise ModelRetry(str(exc)) from None
-    plan = session.current_plan()
-    number = plan.steps.index(next(s for s in plan.steps if s.id == step.id)) + 1 if plan else 0
-    new_cell = getattr(step.operation, "cell_id", None) if tool == "insert_cell" else None
-    ids = f"step id {step.id}" + (f", new cell id {new_cell}" if new_cell else "")
-    if session.mode == "plan":
-        deps.say("staged", f"step {number} staged: {summary}", step_id=step.id, number=number)
-        return f"Queued as step {number} ({ids}): {_QUEUED}"
-    protected = deps.rules.protected_reason(step.operation)
-    if step.status == "pending" and protected and not ctx.tool_call_approved:
-        # Protected settings are reviewed in every mode: the policy staged it; leave it there.
-        deps.say("staged", f"step {number} staged for review: {summary}", step_id=step.id)
-        return (
-            f"Staged as step {number} ({ids}) for the person's review, NOT applied: "
-            f"{protected}. Changes to planbook's settings, .git/ and the notebook file are "
-            "always reviewed. Do not retry it; continue."
-        )
-    if step.status == "pending":
-        # The person approved this call (or a rule allows it): run exactly this step now.
-        report = session.approve(
-            f"{number}-{number}", by="ask mode" if ctx.tool_call_approved else APPROVED_BY_RULE
-        )
-        if not report.ok:
-            return f"Step {number} ({ids}) did not apply: {' / '.join(report.lines())}"
-        if plan is not None:
-            # The task's next change joins this plan (one plan per task in ask mode too).
-            plan = session.keep_open(plan.id)
-        step = (session.current_plan() or plan).find_step(step.id) or step  # type: ignore[union-attr]
-    result = _result_message(session, step.id)
-    deps.say("staged", f"step {number} applied: {summary}", step_id=step.id, number=number)
-    return f"Applied as step {number} ({ids}), behind a checkpoint: {step.status}" + (
-        f"\n{result}" if result else ""
-    )
-
-
-def _result_message(session: Any, step_id: str) -> str:
-    plan = session.current_plan()
-    if plan is None:
-        return ""
-    results = [r for r in plan.results if r.step_id == step_id]
-    return results[-1].message[:4000] if results else ""
 
 
 async def insert_cell(
@@ -152,7 +57,7 @@ async def insert_cell(
         run: Also run the new cell once approved.
     """
     where = f"after {after}" if after else f"before {before}" if before else "at the end"
-    return await _write(
+    return await stage_change(
         ctx,
         "insert_cell",
         None,
@@ -174,7 +79,7 @@ async def edit_cell(
         reason: Why the change is wanted.
         run: Also run the cell once approved.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "edit_cell",
         cell_id,
@@ -190,7 +95,7 @@ async def delete_cell(ctx: RunContext[AgentDeps], cell_id: str, reason: str) -> 
         cell_id: Id of the cell to remove.
         reason: Why.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "delete_cell",
         cell_id,
@@ -209,7 +114,7 @@ async def move_cell(
         after: Id of the cell it goes after, or null for the top.
         reason: Why.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "move_cell",
         cell_id,
@@ -225,7 +130,7 @@ async def run_cell(ctx: RunContext[AgentDeps], cell_id: str, reason: str) -> str
         cell_id: Id of the code cell (a cell inserted by an earlier step may be used).
         reason: Why.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "run_cell",
         cell_id,
@@ -242,7 +147,7 @@ async def write_file(ctx: RunContext[AgentDeps], path: str, content: str, reason
         content: The file's complete new text.
         reason: Why.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "write_file",
         path,
@@ -260,7 +165,7 @@ async def edit_file(ctx: RunContext[AgentDeps], path: str, edits: list[Edit], re
         reason: Why.
     """
     plain = [e.model_dump() for e in edits]
-    return await _write(
+    return await stage_change(
         ctx,
         "edit_file",
         path,
@@ -276,7 +181,7 @@ async def delete_file(ctx: RunContext[AgentDeps], path: str, reason: str) -> str
         path: Path relative to the workspace root.
         reason: Why.
     """
-    return await _write(
+    return await stage_change(
         ctx,
         "delete_file",
         path,
@@ -295,9 +200,6 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
         reason: Why.
         timeout: Seconds before it is stopped.
     """
-    from planbook.agent.tools_read import run_read_only_shell
-    from planbook.engine.rules.classifier import is_read_only
-
     if is_read_only(command) and ctx.deps.rules.decide("shell", command) is None:
         # Certainly read-only: no need to clutter the plan with it (a rule may still say ask).
         # It runs in the OS sandbox; with no sandbox it is staged after all.
@@ -306,19 +208,6 @@ async def shell(ctx: RunContext[AgentDeps], command: str, reason: str, timeout: 
             return answer
         return "(read-only, so it ran at once in the sandbox instead of being staged)\n" + answer
     return await propose_shell(ctx, command, reason, timeout=timeout)
-
-
-async def propose_shell(
-    ctx: RunContext[AgentDeps], command: str, reason: str, *, timeout: float
-) -> str:
-    """Put a shell command through the policy (staged, asked or applied by mode and rules)."""
-    return await _write(
-        ctx,
-        "shell",
-        command,
-        f"shell: {command[:80]}",
-        lambda: ctx.deps.session.propose.shell(command, reason=reason, timeout=timeout),
-    )
 
 
 async def withdraw_step(ctx: RunContext[AgentDeps], step_number: int, reason: str) -> str:

@@ -6,13 +6,26 @@ rich display, so ``run = await session.plan(...)`` shows the same thing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from planbook.agent.activity import Activity
 from planbook.agent.context import decisions_of
 from planbook.present.safe import md_code, md_prose, md_text, visible
+from planbook.sessions.session import Session
 
-if TYPE_CHECKING:
-    from planbook.agent.run import AgentRun
+
+class Shown(Protocol):
+    """What is shown of a run (``planbook.agent.run.AgentRun``)."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def activity(self) -> list[Activity]: ...
+    @property
+    def error(self) -> str | None: ...
+
 
 ICONS = {
     "status": "·",
@@ -26,7 +39,7 @@ ICONS = {
 SHOWN = 25
 
 
-def markdown(run: AgentRun) -> str:
+def markdown(run: Shown) -> str:
     """The run as markdown: the model's lines keep their formatting but never HTML, links or
     images (``md_prose``); ids, options and errors are plain words or code."""
     lines = [f"**planbook agent** · {md_text(run.status)}"]
@@ -43,7 +56,7 @@ def markdown(run: AgentRun) -> str:
     return "\n".join(lines)
 
 
-def text(run: AgentRun) -> str:
+def text(run: Shown) -> str:
     """The run for a terminal; control characters in what the model sent show as escapes."""
     lines = [f"planbook agent: {run.status}"]
     lines += [f"  {ICONS.get(a.type, '-')} {a.message}" for a in run.activity[-SHOWN:]]

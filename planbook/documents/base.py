@@ -11,13 +11,10 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
-from pydantic import ConfigDict, Field
+from planbook.model.cell import Cell
 
-from planbook.model.base import PlanbookModel
-
-CellType = Literal["code", "markdown", "raw"]
 #: A path below ``notebook.metadata[key]``: ("plans", "p-1") names metadata[key]["plans"]["p-1"].
 MetadataPath = tuple[str, ...]
 
@@ -29,20 +26,6 @@ class _Delete:
 
 #: In ``update_metadata``: remove the entry at this path.
 DELETE: Final = _Delete()
-
-
-class Cell(PlanbookModel):
-    """One cell, in nbformat 4.5 terms (outputs are nbformat output dicts)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    cell_type: CellType = "code"
-    source: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    outputs: list[dict[str, Any]] = Field(default_factory=list)
-    execution_count: int | None = None
-    attachments: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

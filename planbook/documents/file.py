@@ -113,6 +113,7 @@ class FileNotebook(NodeNotebook):
 
 def _converted(text: str, name: str) -> tuple[dict[str, Any], str]:
     """An nbformat 3 (or older) notebook, converted to 4 as Jupyter does when it opens one."""
+    # heavy: nbformat (its JSON schema)
     import nbformat
 
     try:

@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from planbook.documents.base import NotebookDocument
+from planbook.documents.file import FileNotebook
+from planbook.documents.headless import HeadlessRun, Unnamed, find_run, open_headless
 from planbook.documents.live.document import open_live
+from planbook.documents.memory import MemoryNotebook
+from planbook.documents.page import PageNotebook
 from planbook.errors import LiveConnectionError
 
 log = logging.getLogger("planbook.locate")
@@ -88,6 +92,7 @@ def notebook_path_from_env() -> Path | None:
 def kernel_id() -> str | None:
     """This kernel's id, from its connection file name (``kernel-<id>.json``)."""
     try:
+        # heavy: ipykernel
         from ipykernel import get_connection_file
 
         name = Path(get_connection_file()).name
@@ -102,6 +107,7 @@ def running_servers() -> list[ServerInfo]:
     """The servers that wrote a ``jpserver-*.json`` in the runtime dir and still run. (Read
     here rather than with jupyter_server's list_running_servers: importing that takes 2 s.)"""
     try:
+        # heavy: jupyter_core
         from jupyter_core.paths import jupyter_runtime_dir
 
         runtime = Path(jupyter_runtime_dir())
@@ -229,9 +235,6 @@ def open_document(
 
     ``live=False`` never opens a collaboration room; ``live=True`` raises if it cannot.
     """
-    from planbook.documents.file import FileNotebook
-    from planbook.documents.memory import MemoryNotebook
-
     explicit = Path(notebook).resolve() if notebook is not None else None
     found = find_server(server_url, token) if live is not False else None
     server, rel = found if found else (None, None)
@@ -320,8 +323,6 @@ def _headless(user_ns: dict[str, Any] | None, explicit: Path | None) -> Located 
     saying how to name it when the run's notebook is unclear, or None (not a headless run).
     A notebook given explicitly is that run's document only when it is the run's notebook
     (so a run that overwrites it still refuses to save)."""
-    from planbook.documents.headless import HeadlessRun, Unnamed, find_run, open_headless
-
     run = find_run(_namespace(user_ns))
     if explicit is not None:
         if not isinstance(run, HeadlessRun) or run.notebook != explicit:
@@ -338,6 +339,7 @@ def _namespace(user_ns: dict[str, Any] | None) -> dict[str, Any] | None:
     if user_ns is not None:
         return user_ns
     try:
+        # heavy: IPython
         from IPython import get_ipython
 
         shell = get_ipython()
@@ -382,7 +384,6 @@ def page_document(server: ServerInfo | None, path: Path, why: str) -> NotebookDo
         return None
     if server.has_collaboration():
         return None
-    from planbook.documents.page import PageNotebook
 
     return PageNotebook.from_file(
         path,
@@ -395,6 +396,7 @@ def page_document(server: ServerInfo | None, path: Path, why: str) -> NotebookDo
 
 def _has_comm() -> bool:
     try:
+        # heavy: ipykernel
         from ipykernel.kernelbase import Kernel
     except ImportError:
         return False
@@ -405,6 +407,7 @@ def labextension_enabled(name: str = "planbook") -> bool:
     """planbook's JupyterLab extension is installed where the server looks for prebuilt
     extensions, and no page_config.json disables it."""
     try:
+        # heavy: jupyter_core
         from jupyter_core.paths import jupyter_config_path, jupyter_path
     except ImportError:
         return False
@@ -427,6 +430,7 @@ def _vscode_path(user_ns: dict[str, Any] | None) -> Path | None:
     ns = user_ns
     if ns is None:
         try:
+            # heavy: IPython
             from IPython import get_ipython
 
             shell = get_ipython()

@@ -1,16 +1,18 @@
 """One holder at a time for a notebook file, across threads and processes.
 
-An OS lock (``fcntl.flock``) on a small file beside the notebook, ``.NAME.ipynb.planbook-lock``.
-The notebook itself cannot carry the lock: every save replaces it with a new file (atomic
-rename), and a lock on the old inode would protect nothing. The lock file is removed when the
-last holder lets go, so a folder shows it only while a transaction is under way.
+The OS lock (``fcntl.flock``) is taken on the notebook's folder itself, opened read-only. Not on
+the notebook: every save replaces it with a new file (atomic rename), and a lock on the old
+inode would protect nothing. Not on a lock file beside it either, as earlier versions did: a
+cleanup that deletes the file while one process holds it (``git clean -X``, ``rm .*-lock``) let
+a second process create a new one and hold it at the same time. A folder that holds the notebook
+cannot be deleted from under it, so mutual exclusion survives any cleanup, and nothing is ever
+written beside the notebook. The price: transactions on notebooks of one folder take turns
+across processes. They are short (no step's code runs under the lock) and a folder rarely has
+many notebooks changed at the same moment.
 
-Removing a lock file is safe only with care: a waiter may have opened the file that the holder
-is about to unlink. So the holder unlinks while it still holds the lock, and every process that
-obtains a lock checks that its file is still the one at the path; if not, it tries again.
-
-Within one process the lock is reentrant and shared by every document on the same file (a
-kernel may hold two sessions on one notebook), and a thread waits for another thread's hold.
+Within one process the lock is reentrant for a thread and shared by every notebook of the same
+folder (a kernel may hold two sessions on one notebook, or a transaction on one notebook may
+read another), and a thread waits for another thread's hold.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -34,19 +35,84 @@ WAIT_SECONDS = 60.0
 _POLL = 0.005
 
 
-def lock_path(notebook: Path) -> Path:
-    return notebook.parent / f".{notebook.name}.planbook-lock"
+class _FolderLock:
+    """The process's one hold on a folder: a thread-reentrant mutex over one ``flock``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.mutex = threading.RLock()
+        self.depth = 0
+        self._fd: int | None = None
+
+    def acquire(self, wait: float, name: str) -> None:
+        deadline = time.monotonic() + wait
+        if not self.mutex.acquire(timeout=max(wait, 0.0)):
+            raise _timeout(name)
+        try:
+            if self.depth == 0:
+                self._fd = self._lock(deadline, name)
+            self.depth += 1
+        except BaseException:
+            self.mutex.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            self.depth -= 1
+            if self.depth == 0 and self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)  # closing the only descriptor releases the flock
+        finally:
+            self.mutex.release()
+
+    def _lock(self, deadline: float, name: str) -> int:
+        fd = _open_folder(self.folder, name)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise _timeout(name) from None
+                    time.sleep(_POLL)
+                except OSError as exc:  # a file system without flock on folders
+                    raise MetadataError(
+                        f"cannot lock the folder of {name} ({os.strerror(exc.errno or 0)}); "
+                        "planbook needs a local file system that supports flock"
+                    ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+def _open_folder(folder: Path, name: str) -> int:
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            why = "it no longer exists"
+        elif exc.errno in (errno.EACCES, errno.EPERM):
+            why = "it cannot be read: planbook needs to read that folder"
+        else:
+            why = os.strerror(exc.errno or 0)
+        raise MetadataError(f"cannot lock {name}: its folder {folder} ({why})") from None
+
+
+def _timeout(name: str) -> MetadataError:
+    return MetadataError(
+        f"another process has held {name} (or a notebook in its folder) for over "
+        f"{WAIT_SECONDS:g} s; check for a stuck planbook or kernel, then try again"
+    )
 
 
 class NotebookLock:
     """Reentrant across threads of this process, exclusive across processes."""
 
-    def __init__(self, notebook: Path) -> None:
+    def __init__(self, notebook: Path, folder: _FolderLock) -> None:
         self.notebook = notebook
-        self.path = lock_path(notebook)
-        self._mutex = threading.RLock()
+        self._folder = folder
         self._depth = 0
-        self._fd: int | None = None
 
     @property
     def held(self) -> bool:
@@ -55,89 +121,16 @@ class NotebookLock:
 
     @contextmanager
     def hold(self, wait: float | None = None) -> Iterator[None]:
-        with self._mutex:
-            if self._depth == 0:
-                self._fd = self._acquire(WAIT_SECONDS if wait is None else wait)
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    self._release()
-
-    def _acquire(self, wait: float) -> int:
-        deadline = time.monotonic() + wait
-        while True:
-            fd = self._open()
-            try:
-                if self._try_lock(fd, deadline) and self._still_current(fd):
-                    return fd
-            except BaseException:
-                os.close(fd)
-                raise
-            os.close(fd)  # the holder removed this file as it let go: take the new one
-
-    def _open(self) -> int:
-        flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        self._folder.acquire(WAIT_SECONDS if wait is None else wait, self.notebook.name)
+        self._depth += 1  # only ever changed under the folder's mutex
         try:
-            fd = os.open(self.path, flags, 0o644)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise MetadataError(
-                    f"{self.path.name} beside the notebook is a symlink; planbook will not "
-                    "follow it: remove it and try again"
-                ) from None
-            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                raise MetadataError(
-                    f"cannot create the lock file {self.path.name} beside {self.notebook.name} "
-                    f"({os.strerror(exc.errno)}); planbook needs to write in that folder"
-                ) from None
-            raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise MetadataError(
-                f"{self.path.name} beside the notebook is not a regular file; remove it and "
-                "try again"
-            )
-        return fd
-
-    def _try_lock(self, fd: int, deadline: float) -> bool:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise MetadataError(
-                        f"another process has held {self.notebook.name} for over "
-                        f"{WAIT_SECONDS:g} s; check for a stuck planbook or kernel, then try "
-                        "again"
-                    ) from None
-                time.sleep(_POLL)
-
-    def _still_current(self, fd: int) -> bool:
-        try:
-            now = os.stat(self.path, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        mine = os.fstat(fd)
-        return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
-
-    def _release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            # Unlink while still holding: a waiter on this file sees it is gone and retries.
-            if self._still_current(fd):
-                os.unlink(self.path)
-        except OSError:
-            pass  # a read-only folder keeps the file: harmless, it is only a lock
+            yield
         finally:
-            os.close(fd)  # closing the last descriptor releases the flock
+            self._depth -= 1
+            self._folder.release()
 
 
+_folders: dict[Path, _FolderLock] = {}
 _registry: dict[Path, NotebookLock] = {}
 _registry_mutex = threading.Lock()
 
@@ -147,5 +140,9 @@ def notebook_lock(notebook: Path) -> NotebookLock:
     with _registry_mutex:
         lock = _registry.get(notebook)
         if lock is None:
-            lock = _registry[notebook] = NotebookLock(notebook)
+            folder = notebook.parent
+            shared = _folders.get(folder)
+            if shared is None:
+                shared = _folders[folder] = _FolderLock(folder)
+            lock = _registry[notebook] = NotebookLock(notebook, shared)
         return lock

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from planbook.documents.base import Cell
 from planbook.documents.nbnode import NodeNotebook, assign_ids, normalize, to_raw
 from planbook.documents.serializer import JUPYTER
+from planbook.model.cell import Cell
 
 
 class MemoryNotebook(NodeNotebook):

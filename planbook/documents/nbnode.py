@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, MetadataPath, apply_metadata_changes
+from planbook.documents.base import CellPlace, MetadataPath, apply_metadata_changes
 from planbook.documents.serializer import (
     JUPYTER,
     Style,
@@ -28,6 +28,7 @@ from planbook.documents.serializer import (
     split_text,
 )
 from planbook.errors import MetadataError, UnknownCell
+from planbook.model.cell import Cell
 
 Tree = dict[str, Any]
 CELL_TYPES = ("code", "markdown", "raw")
@@ -138,12 +139,30 @@ def to_raw(cell: Cell, style: Style, old: Tree | None = None, was: Cell | None =
             else [split_output(o, style) for o in cell.outputs]
         )
     elif cell.attachments is not None:
-        fields["attachments"] = {k: split_bundle(v, style) for k, v in cell.attachments.items()}
+        # Kept as stored while unchanged: a file may hold an attachment unsplit (an SVG as one
+        # string) although nbformat would split it; a save must not rewrite what no step changed.
+        same = old is not None and was is not None and isinstance(old.get("attachments"), dict)
+        fields["attachments"] = (
+            old["attachments"]  # type: ignore[index]
+            if same and cell.attachments == was.attachments  # type: ignore[union-attr]
+            else {k: _kept_bundle(v, old, k, was, style) for k, v in cell.attachments.items()}
+        )
     if old is None:
         return fields
     out = {k: fields.get(k, v) for k, v in old.items() if k in fields or k not in _KNOWN_KEYS}
     out.update((k, v) for k, v in fields.items() if k not in out)
     return out
+
+
+def _kept_bundle(
+    bundle: dict[str, Any], old: Tree | None, name: str, was: Cell | None, style: Style
+) -> dict[str, Any]:
+    """One attachment of a changed set: as stored when that attachment is unchanged."""
+    if old is not None and was is not None and was.attachments is not None:
+        stored = old["attachments"].get(name) if isinstance(old.get("attachments"), dict) else None
+        if stored is not None and was.attachments.get(name) == bundle:
+            return stored
+    return split_bundle(bundle, style)
 
 
 class NodeNotebook:

@@ -37,11 +37,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from planbook.documents.base import DELETE, Cell, CellType, MetadataPath, apply_metadata_changes
+from planbook.documents.base import DELETE, MetadataPath, apply_metadata_changes
 from planbook.documents.nbnode import NodeNotebook, Tree, assign_ids, normalize, to_raw
 from planbook.documents.serializer import join_text
 from planbook.errors import TransactionFailed, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
+from planbook.model.cell import Cell, CellType
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -111,8 +112,6 @@ PageMessage = Annotated[PageCells | PageApplied | PageRefused, Field(discriminat
 _MESSAGE: TypeAdapter[PageCells | PageApplied | PageRefused] = TypeAdapter(
     PageMessage, config=DEFERRED
 )
-#: The ``type`` of every message the page sends about its document.
-PAGE_TYPES = frozenset({"cells", "applied", "refused"})
 
 
 def parse_page_message(content: object) -> PageCells | PageApplied | PageRefused:

@@ -11,40 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from planbook.documents.base import Cell
 from planbook.errors import UnknownCellName, UsageMistake
+from planbook.model.cell import Cell, first_line, short_ids, tags_of
 from planbook.model.words import count
 
-#: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
-SHORT_ID = 8
-#: ...and ids up to this long whole: those are names people gave (``load-penguins``), not the
-#: front end's random UUIDs.
-WHOLE_ID = 16
 #: A prefix shorter than this is too easily a typo that happens to match.
 MIN_PREFIX = 4
 _POSITION = re.compile(r"^#(\d+)$")
-
-
-def first_line(source: str, width: int = 60) -> str:
-    line = next((x.strip() for x in source.splitlines() if x.strip()), "")
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def short_ids(ids: Sequence[str]) -> dict[str, str]:
-    """Each id cut to the shortest prefix of at least ``SHORT_ID`` characters that no other id
-    shares: what a person can copy from ``%plan cells`` and paste as an anchor."""
-    out: dict[str, str] = {}
-    for cell_id in ids:
-        if len(cell_id) <= WHOLE_ID:
-            out[cell_id] = cell_id
-            continue
-        size = SHORT_ID
-        while size < len(cell_id) and any(
-            o != cell_id and o.startswith(cell_id[:size]) for o in ids
-        ):
-            size += 1
-        out[cell_id] = cell_id[:size]
-    return out
 
 
 def describe(cells: Sequence[Cell], cell_id: str) -> str:
@@ -55,11 +28,6 @@ def describe(cells: Sequence[Cell], cell_id: str) -> str:
             text = first_line(cell.source, 30)
             return f"#{number} {short}" + (f" ({text})" if text else "")
     return cell_id
-
-
-def tags_of(cell: Cell) -> list[str]:
-    tags = cell.metadata.get("tags") if isinstance(cell.metadata, dict) else None
-    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) -> str:

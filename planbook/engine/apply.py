@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument
+from planbook.documents.base import CellPlace, NotebookDocument
 from planbook.engine.checkpoints import Targets, place_hash
 from planbook.engine.hashing import ABSENT, bytes_hash
 from planbook.engine.projection import apply_text_edits
 from planbook.errors import ConflictError, UnknownCell
+from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -14,6 +15,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -29,7 +31,7 @@ def targets_of(op: AnyOperation) -> Targets:
             return Targets(cells=[op.cell_id])
         case WriteFile() | EditFile() | DeleteFile():
             return Targets(files=[op.path])
-        case Shell():
+        case Shell() | McpCall():
             return Targets()
 
 
@@ -39,7 +41,7 @@ def current_hash(op: AnyOperation, document: NotebookDocument, workspace: Worksp
             return place_hash(document.find_cell(op.cell_id))
         case WriteFile() | EditFile() | DeleteFile():
             return bytes_hash(workspace.read_bytes(op.path))
-        case Shell():
+        case Shell() | McpCall():
             return ABSENT
 
 

@@ -132,6 +132,9 @@ def approval_hash(steps: Sequence[Step]) -> str:
     return sha256(b"[" + b",".join(map(_payload_text, steps)) + b"]")
 
 
+#: How many step texts are remembered: more than the steps of the longest plan checked at
+#: once (a plan of 10,000 steps emptied a cache of 10,000 at every check and hashed afresh).
+_TEXTS_KEPT = 100_000
 #: id(step) -> (the step, what its text was made from, the text); see ``_payload_text``.
 _TEXTS: dict[int, tuple[Step, tuple[object, ...], bytes]] = {}
 
@@ -145,7 +148,7 @@ def _payload_text(step: Step) -> bytes:
     if hit is not None and hit[0] is step and hit[1][0] is made_of[0] and hit[1] == made_of:
         return hit[2]
     text = canonical_json(step_payload(step))
-    if len(_TEXTS) > 10_000:  # steps of plans long gone: start afresh
+    if len(_TEXTS) > _TEXTS_KEPT:  # steps of plans long gone: start afresh
         _TEXTS.clear()
     _TEXTS[id(step)] = (step, made_of, text)
     return text

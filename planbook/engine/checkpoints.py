@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, NotebookDocument, index_of
+from planbook.documents.base import CellPlace, NotebookDocument, index_of
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.workspace.files import Workspace
 
@@ -64,6 +65,24 @@ class CheckpointWriter:
         self.blobs = blobs
         #: cell id -> (the cell before the change, whether its outputs are part of the change)
         self._before: dict[str, tuple[Cell, bool]] = {}
+        #: id(snapshot) -> what it holds, read before a rollback writes anything (``preload``)
+        self._loaded: dict[int, tuple[CellSnapshot | FileSnapshot, Any]] = {}
+
+    def preload(self, snaps: list[CellSnapshot | FileSnapshot]) -> None:
+        """Read (inflate and check) everything ``snaps`` hold before anything is restored: a
+        blob that is missing, corrupted or a compression bomb then refuses the whole rollback
+        in one line with nothing written, not half of it after some files were."""
+        self._loaded = {}
+        for snap in snaps:
+            if isinstance(snap, CellSnapshot):
+                if snap.exists:
+                    self._loaded[id(snap)] = (snap, old_fields(self.blobs, snap))
+            elif snap.exists and snap.blob is not None:
+                self._loaded[id(snap)] = (snap, self.blobs.get(snap.blob))
+
+    def _preloaded(self, snap: CellSnapshot | FileSnapshot) -> Any:
+        hit = self._loaded.get(id(snap))
+        return hit[1] if hit is not None and hit[0] is snap else None
 
     def snapshot_cells(self, cell_ids: list[str], *, outputs: bool = False) -> list[CellSnapshot]:
         """Where each cell stands before the change. What it holds is recorded by
@@ -134,7 +153,8 @@ class CheckpointWriter:
         return parts
 
     def old_fields(self, snap: CellSnapshot) -> dict[str, Any]:
-        return old_fields(self.blobs, snap)
+        loaded = self._preloaded(snap)
+        return dict(loaded) if loaded is not None else old_fields(self.blobs, snap)
 
     def file_hash(self, path: str) -> str:
         return bytes_hash(self.workspace.read_bytes(path))
@@ -185,7 +205,9 @@ class CheckpointWriter:
             self.workspace.delete(snap.path)
             return
         assert snap.blob is not None
-        self.workspace.write_bytes(snap.path, self.blobs.get(snap.blob))
+        loaded = self._preloaded(snap)
+        data = loaded if isinstance(loaded, bytes) else self.blobs.get(snap.blob)
+        self.workspace.write_bytes(snap.path, data)
         if snap.mode is not None:
             self.workspace.check_writable(snap.path).chmod(snap.mode)
 
@@ -209,7 +231,7 @@ def old_fields(blobs: BlobStore, snap: CellSnapshot) -> dict[str, Any]:
         elif "blob" in part:
             fields[name] = json.loads(blobs.get(part["blob"]))
         elif "z" in part:
-            fields[name] = json.loads(decode_blob(part["z"]))
+            fields[name] = json.loads(decode_blob(part["z"], f"the old {name} of {snap.cell_id!r}"))
         else:
             fields[name] = json.loads(part["json"])
     return fields

@@ -13,6 +13,8 @@ import threading
 from functools import cache
 
 _active: set[str] = set()
+#: Runners on another host that the person took over (engine/takeover.py): treated as gone.
+_given_up: set[str] = set()
 _active_mutex = threading.Lock()
 
 
@@ -45,6 +47,17 @@ def describe(token: str) -> str:
     return f"process {pid} on {host}"
 
 
+def on_this_host(token: str) -> bool:
+    return token.partition(":")[0] == _host()
+
+
+def give_up(token: str) -> None:
+    """The person took over from ``token``'s runner: from now on this process treats it as
+    gone (the step records no longer name it once settled)."""
+    with _active_mutex:
+        _given_up.add(token)
+
+
 def is_alive(token: str | None, step_id: str) -> bool:
     """Whether the process named by ``token`` may still be running step ``step_id``.
 
@@ -58,7 +71,8 @@ def is_alive(token: str | None, step_id: str) -> bool:
             return step_id in _active
     host, _, rest = token.partition(":")
     if host != _host():
-        return True
+        with _active_mutex:
+            return token not in _given_up
     pid_text, _, start = rest.partition(":")
     if not pid_text.isdigit():
         return False

@@ -6,10 +6,11 @@ starts as a copy, so every approval keeps naming exactly what it approved.
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
+from planbook.engine.rules.runs_later import reason as runs_later_reason
 from planbook.errors import UnknownStep, UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -96,14 +97,17 @@ def stage(
     depends = [proj.touched_by[target_of(op)]] if target_of(op) in proj.touched_by else []
     # An anchor only needs to exist: a step depends on the one that creates it, not on edits.
     depends += [proj.created_by[a] for a in anchors_of(op) if a in proj.created_by]
+    # It runs code the next time a kernel, git or an editor starts: high risk, and why.
+    runs_later = runs_later_reason(op, workspace.root) if workspace is not None else None
     step = Step(
         operation=op,
         reason=reason,
-        risk=risk_of(op, proj),
+        risk="high" if runs_later else risk_of(op, proj),
         base=proj.target_hash(op),
         depends_on=tuple(dict.fromkeys(depends)),
         run_at_approval=run_at_approval,
         origin=origin,
+        runs_later=runs_later,
     )
     editable(plan, "added a step").steps.append(step)
     plan.fire("stage")

@@ -11,11 +11,12 @@ of the record is older), and says in one line what it found.
 
 from __future__ import annotations
 
-from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.base import NotebookDocument
 from planbook.engine.checkpoints import cell_state_hash
 from planbook.engine.hashing import cell_hash
 from planbook.engine.store import Store, older_copy
 from planbook.errors import MetadataError
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.model.plan import Plan, Step, StepResult

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planbook.documents.nbnode import normalize
+from planbook.documents.serializer import JUPYTER, Encoder, detect
 from planbook.errors import MetadataError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.store import PlanbookState
@@ -121,9 +123,6 @@ def was_pruned(state: PlanbookState, ref: str) -> bool:
 def strip_text(text: str, where: str = "the notebook") -> str:
     """The notebook without planbook's metadata, in the file's own style; unchanged text when
     there is none (so it works as a git clean filter, run on every ``git add``)."""
-    from planbook.documents.nbnode import normalize
-    from planbook.documents.serializer import JUPYTER, Encoder, detect
-
     try:
         nb = json.loads(text)
     except ValueError as exc:

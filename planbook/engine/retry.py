@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planbook.documents.base import Cell, new_cell_id
+from planbook.documents.base import new_cell_id
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.operations import AnyOperation, EditCell, InsertCell, RunCell, Shell
 from planbook.model.plan import Step
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planbook.engine.projection import Projection
+from planbook.engine.rules.classifier import is_read_only
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -10,6 +11,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -19,10 +21,6 @@ from planbook.model.plan import Risk
 
 
 def shell_is_read_only(command: str) -> bool:
-    try:
-        from planbook.engine.rules.classifier import is_read_only
-    except ImportError:  # the classifier is optional here: without it, every command is a write
-        return False
     return is_read_only(command)
 
 
@@ -38,3 +36,5 @@ def risk_of(op: AnyOperation, proj: Projection) -> Risk:
             return "high"
         case Shell():
             return "low" if shell_is_read_only(op.command) else "high"
+        case McpCall():
+            return "high"  # it acts outside planbook: no checkpoint can undo it

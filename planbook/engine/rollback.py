@@ -68,6 +68,23 @@ def rollback(
                 f"{', '.join(changed)} changed after the step ran; rolling back would overwrite "
                 "that: use `%rollback --force` to do it anyway, or keep the change"
             )
+    everything: list[CellSnapshot | FileSnapshot] = []
+    for cp in undo:
+        everything += [*cp.cells, *cp.files]
+    writer.preload(everything)
+    try:
+        return _restore(store, writer, target, undo, newest)
+    finally:
+        writer.preload([])  # what it read is not kept past the rollback
+
+
+def _restore(
+    store: Store,
+    writer: CheckpointWriter,
+    target: Checkpoint,
+    undo: list[Checkpoint],
+    newest: dict[str, CellSnapshot | FileSnapshot],
+) -> Checkpoint:
     seq = max(c.seq for c in store.state.checkpoints) + 1
     record = Checkpoint(
         seq=seq,

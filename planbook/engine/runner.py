@@ -57,6 +57,7 @@ class _StreamTo(io.TextIOBase):
 
 @contextmanager
 def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
+    # heavy: IPython
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
 
@@ -154,6 +155,7 @@ class NoKernelRunner:
 
 def default_runner() -> CodeRunner:
     try:
+        # heavy: IPython
         from IPython import get_ipython
     except ImportError:
         return NoKernelRunner()

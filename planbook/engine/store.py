@@ -125,10 +125,17 @@ def _steps_by_id(plans: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
     return out
 
 
+#: What a checkpoint's label adds for steps whose effect no checkpoint holds.
+UNDONE_NOTES = {
+    "shell": ": shell commands are not undone by rollback",
+    "mcp_call": ": MCP calls are not undone by rollback",
+}
+
+
 def default_label(number: int, kind: str) -> str:
     """The label the executor gives the checkpoint it writes before step ``number``."""
     label = f"before step {number} ({kind})"
-    return label + (": shell commands are not undone by rollback" if kind == "shell" else "")
+    return label + UNDONE_NOTES.get(kind, "")
 
 
 def empty_state() -> PlanbookState:
@@ -160,10 +167,36 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
 
     with invalid_as(corrupted, whole="(top level)"):
         state = PlanbookState.model_validate(from_layout(raw))
+    clash = duplicate_id(state)
+    if clash is not None:
+        raise corrupted(*clash)
     state.schema_version = SCHEMA_VERSION
     # in seq order, as they are appended (schema 2 is read that way; schema 1 as written)
     state.checkpoints.sort(key=lambda c: c.seq)
     return state
+
+
+def duplicate_id(state: PlanbookState) -> tuple[str, str] | None:
+    """(where, what) of the first step id that names two records: two steps of one revision,
+    steps of two plans, or a step and a plan or checkpoint. An approval names steps by id, so
+    such a plan would approve both and run one: it is refused as corrupted instead."""
+    owners: dict[str, str] = {p.id: f"plan {p.id}" for p in state.plans}
+    owners.update((c.id, f"checkpoint {c.id}") for c in state.checkpoints)
+    for plan in state.plans:
+        in_plan: set[str] = set()
+        for revision in plan.revisions:
+            seen: set[str] = set()
+            for step in revision.steps:
+                if step.id in seen:
+                    where = f"plans/{plan.id}/revision {revision.number}"
+                    return where, f"step id {step.id!r} is used by two steps"
+                seen.add(step.id)
+                other = owners.get(step.id)
+                if other is not None:
+                    return f"plans/{plan.id}", f"step id {step.id!r} is also the id of {other}"
+            in_plan |= seen
+        owners.update((step_id, f"a step of plan {plan.id}") for step_id in in_plan)
+    return None
 
 
 class Store:

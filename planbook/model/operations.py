@@ -6,9 +6,10 @@ cell when other cells are added above it. The field docs reach the agent's tool 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from planbook.model.base import PlanbookModel
 
@@ -106,6 +107,46 @@ class Shell(_Op):
     timeout: float = Field(default=60.0, gt=0, description="Seconds before it is stopped.")
 
 
+class McpCall(_Op):
+    """Call a tool of an MCP server configured in planbook.toml (``[mcp.servers.NAME]``).
+
+    What the tool does happens outside planbook (a tracker, a database, a remote service), so
+    no checkpoint can undo it: rollback leaves it as it is, and the review says so."""
+
+    kind: Literal["mcp_call"] = "mcp_call"
+    server: str = Field(
+        min_length=1, description="The server's name, as in planbook.toml's [mcp.servers.NAME]."
+    )
+    tool: str = Field(min_length=1, description="The tool's name on that server.")
+    arguments: str = Field(
+        default="{}",
+        description="The tool's arguments: a JSON object, kept in canonical form (sorted keys) "
+        "so the approval hash covers exactly what will be sent.",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _json_object(cls, text: str) -> str:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON object is needed, not {type(value).__name__}")
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The arguments as sent to the tool."""
+        value: dict[str, Any] = json.loads(self.arguments)
+        return value
+
+    @property
+    def name(self) -> str:
+        """``server.tool``: what MCP permission rules match."""
+        return f"{self.server}.{self.tool}"
+
+
 AnyOperation = (
     InsertCell
     | EditCell
@@ -116,6 +157,7 @@ AnyOperation = (
     | EditFile
     | DeleteFile
     | Shell
+    | McpCall
 )
 Operation = Annotated[AnyOperation, Field(discriminator="kind")]
 CellOperation = InsertCell | EditCell | DeleteCell | MoveCell | RunCell
@@ -132,9 +174,12 @@ def anchors_of(op: AnyOperation) -> list[str]:
 
 
 def target_of(op: AnyOperation) -> str:
-    """A stable key for what the operation touches: ``cell:<id>``, ``file:<path>`` or ``shell``."""
+    """A stable key for what the operation touches: ``cell:<id>``, ``file:<path>``, ``shell``
+    or ``mcp:<server>.<tool>``."""
     if isinstance(op, CellOperation):
         return f"cell:{op.cell_id}"
     if isinstance(op, FileOperation):
         return f"file:{op.path}"
+    if isinstance(op, McpCall):
+        return f"mcp:{op.name}"
     return "shell"

@@ -127,7 +127,7 @@ class AskFirst(PlanbookModel):
 
 
 #: Fields added after notebooks were first written, left out of a step that has none.
-_DROPPED_WHEN_ABSENT = ("ask_first", "origin")
+_DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later")
 
 
 class Step(PlanbookModel):
@@ -161,6 +161,15 @@ class Step(PlanbookModel):
         description=(
             "Who proposed it when not the person or agent of this notebook's kernel: an MCP "
             "client's name and version as it introduced itself, such as `claude-code 2.1.0`."
+        ),
+    )
+    runs_later: str | None = Field(
+        default=None,
+        max_length=500,
+        description=(
+            "Why this file change runs code later without asking (a module that shadows an "
+            "installed one, git's settings, a start-up file): auto-edit mode holds it for "
+            "review; act mode applies it and this line says so."
         ),
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from planbook.engine.anchors import first_line
+from planbook.model.cell import first_line
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     DeleteCell,
@@ -18,6 +18,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -26,8 +27,8 @@ from planbook.model.operations import (
 from planbook.model.plan import Plan, Step
 
 _ROLLBACK_TARGET = re.compile(r"rollback to (cp-[0-9a-z]+)")
-#: What the executor adds to a shell step's label, worth keeping in the name.
-_SHELL_NOTE = "shell commands are not undone by rollback"
+#: What the executor adds to a shell or MCP step's label, worth keeping in the name.
+_NOTES = ("shell commands are not undone by rollback", "MCP calls are not undone by rollback")
 
 
 def _find_step(plans: Sequence[Plan], cp: Checkpoint) -> tuple[int, Step] | None:
@@ -65,6 +66,8 @@ def _what(step: Step, cp: Checkpoint) -> str:
             return f"delete {op.path}"
         case Shell():
             return f"run `{first_line(op.command, 40)}`"
+        case McpCall():
+            return f"call {op.name}"
 
 
 def _subject(step: Step) -> str:
@@ -91,7 +94,7 @@ def checkpoint_name(
     number, step = found
     subject = _subject(step)
     name = f"before step {number}: {_what(step, cp)}" + (f", {subject}" if subject else "")
-    return name + (f" ({_SHELL_NOTE})" if _SHELL_NOTE in cp.label else "")
+    return name + "".join(f" ({note})" for note in _NOTES if note in cp.label)
 
 
 def checkpoint_names(plans: Sequence[Plan], checkpoints: Sequence[Checkpoint]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.present.safe import md_fence, md_prose, md_text, visible
-from planbook.present.views import StepView, step_title
+from planbook.present.views import MCP_NOTE, StepView, step_title
 
 __all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
 
@@ -41,6 +41,8 @@ def _body(view: StepView) -> str:
         return view.before if view.before.endswith("\n") else view.before + "\n"
     if view.kind == "move_cell":
         return ""
+    if view.kind == "mcp_call":
+        return view.after  # the arguments, as pretty JSON
     return unified_diff(view.before, view.after, view.target.split(":")[0])
 
 
@@ -69,18 +71,20 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         out.append(f"**{v.number}. {v.title}** · {md_text(v.risk)} risk · *{status}*")
         if v.reason:
             out.append(md_prose(v.reason, prefix="> "))
+        if v.runs_later:
+            out.append(f"> **runs code later:** {md_text(v.runs_later, prefix='> ')}")
+        if v.runner:
+            out.append(f"> {_runner(v, markdown=True)}")
         if v.error:
             error = md_text(v.error, prefix="> ")
             out.append(f"> **failed:** {error}" if v.status == "failed" else f"> **!** {error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
+        if v.kind == "mcp_call":
+            out.append(f"> {MCP_NOTE}")
         body = _body(v)
         if body:
-            fence = (
-                "diff"
-                if v.kind not in ("run_cell", "shell")
-                else ("python" if v.kind == "run_cell" else "sh")
-            )
+            fence = {"run_cell": "python", "shell": "sh", "mcp_call": "json"}.get(v.kind, "diff")
             out += ["", md_fence(body, fence)]
         out.append("")
     if not views:
@@ -100,8 +104,14 @@ def plan_text(
         out.append(f"{v.number}. [{v.status}] {v.title.replace('`', '')}  ({v.risk} risk)")
         if v.reason:
             out.append(f"   why: {v.reason}")
+        if v.runs_later:
+            out.append(f"   runs code later: {v.runs_later}")
+        if v.runner:
+            out.append(f"   {_runner(v)}")
         if v.error:
             out.append(f"   ! {v.error}")
+        if v.kind == "mcp_call":
+            out.append(f"   {MCP_NOTE}")
         for line in _body(v).splitlines():
             out.append("   " + line)
         out.append("")
@@ -109,6 +119,20 @@ def plan_text(
         out.append("no steps yet")
     shown = visible("\n".join(out).rstrip()).split("\n")
     return "\n".join(_color(line) if color else line for line in shown) + "\n"
+
+
+def _runner(view: StepView, *, markdown: bool = False) -> str:
+    """Who runs an approved or running step; where it is on another host (which cannot be
+    checked from here, so the step waits for it), how to take it over if that host is gone.
+    ``markdown``: the runner (stored in the notebook, so anyone's words) escaped for it."""
+    runner = md_text(view.runner or "") if markdown else view.runner
+    line = f"{md_text(view.status) if markdown else view.status} in {runner}"
+    if view.runner_elsewhere:
+        line += (
+            f"; if that process is gone, take the step over: `%plan takeover {view.number}` "
+            f"(or `planbook takeover NOTEBOOK {view.number}`)"
+        )
+    return line
 
 
 def _color(line: str) -> str:

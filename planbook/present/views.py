@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Literal
 
 from pydantic import ConfigDict
 
-from planbook.documents.base import Cell
-from planbook.engine.anchors import short_ids
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
+from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
+from planbook.model.cell import Cell, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     AnyOperation,
@@ -23,6 +24,7 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
@@ -33,6 +35,14 @@ from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
 Language = Literal["python", "markdown", "text", "shell"]
+
+#: What every review of an MCP call says: its effect is outside the notebook and the workspace.
+MCP_NOTE = "rollback cannot undo it: the tool acts outside planbook"
+
+
+def mcp_arguments(op: McpCall) -> str:
+    """The call's arguments as the person reviews them: pretty JSON, keys sorted."""
+    return json.dumps(op.args, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 class StepView(PlanbookModel):
@@ -54,6 +64,14 @@ class StepView(PlanbookModel):
     checkpoint: str | None
     run_at_approval: bool
     cell_type: str | None = None
+    #: Why the change runs code later (held for review in auto-edit mode), or None.
+    runs_later: str | None = None
+    #: While approved or running: who runs it ("process 412 on host-b"), or None.
+    runner: str | None = None
+    #: Whether that runner is on another host (so it can only be taken over, never checked).
+    runner_elsewhere: bool = False
+    #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
+    origin: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -101,6 +119,8 @@ def _from_checkpoint(op: AnyOperation, cp: Checkpoint, blobs: BlobStore) -> tupl
             return before, ""
         case MoveCell() | RunCell() | Shell():
             return before, before
+        case McpCall():
+            return "", mcp_arguments(op)
 
 
 def step_title(
@@ -147,11 +167,15 @@ def step_title(
             return f"delete file {md_code(op.path)}"
         case Shell():
             return f"run shell {md_code(op.command)}"
+        case McpCall():
+            return f"call {md_code(op.name)}"
 
 
 def _target(op: AnyOperation, before: str) -> str:
     if isinstance(op, Shell):
         return op.command
+    if isinstance(op, McpCall):
+        return op.name
     if isinstance(op, WriteFile | EditFile | DeleteFile):
         return op.path
     first = next((line for line in before.splitlines() if line.strip()), "")
@@ -177,8 +201,13 @@ def step_views(
         cp = by_id.get(step.checkpoint or "")
         cell_type = _cell_type(op, proj)
         step_error: str | None = None
+        # A settled step shows its checkpoint's text: a checkpoint that cannot be read (a
+        # corrupted blob, a compression bomb) is said on the step, where the text would be.
+        from_checkpoint = cp is not None and step.status not in PROJECTED
         try:
-            if cp is not None and step.status not in PROJECTED:
+            if isinstance(op, McpCall):
+                before, after = "", mcp_arguments(op)
+            elif cp is not None and from_checkpoint:
                 before, after = _from_checkpoint(op, cp, blobs)
             else:
                 before, after = proj.before_after(op)
@@ -188,6 +217,7 @@ def step_views(
         if step.status in PROJECTED:
             with contextlib.suppress(PlanbookError):
                 proj.apply(op, step.id)
+        running = step.status in ("approved", "running") and step.run_by is not None
         views.append(
             StepView(
                 number=number,
@@ -198,14 +228,19 @@ def step_views(
                 reason=step.reason,
                 risk=step.risk,
                 status=step.status,
-                error=step.error or (step_error if step.status in PROJECTED else None),
+                error=step.error
+                or (step_error if step.status in PROJECTED or from_checkpoint else None),
                 before=before,
                 after=after,
                 language=_language(op, cell_type),
                 depends_on=[numbers[d] for d in step.depends_on if d in numbers],
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
+                origin=step.origin,
                 cell_type=cell_type,
+                runs_later=step.runs_later,
+                runner=describe(step.run_by) if running and step.run_by else None,
+                runner_elsewhere=running and not on_this_host(step.run_by or ""),
             )
         )
     return views

@@ -7,13 +7,9 @@ cell" becomes "not in the saved file yet", since planbook reads the saved file, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from planbook.documents.base import NotebookDocument
+from planbook.documents.locate import Located
 from planbook.errors import CellNotSaved, PlanbookError, UnknownCell, UsageMistake
-
-if TYPE_CHECKING:
-    from planbook.documents.locate import Located
-    from planbook.sessions.session import Session
 
 #: The one line; kept in the session's warnings while it applies.
 RELOAD_ADVICE = (
@@ -23,10 +19,6 @@ RELOAD_ADVICE = (
     "the page without reloading, its copy overwrites planbook's changes; if you reload before "
     "saving, your unsaved edits are lost"
 )
-_FLAG = "unsynced_page"
-_SAID = "unsynced_page_said"
-
-
 #: Positions (``#N``) count the cells of the saved file.
 SAVED_ONLY = "positions count the saved cells: save the notebook (Ctrl+S) and try again"
 #: `%plan cells` on a saved file without cells.
@@ -36,61 +28,69 @@ NO_SAVED_CELLS = (
 )
 
 
-def adopt(session: Session, located: Located) -> None:
-    """Take what finding the notebook learned into the session (in ``planbook.session``)."""
-    for warning in located.warnings:
-        if warning not in session.warnings:
-            session.warnings.append(warning)
-    if located.unsynced_page:
-        session.extras[_FLAG] = True
-        refresh(session)
+class PageAdvice:
+    """The advice of one session (``session.page_advice``): whether it applies, and whether it
+    was said with a first staging. ``warnings`` is the session's list, kept in step with it."""
 
+    def __init__(self, document: NotebookDocument, warnings: list[str]) -> None:
+        self._document = document
+        self._warnings = warnings
+        #: An editor page may hold this notebook unsynced (learned when it was located).
+        self.unsynced_page = False
+        self._said = False
+        #: Pages with the planbook extension that spoke on a comm still open: they bring the
+        #: changes into the page, so no advice is needed (planbook/surfaces/comm adds them).
+        self._pages: set[object] = set()
 
-def flagged(session: Session) -> bool:
-    """Does planbook edit the saved file of a notebook a page may hold unsynced?"""
-    return bool(session.extras.get(_FLAG)) and session.document.backend == "file"
+    def adopt(self, located: Located) -> None:
+        """Take what finding the notebook learned (in ``planbook.session``)."""
+        for warning in located.warnings:
+            if warning not in self._warnings:
+                self._warnings.append(warning)
+        if located.unsynced_page:
+            self.unsynced_page = True
+            self.refresh()
 
+    def flagged(self) -> bool:
+        """Does planbook edit the saved file of a notebook a page may hold unsynced?"""
+        return self.unsynced_page and self._document.backend == "file"
 
-def page_link(session: Session) -> bool:
-    """Has a page with the planbook extension spoken on an open comm
-    (planbook/surfaces/comm/channel.py)? A
-    page without it closes the kernel's comm, and a client that ignores comms never speaks."""
-    links = session.extras.get("cell_review_links") or []
-    return any(
-        getattr(link, "heard_from_page", False) and getattr(link, "_unsubscribe", None)
-        for link in links
-    )
+    def page_joined(self, page: object) -> None:
+        """A page with the planbook extension spoke on an open comm (``page``: its link)."""
+        self._pages.add(page)
+        self.refresh()
 
+    def page_left(self, page: object) -> None:
+        """That page's comm closed."""
+        self._pages.discard(page)
+        self.refresh()
 
-def applies(session: Session) -> bool:
-    return flagged(session) and not page_link(session)
+    def applies(self) -> bool:
+        return self.flagged() and not self._pages
 
+    def refresh(self) -> None:
+        """Keep the advice in the session's warnings exactly while it applies."""
+        if self.applies():
+            if RELOAD_ADVICE not in self._warnings:
+                self._warnings.append(RELOAD_ADVICE)
+        elif RELOAD_ADVICE in self._warnings:
+            self._warnings.remove(RELOAD_ADVICE)
 
-def refresh(session: Session) -> None:
-    """Keep the advice in the session's warnings exactly while it applies."""
-    if applies(session):
-        if RELOAD_ADVICE not in session.warnings:
-            session.warnings.append(RELOAD_ADVICE)
-    elif RELOAD_ADVICE in session.warnings:
-        session.warnings.remove(RELOAD_ADVICE)
+    def with_first_staging(self) -> str | None:
+        """The advice, the first time a change is staged in this session (and only then)."""
+        self.refresh()
+        if not self.applies() or self._said:
+            return None
+        self._said = True
+        return RELOAD_ADVICE
 
-
-def with_first_staging(session: Session) -> str | None:
-    """The advice, the first time a change is staged in this session (and only then)."""
-    refresh(session)
-    if not applies(session) or session.extras.get(_SAID):
-        return None
-    session.extras[_SAID] = True
-    return RELOAD_ADVICE
-
-
-def unknown_cell(session: Session, error: PlanbookError, token: str) -> PlanbookError:
-    """``error`` (naming ``token`` found no cell) as the person should hear it: the cell may be
-    in the page and not saved yet, and positions count the saved cells only."""
-    if not flagged(session):
+    def unknown_cell(self, error: PlanbookError, token: str) -> PlanbookError:
+        """``error`` (naming ``token`` found no cell) as the person should hear it: the cell
+        may be in the page and not saved yet, and positions count the saved cells only."""
+        if not self.flagged():
+            return error
+        if isinstance(error, UnknownCell):
+            return CellNotSaved(error.cell_id)
+        if token.strip().startswith("#"):
+            return UsageMistake(f"{error}; {SAVED_ONLY}")
         return error
-    if isinstance(error, UnknownCell):
-        return CellNotSaved(error.cell_id)
-    if token.strip().startswith("#"):
-        return UsageMistake(f"{error}; {SAVED_ONLY}")
-    return error

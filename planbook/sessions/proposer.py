@@ -6,11 +6,12 @@ A cell is named as a person sees it: an id, a unique id prefix, a position (``"#
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from planbook.documents.base import new_cell_id
+from planbook.documents.base import NotebookDocument, new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
@@ -23,17 +24,25 @@ from planbook.model.operations import (
     EditCell,
     EditFile,
     InsertCell,
+    McpCall,
     MoveCell,
     RunCell,
     Shell,
     TextEdit,
     WriteFile,
 )
-from planbook.model.plan import Step
-from planbook.sessions.page_advice import unknown_cell
+from planbook.model.plan import Plan, Step
+from planbook.sessions.page_advice import PageAdvice
+from planbook.workspace.files import Workspace
 
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+
+class Stage(Protocol):
+    """How a proposal is staged: the Session's ``stage`` (its policy decides staged or applied)."""
+
+    def __call__(
+        self, op: AnyOperation, *, reason: str = "", run: bool = False, origin: str | None = None
+    ) -> Step: ...
+
 
 #: The operations that change which cells exist and where: what naming a cell needs.
 _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
@@ -50,30 +59,39 @@ def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
 
 
 class Proposer:
-    def __init__(self, session: Session, *, origin: str | None = None) -> None:
-        self._session = session
+    """Given the few things of its Session it needs (not the Session: that one makes it)."""
+
+    def __init__(
+        self,
+        document: NotebookDocument,
+        workspace: Workspace,
+        *,
+        stage: Stage,
+        current_plan: Callable[[], Plan | None],
+        advice: PageAdvice,
+        origin: str | None = None,
+    ) -> None:
+        self._document = document
+        self._workspace = workspace
+        self._stage_op = stage
+        self._current_plan = current_plan
+        self._advice = advice
         #: Who proposes through this proposer when not the kernel's person or agent (an MCP
         #: client's name and version): every step it stages carries it.
         self.origin = origin
 
-    @property
-    def session(self) -> Session:
-        """The session this proposer stages into."""
-        return self._session
-
     def _path(self, path: str) -> str:
-        return self._session.workspace.relative(path)
+        return self._workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
-        return self._session.stage(op, reason=reason, run=run, origin=self.origin)
+        return self._stage_op(op, reason=reason, run=run, origin=self.origin)
 
     def _projection(self) -> Projection:
         """The cells as they will be once the open steps ran: enough to name a cell that a
         staged step inserts. File and shell steps are left out (no file is read for this), and
         a step that no longer applies is passed over: staging itself reports such problems."""
-        session = self._session
-        proj = Projection(session.document.cells(), None)
-        plan = session.current_plan()
+        proj = Projection(self._document.cells(), None)
+        plan = self._current_plan()
         for step in plan.steps if plan is not None else []:
             if step.status in planning.PROJECTED and isinstance(step.operation, _CELL_OPS):
                 with suppress(PlanbookError):
@@ -82,18 +100,18 @@ class Proposer:
 
     def cell_id(self, token: str) -> str:
         """The id of the cell ``token`` names (id, unique id prefix, ``#N`` or tag)."""
-        if isinstance(token, str) and self._session.document.find_cell(token.strip()) is not None:
+        if isinstance(token, str) and self._document.find_cell(token.strip()) is not None:
             # An exact id of a cell in the notebook wins before anything else (``resolve``):
             # no need to replay the open steps, which costs more as the plan grows.
             return token.strip()
         return self._resolve(token, self._projection())
 
     def _resolve(self, token: str, proj: Projection) -> str:
-        cells = self._session.document.cells()
+        cells = self._document.cells()
         try:
             return resolve(token, cells, [c.id for c in proj.cells])
         except (UnknownCell, UsageMistake) as exc:
-            raise unknown_cell(self._session, exc, token) from None
+            raise self._advice.unknown_cell(exc, token) from None
 
     def _maybe(self, token: str | None, proj: Projection) -> str | None:
         return None if token is None else self._resolve(token, proj)
@@ -157,6 +175,19 @@ class Proposer:
 
     def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
         return self._stage(build(Shell, command=command, timeout=timeout), reason)
+
+    def mcp_call(
+        self, server: str, tool: str, arguments: Mapping[str, Any], *, reason: str = ""
+    ) -> Step:
+        """Propose calling ``tool`` of the MCP server ``server`` (planbook.toml's
+        ``[mcp.servers]``) with ``arguments``; what it does, rollback cannot undo."""
+        if not isinstance(arguments, Mapping):
+            raise UsageMistake("`arguments` is an object of the tool's argument names and values")
+        try:
+            text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise UsageMistake(f"the arguments of {server}.{tool} are not JSON: {exc}") from None
+        return self._stage(build(McpCall, server=server, tool=tool, arguments=text), reason)
 
 
 def _keep_plan_order(proj: Projection, after: str) -> tuple[str | None, str | None]:

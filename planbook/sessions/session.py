@@ -12,17 +12,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-from planbook.documents.base import (
-    Cell,
-    NotebookDocument,
-    catch_up,
-    close_document,
-    make_durable,
-)
-from planbook.engine import ask_first, planning
-from planbook.engine.apply import check_drift
+from planbook.documents.base import NotebookDocument, catch_up, close_document, make_durable
+from planbook.documents.headless import HeadlessNotebook
+from planbook.documents.page import PageNotebook
+from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
     StepSelection,
     approval_hash,
@@ -31,16 +26,23 @@ from planbook.engine.approval import (
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor.report import RunReport, StepOutcome, one_line
+from planbook.engine.executor.report import RunReport, one_line
 from planbook.engine.executor.run import Executor
+from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode, decide
 from planbook.engine.reconcile import choose_record, reconcile
+from planbook.engine.retention import GcReport, Retention, gc
+from planbook.engine.retry import retry_of
+from planbook.engine.revisions import restore
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
+from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.events import Event, EventBus, EventKind, Listener
 from planbook.model.operations import AnyOperation
 from planbook.model.plan import (
@@ -56,12 +58,12 @@ from planbook.model.store import Mode
 from planbook.model.words import count
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
+from planbook.sessions.mcp_client import McpClient
+from planbook.sessions.page_advice import PageAdvice
 from planbook.sessions.proposer import Proposer
 from planbook.workspace.files import Workspace
 
-if TYPE_CHECKING:
-    from planbook.engine.retention import GcReport
-    from planbook.surfaces.plan_handle import PlanHandle
+Attached = TypeVar("Attached")
 
 
 class Session:
@@ -81,16 +83,27 @@ class Session:
         )
         self.events = EventBus()
         self.store = Store(document)
-        self.executor = Executor(self.store, document, self.workspace, runner, self.events.emit)
-        self.propose = Proposer(self)
+        self.executor = Executor(
+            self.store,
+            document,
+            self.workspace,
+            runner,
+            self.events.emit,
+            McpClient(self.workspace.root),  # approved mcp_call steps call through it
+        )
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).
         self.warnings: list[str] = []
+        #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
+        #: every surface's "no such cell" (``propose``) depends on it.
+        self.page_advice = PageAdvice(document, self.warnings)
+        self.propose = self.proposing_as(None)
         #: The project's permission rules (engine/rules/project.py), as its files say now.
         self.rules = ProjectRules(self.workspace.root, notebook_path)
-        #: Extensions (the agent, the panel) keep their per-session objects here.
-        self.extras: dict[str, Any] = {}
+        #: Per-session objects of the floors above, by their owner's class (``attached``).
+        self._attached: dict[type, object] = {}
+        self._attached_lock = threading.Lock()
         self._lock = threading.RLock()
         self._install_rules()
 
@@ -103,6 +116,48 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
+
+    def proposing_as(self, origin: str | None) -> Proposer:
+        """``propose`` for someone other than the kernel's person or agent (an MCP client's
+        name and version, ``origin``): every step it stages carries it."""
+        return Proposer(
+            self.document,
+            self.workspace,
+            stage=self.stage,
+            current_plan=self.current_plan,
+            advice=self.page_advice,
+            origin=origin,
+        )
+
+    @staticmethod
+    def hash_of(steps: Sequence[Step]) -> str:
+        """The approval hash of ``steps`` as they are now: what a surface keeps when it shows
+        them, so that a step changed since is refused instead of run."""
+        return approval_hash(steps)
+
+    @property
+    def headless(self) -> bool:
+        """A run with no page to show anything to (nbconvert, papermill)."""
+        return isinstance(self.document, HeadlessNotebook)
+
+    def page_document(self) -> PageNotebook | None:
+        """Where the page is the notebook (no collaboration): its document, which the page's
+        comm feeds with the page's cells and answers; None for every other backend."""
+        return self.document if isinstance(self.document, PageNotebook) else None
+
+    def attached(self, kind: type[Attached]) -> Attached:
+        """The one ``kind`` object of this session, made by ``kind()`` on first use: how the
+        floors above keep their per-session objects (the agent's state, the review panel)
+        without the Session knowing their types. Keyed by the owner's class, so
+        only code importing it reaches it, and typed by it. Kept here, not in a module-level
+        WeakKeyDictionary, because those objects point back to the session: as values of such
+        a dictionary they would keep every session alive; here they go with it."""
+        with self._attached_lock:  # not the session's lock: a run holds that one for long
+            found = self._attached.get(kind)
+            if not isinstance(found, kind):
+                found = kind()
+                self._attached[kind] = found
+            return found
 
     def _install_rules(self) -> None:
         """Read the rules again if their files changed; say what is wrong with them (a broken
@@ -176,8 +231,6 @@ class Session:
             return "this session"
         if plan.state != "executing":
             return None
-        from planbook.engine.owner import describe
-
         owners = {s.run_by for s in plan.steps if s.status in ("approved", "running") and s.run_by}
         return ", ".join(sorted(describe(o) for o in owners)) or "another process"
 
@@ -225,13 +278,6 @@ class Session:
         return self.store.state.mode
 
     # --- plans -------------------------------------------------------------------------------
-    @property
-    def plan(self) -> PlanHandle:
-        """The current plan: shown in Jupyter; ``await session.plan(task)`` asks the agent."""
-        from planbook.surfaces.plan_handle import PlanHandle
-
-        return PlanHandle(self)
-
     def current_plan(self) -> Plan | None:
         """The open plan, or else the most recent one."""
         self._settle_reload()
@@ -353,9 +399,9 @@ class Session:
                         + "; see `%plan`"
                     )
                 chosen = select(plan, steps, statuses=("pending",), first=first)
-                self._check_selection(plan, chosen)
+                approval_checks.check_selection(plan, chosen)
                 if dry_run:
-                    return self._dry_run(plan, chosen)
+                    return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
                 approval = Approval(
                     revision=plan.current.number,
                     step_ids=tuple(s.id for s in chosen),
@@ -393,8 +439,6 @@ class Session:
     def retry(self, number: int) -> tuple[Step, bool]:
         """Retry failed step ``number`` of the current plan (``planbook.engine.retry``): the new
         step, and whether it should run at once (its change is in place, only code runs)."""
-        from planbook.engine.retry import retry_of
-
         plan = self._require_plan()
         if not 1 <= number <= len(plan.steps):
             raise UsageMistake(f"there is no step {number}; see `%plan`")
@@ -405,52 +449,6 @@ class Session:
                 plan.fire("reopen")  # the retry joins the plan its failed step belongs to
                 self.store.save()
         return self.stage(again.operation, reason=again.reason), again.run_now
-
-    def _check_selection(self, plan: Plan, chosen: Sequence[Step]) -> None:
-        numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
-        ids = {s.id for s in chosen}
-        for step in chosen:
-            if step.status in ("approved", "running") and step.run_by:
-                from planbook.engine.owner import describe
-
-                raise UsageMistake(
-                    f"step {numbers[step.id]} is {step.status} in {describe(step.run_by)}, "
-                    "so it is not run again here; see `%plan` when that run has finished"
-                )
-            if step.status != "pending":
-                raise UsageMistake(
-                    f"step {numbers[step.id]} is {step.status}, not pending; "
-                    "only pending steps can be approved"
-                )
-            for dep in step.depends_on:
-                dep_step = plan.find_step(dep)
-                if dep_step is not None and dep_step.status in ("approved", "running"):
-                    raise UsageMistake(
-                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
-                        f"{dep_step.status} in another run: approve {numbers[step.id]} once "
-                        "that run has finished"
-                    )
-                if dep_step is not None and dep not in ids and dep_step.status != "done":
-                    raise UsageMistake(
-                        f"step {numbers[step.id]} builds on step {numbers[dep]}, which is "
-                        f"{dep_step.status}: approve {numbers[dep]} too, or skip {numbers[step.id]}"
-                    )
-
-    def _dry_run(self, plan: Plan, chosen: Sequence[Step]) -> RunReport:
-        report = RunReport(stopped="dry run: nothing was applied")
-        proj_ok = {s.id for s in chosen}
-        for step in chosen:
-            number = plan.steps.index(step) + 1
-            try:
-                if not step.depends_on or not (set(step.depends_on) & proj_ok):
-                    check_drift(step.operation, step.base, self.document, self.workspace)
-                outcome = StepOutcome(number, step.id, step.operation.kind, "would run")
-            except PlanbookError as exc:
-                outcome = StepOutcome(
-                    number, step.id, step.operation.kind, "would conflict", str(exc)
-                )
-            report.outcomes.append(outcome)
-        return report
 
     def reject(self, steps: StepSelection = None, *, first: int | None = None) -> list[Step]:
         """Reject pending steps: all by default, or a selection as for ``approve``. A plan left
@@ -511,8 +509,6 @@ class Session:
 
     def restore_revision(self, number: int) -> Revision:
         """Make an earlier revision current again, as a new revision (the history is kept)."""
-        from planbook.engine.revisions import restore
-
         return self._edit_plan(lambda p: restore(p, number), f"restore revision {number}")  # type: ignore[no-any-return]
 
     def set_summary(self, summary: str) -> None:
@@ -523,6 +519,19 @@ class Session:
             plan.fire("present")
 
         self._edit_plan(change, "presented")
+
+    def edit_conversation(
+        self, change: Callable[[Conversation], Conversation | None]
+    ) -> Conversation:
+        """Change (or, by returning one, replace) the agent's conversation kept with the
+        notebook, as one transaction: from the saved state, saved at once, nothing kept in
+        memory if ``change`` fails."""
+        with self._editing():
+            conversation = self.store.state.conversation or Conversation()
+            conversation = change(conversation) or conversation
+            self.store.state.conversation = conversation
+            self.store.save()
+        return conversation
 
     # --- asking before a step -----------------------------------------------------------------
     def ask_before(self, number: int, question: str, options: Sequence[str] = ()) -> AskFirst:
@@ -594,8 +603,6 @@ class Session:
     def gc(self, keep_checkpoints: int | None = None, keep_plans: int | None = None) -> GcReport:
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
-        from planbook.engine.retention import Retention, gc
-
         configured = Retention.load(self.workspace.root)
         retention = Retention(
             keep_checkpoints=keep_checkpoints or configured.keep_checkpoints,
@@ -669,9 +676,14 @@ class Session:
     def diff_revisions(self, a: int, b: int) -> str:
         return "\n".join(revision_diff(self._require_plan(), a, b))
 
-    def review(self) -> Any:
-        """The review panel for this session (an anywidget): one per session, shown again by
-        each call, so every view of it follows the same live state."""
-        from planbook.surfaces.widget.panel import ReviewPanel
-
-        return ReviewPanel.for_session(self)
+    def take_over(self, number: int, *, confirm: bool = False) -> Takeover:
+        """Step ``number``, left approved or running by a process on another host: without
+        ``confirm`` only what taking it over means (one line to ask with); with it, settled
+        here as interrupted so it can be approved again (engine/takeover.py). Refused while its
+        process is on this host and alive."""
+        with self._editing():
+            plan = self._require_plan()
+            taken = take_over(plan, number, self.executor, self.store, confirm=confirm)
+        if taken.done:
+            self._changed(plan=plan)
+        return taken

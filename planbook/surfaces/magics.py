@@ -16,9 +16,9 @@ from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
 from planbook.present.safe import visible
-from planbook.sessions import current, page_advice
 from planbook.sessions.session import Session
-from planbook.surfaces import plan_verbs
+from planbook.surfaces import api, plan_verbs
+from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import register as register_agent
 from planbook.surfaces.say import say
 
@@ -33,9 +33,9 @@ def _as_usage_errors() -> Iterator[None]:
         raise UsageError(visible(str(exc))) from None
 
 
-def _session() -> Session:
+def _session() -> NotebookSession:
     with _as_usage_errors():
-        return current.session()
+        return api.session()
 
 
 def show_report(session: Session, report: Any) -> None:
@@ -72,7 +72,7 @@ def _running_cell(session: Session, shell: Any) -> str:
             "`%%propose --after #3` (positions, ids and tags: `%plan cells`)"
         )
     if cell_id not in {c.id for c in session.cells()}:
-        if page_advice.flagged(session):
+        if session.page_advice.flagged():
             raise UsageError(
                 f"this cell ({cell_id[:8]!r}) is not in the saved file yet: save the notebook "
                 "(Ctrl+S) and try again, or give an anchor such as `--after #3`"
@@ -149,7 +149,7 @@ class PlanbookMagics(Magics):
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
-        advice = page_advice.with_first_staging(session)
+        advice = session.page_advice.with_first_staging()
         if advice:
             say(f"planbook: {advice}")
 
@@ -233,7 +233,7 @@ def register(ipython: Any) -> None:
     speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
     try:
-        session = current.session()
+        session = api.session()
     except PlanbookError as exc:
         say(f"planbook: {exc}", file=sys.stderr)
         return

@@ -10,21 +10,30 @@ display handle updated in place), so the cell returns at once and the activity k
 
 from __future__ import annotations
 
+import json
 import shlex
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Any as AnyTrait
 from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
+from planbook.agent import memory, view
+from planbook.agent.activity import Activity
+from planbook.agent.config import KERNEL_SETTINGS
+from planbook.agent.context import config_of, decisions_of, todos_of
+from planbook.agent.decisions import Answer, Decision, Decisions
+from planbook.agent.permissions import revoke, rule_views
+from planbook.agent.state import state_of
+from planbook.errors import PlanbookError, UsageMistake
 from planbook.present.safe import visible
+from planbook.sessions.session import Session
+from planbook.surfaces import api
 from planbook.surfaces.say import say
 
-# The agent's modules load when a magic first needs them, not on `%load_ext planbook`.
 if TYPE_CHECKING:
-    from planbook.agent.context import Activity
-    from planbook.agent.run import AgentRun
-    from planbook.sessions.session import Session
+    from planbook.agent.run import AgentRun  # heavy: the agent, loaded when a magic asks
 
 __all__ = [
     "Planbook",
@@ -48,17 +57,14 @@ class LiveView:
         self._handle: Any = None
 
     def _repr_markdown_(self) -> str:
-        from planbook.agent import view
-
         return view.markdown(self.run)
 
     def __repr__(self) -> str:
-        from planbook.agent import view
-
         return view.text(self.run)
 
     def show(self) -> None:
         try:
+            # heavy: IPython
             from IPython.display import display
         except ImportError:
             return
@@ -72,10 +78,10 @@ class LiveView:
 
 def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
     """``%plan "task"``: start the agent on the kernel's loop and show its live output."""
-    from planbook.agent.run import plan_task
+    from planbook.agent.run import plan_task  # heavy: the agent (not on `%load_ext planbook`)
 
     run = plan_task(session, task)
-    session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
+    state_of(session).reviser = lambda feedback: revise_plan(session, feedback)
     if show:
         LiveView(run).show()
     return run
@@ -83,7 +89,7 @@ def start_plan(session: Session, task: str, *, show: bool = True) -> AgentRun:
 
 def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentRun:
     """``%plan revise "feedback"`` with an agent configured: the agent makes the next revision."""
-    from planbook.agent.run import revise_task
+    from planbook.agent.run import revise_task  # heavy: the agent (not on `%load_ext planbook`)
 
     run = revise_task(session, feedback)
     if show:
@@ -93,7 +99,7 @@ def revise_plan(session: Session, feedback: str, *, show: bool = True) -> AgentR
 
 def stop_plan(session: Session) -> str:
     """``%plan stop``: end the agent run (the staged plan is kept)."""
-    from planbook.agent.run import stop_run
+    from planbook.agent.run import stop_run  # heavy: the agent (not on `%load_ext planbook`)
 
     stopped = stop_run(session)
     return (
@@ -106,13 +112,6 @@ def stop_plan(session: Session) -> str:
 def answer_line(session: Session, line: str) -> str:
     """``%answer``: list open decisions; ``%answer d3 approve``, ``%answer d3 deny "why"``,
     ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
-    import json
-
-    from planbook.agent import memory
-    from planbook.agent.context import decisions_of
-    from planbook.agent.decisions import Decisions
-    from planbook.errors import UsageMistake
-
     decisions = decisions_of(session)  # with the questions steps wait on (agent/step_questions)
     try:
         words = shlex.split(line)
@@ -149,8 +148,6 @@ def answer_line(session: Session, line: str) -> str:
         rest = None
     saved_one = next((d for d in waiting if d.id == decision_id), None)
     if saved_one is not None:
-        from planbook.agent.decisions import Answer, Decision
-
         # The same validation as a live question: the choice must be one of its options.
         probe = Decision(
             id=saved_one.id,
@@ -159,33 +156,31 @@ def answer_line(session: Session, line: str) -> str:
             options=saved_one.options,
             allow_text=saved_one.allow_text,
         )
-        chosen = Decisions._pick(probe, picked, rest)
+        chosen = Decisions.pick(probe, picked, rest)
         memory.answer_saved(session, decision_id, Answer(choice=chosen, text=rest, args=args))
         return (
             f"planbook: {decision_id} -> {chosen} (recorded: `%plan continue` resumes the "
             "agent with this answer)"
         )
-    session.extras.pop("step_question_report", None)
+    state = state_of(session)
+    state.step_question_report = None
     answer = decisions.answer(decision_id, picked, text=rest, args=args)
-    report = session.extras.pop("step_question_report", None)
+    report, state.step_question_report = state.step_question_report, None
     if report is not None:
         return f"planbook: {decision_id} -> {answer.choice}; the steps held back ran:\n{report}"
     return f"planbook: {decision_id} -> {answer.choice}"
 
 
 def _running(session: Session) -> bool:
-    from planbook.agent.run import AgentRun
-
-    current = session.extras.get("agent_run")
-    return isinstance(current, AgentRun) and not current.done()
+    return state_of(session).running()
 
 
 def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
     """``%plan continue``: resume the agent's last run where it stopped."""
-    from planbook.agent.run import continue_task
+    from planbook.agent.run import continue_task  # heavy: the agent (not on `%load_ext planbook`)
 
     run = continue_task(session)
-    session.extras["revise_with_agent"] = lambda feedback: revise_plan(session, feedback)
+    state_of(session).reviser = lambda feedback: revise_plan(session, feedback)
     if show:
         LiveView(run).show()
     return run
@@ -194,9 +189,6 @@ def continue_plan(session: Session, *, show: bool = True) -> AgentRun:
 def conversation_text(session: Session, *, lines: int = 8) -> str | None:
     """What ``%plan`` adds about the agent: an interrupted run, todos, open questions and the
     latest activity, from the notebook (so it shows after a restart too). None: nothing."""
-    from planbook.agent import memory, view
-    from planbook.agent.context import todos_of
-
     if _running(session):
         return None  # the live output under the %plan cell shows it
     conversation = memory.saved(session)
@@ -220,8 +212,6 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
 
 def rules_text(session: Session) -> str:
     """``%plan rules``: every permission rule, numbered, with where it comes from."""
-    from planbook.agent.permissions import rule_views
-
     views = rule_views(session)
     if not views:
         return (
@@ -240,8 +230,6 @@ def rules_text(session: Session) -> str:
 
 def revoke_rule(session: Session, number: int) -> str:
     """``%plan rules revoke N``."""
-    from planbook.agent.permissions import revoke
-
     rule = revoke(session, number)
     return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
 
@@ -264,20 +252,15 @@ class Planbook(Configurable):
 
     @observe("model", "base_url", "stream", "context_tokens", "summarise_at")
     def _apply(self, change: dict[str, Any]) -> None:
-        from planbook.agent.config import KERNEL_SETTINGS, config_of
-        from planbook.sessions import current
-
         KERNEL_SETTINGS[change["name"]] = change["new"]
-        config = config_of(current.session())
+        config = config_of(api.session())
         setattr(config, change["name"], change["new"])
 
 
 def register(ipython: Any) -> None:
     """Add the agent's magics and configurable to an IPython shell."""
+    # heavy: IPython
     from IPython.core.error import UsageError
-
-    from planbook.errors import PlanbookError
-    from planbook.sessions import current
 
     if not any(type(c).__name__ == "Planbook" for c in ipython.configurables):
         ipython.configurables.append(Planbook(parent=ipython))
@@ -286,22 +269,18 @@ def register(ipython: Any) -> None:
         """%%plan: the cell's text is the task for the agent (it runs in the background)."""
         task = (line + "\n" + cell).strip()
         try:
-            start_plan(current.session(), task)
+            start_plan(api.session(), task)
         except PlanbookError as exc:
             raise UsageError(visible(str(exc))) from None
 
     def answer(line: str) -> None:
         """%answer [id choice [reason]]: answer a question the agent is waiting on."""
         try:
-            say(answer_line(current.session(), line))
+            say(answer_line(api.session(), line))
         except PlanbookError as exc:
             raise UsageError(visible(str(exc))) from None
 
-    try:
-        from planbook.agent.context import decisions_of
-
-        decisions_of(current.session())  # the panel offers the questions steps wait on
-    except PlanbookError:
-        pass  # magics.register reports a session that cannot open, in one line
+    with suppress(PlanbookError):  # magics.register says in one line why no session opens
+        decisions_of(api.session())  # the panel offers the questions steps wait on
     ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")
     ipython.register_magic_function(answer, magic_kind="line", magic_name="answer")

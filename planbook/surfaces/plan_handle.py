@@ -1,14 +1,15 @@
-"""``session.plan``: the current plan, shown as markdown in Jupyter, and callable with a task
-(``await session.plan("...")``) to have the agent draft one."""
+"""``pb.plan``: the current plan, shown as markdown in Jupyter, and callable with a task
+(``await pb.plan("...")``) to have the agent draft one."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from planbook.errors import UsageMistake
+from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+    from planbook.agent.run import AgentRun  # heavy: the agent, loaded when first asked
 
 
 class PlanHandle:
@@ -24,11 +25,12 @@ class PlanHandle:
     def __bool__(self) -> bool:
         return self._session.current_plan() is not None
 
-    def __call__(self, task: str, **options: Any) -> Any:
-        """Ask the configured agent to plan ``task``; returns an awaitable run."""
-        from planbook.agent.run import plan_task  # type: ignore[import-not-found,unused-ignore]
+    def __call__(self, task: str, *, model: Any = None) -> AgentRun:
+        """Ask the configured agent (or ``model``) to plan ``task``; returns an awaitable run."""
+        # heavy: the agent loads when first asked, not with `%load_ext planbook` (issue 10)
+        from planbook.agent.run import plan_task
 
-        return plan_task(self._session, task, **options)
+        return plan_task(self._session, task, model=model)
 
     def _repr_markdown_(self) -> str:
         return self._session.render_markdown()

@@ -16,10 +16,10 @@ from difflib import get_close_matches
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from planbook.documents.base import Cell
-from planbook.engine.anchors import first_line, short_ids, tags_of
-from planbook.sessions import page_advice
-from planbook.sessions.session import Session
+from planbook.agent.state import state_of
+from planbook.model.cell import Cell, first_line, short_ids, tags_of
+from planbook.sessions.page_advice import NO_SAVED_CELLS
+from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import (
     continue_plan,
     conversation_text,
@@ -42,17 +42,17 @@ class Verb:
     #: One line for ``%plan?`` and the docs: what the verb does.
     help: str
     #: Carries it out with the words after the verb; a mistake raises ``UsageError``.
-    run: Callable[[Session, list[str]], None]
+    run: Callable[[NotebookSession, list[str]], None]
 
     @property
     def usage(self) -> str:
         return f"%plan {self.name} {self.arguments}".rstrip()
 
 
-def show_plan(session: Session) -> None:
+def show_plan(session: NotebookSession) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
-    page_advice.refresh(session)
+    session.page_advice.refresh()
     display(session.review())  # type: ignore[no-untyped-call]
     conversation = conversation_text(session)
     if conversation:
@@ -111,18 +111,18 @@ def unknown_verb(word: str) -> UsageError:
 # --- the verbs ---------------------------------------------------------------------------------
 
 
-def _show(session: Session, words: list[str]) -> None:
+def _show(session: NotebookSession, words: list[str]) -> None:
     _words("show", words, 0, 0)
     show_plan(session)
 
 
-def _text(session: Session, words: list[str]) -> None:
+def _text(session: NotebookSession, words: list[str]) -> None:
     _words("text", words, 0, 0)
     say(session.render_text())
 
 
-def _set_mode(verb: str, mode_name: str) -> Callable[[Session, list[str]], None]:
-    def set_mode(session: Session, words: list[str]) -> None:
+def _set_mode(verb: str, mode_name: str) -> Callable[[NotebookSession, list[str]], None]:
+    def set_mode(session: NotebookSession, words: list[str]) -> None:
         _words(verb, words, 0, 0)
         mode = session.set_mode(mode_name)
         say(
@@ -137,31 +137,31 @@ def _set_mode(verb: str, mode_name: str) -> Callable[[Session, list[str]], None]
     return set_mode
 
 
-def _revise(session: Session, words: list[str]) -> None:
+def _revise(session: NotebookSession, words: list[str]) -> None:
     if not words:
         raise UsageError('say what should change: `%plan revise "use a bar chart"`')
     feedback = " ".join(words)
-    revise = session.extras.get("revise_with_agent")
-    if callable(revise):
+    revise = state_of(session).reviser
+    if revise is not None:
         revise(feedback)
     else:
         revision = session.revise(feedback)
         say(f"revision {revision.number} started from {revision.parent}: {feedback}")
 
 
-def _skip(session: Session, words: list[str]) -> None:
+def _skip(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("skip", words, 1, 1)
     number = _number("skip", token, "step number")
     say(f"step {number} is {session.skip(number).status}")
 
 
-def _unskip(session: Session, words: list[str]) -> None:
+def _unskip(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("unskip", words, 1, 1)
     number = _number("unskip", token, "step number")
     say(f"step {number} is {session.unskip(number).status}")
 
 
-def _move(session: Session, words: list[str]) -> None:
+def _move(session: NotebookSession, words: list[str]) -> None:
     first, where, second = _words("move", words, 3, 3)
     if where not in ("before", "after"):
         raise misuse("move", where, "is neither before nor after")
@@ -170,25 +170,25 @@ def _move(session: Session, words: list[str]) -> None:
     show_plan(session)
 
 
-def _history(session: Session, words: list[str]) -> None:
+def _history(session: NotebookSession, words: list[str]) -> None:
     _words("history", words, 0, 0)
     say(session.history())
 
 
-def _diff(session: Session, words: list[str]) -> None:
+def _diff(session: NotebookSession, words: list[str]) -> None:
     first, second = _words("diff", words, 2, 2)
     older, newer = _number("diff", first, "revision"), _number("diff", second, "revision")
     say(session.diff_revisions(older, newer))
 
 
-def _cells(session: Session, words: list[str]) -> None:
+def _cells(session: NotebookSession, words: list[str]) -> None:
     _words("cells", words, 0, 0)
     cells = session.cells()
-    unsaved = not cells and page_advice.flagged(session)
-    say(page_advice.NO_SAVED_CELLS if unsaved else cells_listing(cells))
+    unsaved = not cells and session.page_advice.flagged()
+    say(NO_SAVED_CELLS if unsaved else cells_listing(cells))
 
 
-def _restore(session: Session, words: list[str]) -> None:
+def _restore(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("restore", words, 1, 1)
     revision = session.restore_revision(_number("restore", token, "revision number"))
     say(
@@ -197,22 +197,22 @@ def _restore(session: Session, words: list[str]) -> None:
     )
 
 
-def _panel(session: Session, words: list[str]) -> None:
+def _panel(session: NotebookSession, words: list[str]) -> None:
     _words("panel", words, 0, 0)
     display(session.review())  # type: ignore[no-untyped-call]
 
 
-def _stop(session: Session, words: list[str]) -> None:
+def _stop(session: NotebookSession, words: list[str]) -> None:
     _words("stop", words, 0, 0)
     say(stop_plan(session))
 
 
-def _continue(session: Session, words: list[str]) -> None:
+def _continue(session: NotebookSession, words: list[str]) -> None:
     _words("continue", words, 0, 0)
     continue_plan(session)
 
 
-def _rules(session: Session, words: list[str]) -> None:
+def _rules(session: NotebookSession, words: list[str]) -> None:
     if not words:
         say(rules_text(session))
         return
@@ -222,7 +222,19 @@ def _rules(session: Session, words: list[str]) -> None:
     say(revoke_rule(session, _number("rules", token, "rule number")))
 
 
-def _gc(session: Session, words: list[str]) -> None:
+def _takeover(session: NotebookSession, words: list[str]) -> None:
+    tokens = _words("takeover", words, 1, 2)
+    if len(tokens) == 2 and tokens[1] != "--yes":
+        raise misuse("takeover", tokens[1], "is not `--yes`")
+    number = _number("takeover", tokens[0], "step number")
+    taken = session.take_over(number, confirm=len(tokens) == 2)
+    if taken.done:
+        say(f"planbook: {taken.line}")
+    else:
+        say(f"planbook: {taken.line}. Confirm with `%plan takeover {number} --yes`")
+
+
+def _gc(session: NotebookSession, words: list[str]) -> None:
     tokens = _words("gc", words, 0, 1)
     keep = _number("gc", tokens[0], "number of checkpoints to keep") if tokens else None
     say(f"planbook: {session.gc(keep_checkpoints=keep)}")
@@ -251,6 +263,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("stop", "", "end the agent's run (the plan staged so far is kept)", _stop),
     Verb("continue", "", "resume the agent's last run where it stopped", _continue),
     Verb("rules", "[revoke N]", "the permission rules; `revoke N` removes rule N", _rules),
+    Verb(
+        "takeover",
+        "N [--yes]",
+        "settle step N, left running by a process on another host, so it can run again",
+        _takeover,
+    ),
     Verb("gc", "[K]", "keep the newest K checkpoints (default: keep_checkpoints)", _gc),
 )
 VERBS_BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}
@@ -269,7 +287,7 @@ def help_text() -> str:
     return "Show or change the plan, or ask the agent for one.\n\n" + "\n".join(lines) + "\n"
 
 
-def run(session: Session, line: str) -> None:
+def run(session: NotebookSession, line: str) -> None:
     """``%plan`` with ``line``: show the plan, run a verb, or give the agent a task."""
     try:
         words = shlex.split(line)

@@ -11,8 +11,9 @@ import pytest
 import planbook
 from planbook.agent.context import decisions_of
 from planbook.agent.decisions import Decision
-from planbook.documents.base import Cell
+from planbook.agent.state import state_of
 from planbook.documents.memory import MemoryNotebook
+from planbook.model.cell import Cell
 from planbook.workspace.files import Workspace
 
 
@@ -55,7 +56,7 @@ async def next_decision(session: planbook.Session, *, seen: int = 0) -> Decision
         pending = decisions.pending()
         if pending:
             return pending[0]
-        run = session.extras.get("agent_run")
+        run = state_of(session).run
         if run is not None and run.done():
             raise AssertionError(f"the run ended without asking: {run.status} {run.error}")
         await asyncio.sleep(0.01)

@@ -10,6 +10,7 @@ import pytest
 import planbook
 from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import next_decision
 
@@ -21,7 +22,7 @@ WRITE = ("write_file", {"path": "out.txt", "content": "first\n", "reason": "expo
 def tool_returns(session: planbook.Session, tool: str) -> list[str]:
     return [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool
     ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import planbook
-from planbook.agent.config import AgentConfig, config_of, resolve_model
+from planbook.agent.config import AgentConfig, resolve_model
+from planbook.agent.context import config_of
 from planbook.agent.run import plan_task
 from planbook.errors import NoModelConfigured, RulesError
 

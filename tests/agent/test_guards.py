@@ -11,6 +11,7 @@ import planbook
 from planbook.agent.context import decisions_of
 from planbook.agent.history import history_size, prune
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import make_session, next_decision
 
@@ -22,7 +23,7 @@ READ = ("read_file", {"path": "notes.txt"})
 def returns(session: planbook.Session, tool: str) -> list[str]:
     return [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == tool
     ]
@@ -145,7 +146,7 @@ def test_pruning_keeps_pairs_and_recent_messages() -> None:
 
 
 async def test_the_plan_survives_pruning(tmp_path: Path) -> None:
-    from planbook.agent.config import config_of
+    from planbook.agent.context import config_of
 
     (tmp_path / "big.txt").write_text("line of text\n" * 3000)
     session = make_session(tmp_path)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import planbook
-from planbook.agent.config import config_of
+from planbook.agent.context import config_of
 from planbook.agent.run import plan_task
 from tests.support.openai_server import Reply, ScriptedOpenAI
 

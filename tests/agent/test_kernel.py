@@ -84,7 +84,7 @@ def test_magics_drive_the_agent(tmp_path: Path) -> None:
         out = k.run(
             textwrap.dedent("""
             import planbook
-            await planbook.session().extras["agent_run"]
+            await planbook.session().agent_run
             print(planbook.session().current_plan().state)
         """)
         )

@@ -15,6 +15,7 @@ import planbook
 from planbook.agent import memory
 from planbook.agent.context import decisions_of, todos_of
 from planbook.agent.run import continue_task, plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake
@@ -116,7 +117,7 @@ async def test_a_stripped_notebook_opens_and_starts_a_fresh_conversation(tmp_pat
 async def test_the_saved_conversation_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from planbook.agent.config import config_of
+    from planbook.agent.context import config_of
 
     monkeypatch.setattr(memory, "MESSAGES_BUDGET", 30_000)
     (tmp_path / "big.txt").write_text("a line of the file\n" * 20_000)
@@ -125,7 +126,7 @@ async def test_the_saved_conversation_is_bounded(
     reads = [("read_file", {"path": "big.txt", "offset": i * 400}) for i in range(12)]
     run = await plan_task(session, "read", model=Scripted(reads))
     assert run.status == "finished", run.error
-    assert sum(len(str(m)) for m in session.extras["agent_history"]) > 100_000
+    assert sum(len(str(m)) for m in state_of(session).history) > 100_000
     saved = memory.saved(session)
     assert saved is not None
     text = json.dumps(saved.messages)

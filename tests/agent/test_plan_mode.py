@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import planbook
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Call, Scripted
 from tests.agent.conftest import CELLS, make_session
 
@@ -87,7 +88,7 @@ async def test_every_write_is_staged_and_nothing_changes(
     assert len(queued) == 9
     answers = [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if getattr(p, "tool_name", None) == "write_file" and hasattr(p, "content")
     ]
@@ -131,7 +132,7 @@ async def test_read_only_shell_runs_but_writers_are_refused(
     )
     returns = [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if getattr(p, "tool_name", None) == "run_read_only_shell"
         and type(p).__name__ == "ToolReturnPart"
@@ -164,7 +165,7 @@ async def test_malformed_calls_go_back_to_the_model_and_never_reach_the_plan(
     assert plan is not None and plan.steps == []
     retries = [
         p
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "RetryPromptPart" or getattr(p, "retry", None) is not None
     ]
@@ -177,7 +178,7 @@ async def test_inspect_variable_is_bounded_and_evaluates_nothing(
 ) -> None:
     import pandas as pd
 
-    session.extras["user_ns"] = {"df": pd.DataFrame({"a": range(1000), "b": ["x"] * 1000})}
+    state_of(session).user_ns = {"df": pd.DataFrame({"a": range(1000), "b": ["x"] * 1000})}
     await plan_task(
         session,
         "look",
@@ -190,7 +191,7 @@ async def test_inspect_variable_is_bounded_and_evaluates_nothing(
     )
     returns = [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "ToolReturnPart"
     ]
@@ -302,7 +303,7 @@ async def test_a_read_only_command_given_to_shell_runs_instead_of_being_staged(
     )
     returns = [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == "shell"
     ]

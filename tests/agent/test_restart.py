@@ -58,8 +58,8 @@ def test_a_restart_in_the_middle_of_a_conversation(tmp_path: Path) -> None:
         answered = k.run("%answer d1 yes")
         assert "recorded" in answered.stdout, answered.text
         resumed = k.run(
-            '%plan continue\nawait planbook.session().extras["agent_run"]\n'
-            "run = planbook.session().extras['agent_run']\n"
+            "%plan continue\nawait planbook.session().agent_run\n"
+            "run = planbook.session().agent_run\n"
             "plan = planbook.session().current_plan()\n"
             "print(run.status, plan.state, [s.operation.kind for s in plan.steps])"
         )

@@ -11,6 +11,7 @@ import pytest
 import planbook
 from planbook.agent.context import decisions_of
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.documents.file import FileNotebook
 from planbook.errors import UsageMistake
@@ -107,4 +108,4 @@ async def test_asking_about_a_missing_step_goes_back_to_the_model(
         model=Scripted([("ask_before_step", {"step_number": 4, "question": "?", "options": []})]),
     )
     assert run.status == "finished"
-    assert any("there is no step 4" in str(m) for m in session.extras["agent_history"])
+    assert any("there is no step 4" in str(m) for m in state_of(session).history)

@@ -11,9 +11,10 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, User
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import planbook
-from planbook.agent.config import config_of
+from planbook.agent.context import config_of
 from planbook.agent.history import SUMMARY_HEAD, SUMMARY_MARK
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import make_session
 from tests.support.openai_server import Reply, ScriptedOpenAI
@@ -112,7 +113,7 @@ async def test_the_plan_is_sent_as_what_changed(tmp_path: Path) -> None:
     assert "no change since your last request" in seen[2]
     assert "+ step 2 [pending]" in seen[3] and "step 1" not in seen[3]
     # read_plan answers with the whole plan
-    assert "step 1 [pending]" in run.session.extras["agent_history"][-2].parts[0].content
+    assert "step 1 [pending]" in state_of(run.session).history[-2].parts[0].content
 
 
 @pytest.fixture

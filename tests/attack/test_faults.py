@@ -135,7 +135,7 @@ def _stage(folder: Path) -> tuple[Session, dict[str, str]]:
 
 
 def _check(session: Session, ids: dict[str, str], folder: Path) -> None:
-    plan = session.plan
+    plan = session.current_plan()
     assert plan.state != "executing"
     status = {s.id: s.status for s in plan.steps}
     assert not {"approved", "running"} & set(status.values()), status

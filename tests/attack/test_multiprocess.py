@@ -8,6 +8,7 @@ lost updates (an approval, checkpoint, cell edit or file missing afterwards) and
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import subprocess
@@ -19,7 +20,6 @@ from typing import Any
 import nbformat
 import pytest
 
-from planbook.documents.lock import lock_path
 from tests.attack.mp_workers import approve_each, open_session
 from tests.conftest import make_notebook
 
@@ -85,7 +85,7 @@ def test_different_steps_approved_at_once_lose_nothing(tmp_path: Path) -> None:
             and plan["state"] == "completed"
         )
         lost += not ok
-        assert not lock_path(path).exists()
+        assert not [p for p in path.parent.iterdir() if p.name.endswith("planbook-lock")]
     assert lost == 0, f"{lost} of {TRIALS} trials lost an update"
 
 
@@ -138,9 +138,9 @@ def test_a_run_left_by_a_dead_process_is_recovered_but_a_live_one_is_not_taken(
     # Once it is dead, the next transaction settles the cut-off run and the plan moves on.
     report = other.approve("1-1")
     assert report.ok
-    statuses = [s.status for s in other.plan.steps]
+    statuses = [s.status for s in other.current_plan().steps]
     assert statuses[0] == "done" and statuses[5] == "failed"
-    assert other.plan.state != "executing"
+    assert other.current_plan().state != "executing"
 
 
 def _cli(path: Path, steps: str) -> subprocess.CompletedProcess[str]:
@@ -199,3 +199,94 @@ def test_a_kernel_and_the_cli_approving_at_once(tmp_path: Path) -> None:
             assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["done"] * 3
             assert len(plan["approvals"]) == 2 and plan["state"] == "completed"
             assert len(saved(nb)["checkpoints"]) == 3
+
+
+# --- the lock under a cleanup ---------------------------------------------------------------
+_LOCKER = """
+import random, sys, time
+from pathlib import Path
+from planbook.documents.lock import notebook_lock
+nb, rounds, hold = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+lock = notebook_lock(nb)
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(rounds):
+    with lock.hold(wait=60):
+        start = time.monotonic_ns()
+        print("held", flush=True)
+        time.sleep(hold if hold else random.uniform(0, 0.004))
+        end = time.monotonic_ns()
+    print(start, end, flush=True)
+"""
+
+
+def _git_folder(folder: Path) -> Path:
+    folder.mkdir()
+    nb = make_notebook(folder / "nb.ipynb", ["a = 1"])
+    # What a project ignores, and so what `git clean -X` deletes: hidden files, lock files.
+    (folder / ".gitignore").write_text(".*\n!.gitignore\n*-lock\n*.lock\n")
+    for args in (["init", "-q"], ["add", "nb.ipynb", ".gitignore"]):
+        subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
+    return nb
+
+
+def _locker(nb: Path, rounds: int, hold: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LOCKER, str(nb), str(rounds), str(hold)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+def _go(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+
+
+def _intervals(proc: subprocess.Popen[str]) -> list[tuple[int, int]]:
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    return [(int(a), int(b)) for a, b in (line.split() for line in out.splitlines() if " " in line)]
+
+
+def _clean(folder: Path) -> None:
+    """`git clean -fdX`, and whatever it left that is not the notebook, deleted by hand."""
+    subprocess.run(["git", "clean", "-fdqX"], cwd=folder, check=True, capture_output=True)
+    for path in folder.iterdir():
+        if path.name not in ("nb.ipynb", ".git", ".gitignore") and not path.is_dir():
+            path.unlink(missing_ok=True)
+
+
+def test_a_cleanup_while_one_process_holds_the_lock_lets_no_second_one_in(
+    tmp_path: Path,
+) -> None:
+    for trial in range(5):
+        nb = _git_folder(tmp_path / f"t{trial}")
+        holder = _locker(nb, 1, 0.4)
+        _go(holder)
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        _clean(nb.parent)  # the cleanup runs while the holder holds
+        second = _locker(nb, 1, 0.0)
+        _go(second)
+        [(_, released)] = _intervals(holder)
+        [(entered, _)] = _intervals(second)
+        assert entered >= released, f"trial {trial}: the second process entered while held"
+
+
+def test_three_processes_and_a_cleanup_loop_never_overlap(tmp_path: Path) -> None:
+    nb = _git_folder(tmp_path / "t")
+    procs = [_locker(nb, 60, 0.0) for _ in range(3)]
+    for proc in procs:
+        _go(proc)
+    cleanups = 0
+    while any(proc.poll() is None for proc in procs) and cleanups < 400:
+        _clean(nb.parent)
+        cleanups += 1
+    spans = sorted(span for proc in procs for span in _intervals(proc))
+    assert len(spans) == 180
+    overlaps = sum(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+    assert overlaps == 0, f"{overlaps} of {len(spans)} holds overlapped ({cleanups} cleanups)"

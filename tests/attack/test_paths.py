@@ -167,7 +167,7 @@ def test_a_target_swapped_after_staging_is_refused_at_approval(
     outcome = report.outcomes[0]
     assert outcome.status in ("failed", "conflict"), outcome
     assert "\n" not in outcome.message
-    plan = session.plan
+    plan = session.current_plan()
     assert plan.state != "executing"
     assert not (outside / "sub" / "t.txt").exists()
     # The plan still takes new steps and approvals at once.

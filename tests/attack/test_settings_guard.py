@@ -15,6 +15,7 @@ import pytest
 
 import planbook
 from planbook.agent.run import plan_task
+from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from planbook.model.plan import APPROVED_BY_RULE
 from planbook.workspace.sandbox import SandboxStatus, probe
@@ -43,7 +44,7 @@ ADD_HOOK = python(
 def shell_returns(session: planbook.Session) -> list[str]:
     return [
         str(p.content)
-        for m in session.extras["agent_history"]
+        for m in state_of(session).history
         for p in m.parts
         if type(p).__name__ == "ToolReturnPart" and getattr(p, "tool_name", None) == "shell"
     ]

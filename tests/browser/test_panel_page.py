@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.assets import css_path, esm_source
 from planbook.surfaces.widget.panel import ReviewPanel

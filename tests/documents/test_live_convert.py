@@ -11,8 +11,8 @@ from typing import Any
 from jupyter_ydoc import YNotebook
 from pycrdt import Doc
 
-from planbook.documents.base import Cell
 from planbook.documents.live.convert import cell_dict, json_ints, to_cell, write_cell
+from planbook.model.cell import Cell
 
 CODE = Cell(
     id="c1",

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from planbook.documents.base import Cell, NotebookDocument
+from planbook.documents.base import NotebookDocument
 from planbook.documents.live.document import LiveNotebook
 from planbook.documents.live.merges import MergeWatches
 from planbook.errors import ConflictError, UnknownCell
+from planbook.model.cell import Cell
 from tests.live.conftest import on_disk
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer

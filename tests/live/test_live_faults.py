@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 
-from planbook.documents.base import Cell
 from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError
+from planbook.model.cell import Cell
 from planbook.model.events import Event
 from planbook.model.operations import InsertCell
 from planbook.model.plan import Plan

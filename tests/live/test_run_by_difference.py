@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from planbook.documents.base import Cell
 from planbook.documents.live.document import LiveNotebook, open_live
+from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import on_disk

@@ -9,11 +9,12 @@ import re
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import anyio
 
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp.server import build_server
-from planbook.surfaces.mcp.target import Target
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 TABLE = re.compile(r"<!-- tools: generated -->\n(.*?)<!-- /tools -->", re.S)
@@ -23,7 +24,7 @@ FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 def tool_table(folder: Path) -> str:
     """The table of tools as the server lists them: name, kind, and its description's first
     sentence."""
-    tools = anyio.run(build_server(Target(folder)).list_tools)
+    tools = anyio.run(build_server(ServedNotebooks(folder)).list_tools)
     rows = ["| tool | kind | what it does |", "| --- | --- | --- |"]
     for tool in tools:
         kind = "read" if tool.annotations and tool.annotations.read_only_hint else "propose"
@@ -42,22 +43,35 @@ def test_the_tool_table_is_the_servers_own(tmp_path: Path) -> None:
     )
 
 
-def test_every_client_configuration_parses() -> None:
-    blocks = FENCE.findall(PAGE.read_text(encoding="utf-8"))
-    parsed = 0
-    for lang, code in blocks:
+def configurations() -> list[dict[str, Any]]:
+    """Every client configuration docs/mcp.md shows: planbook's entry in each."""
+    found = []
+    for lang, code in FENCE.findall(PAGE.read_text(encoding="utf-8")):
         if lang in ("json", "jsonc"):
             config = json.loads(code)
-            servers = config.get("mcpServers") or config.get("servers")
-            assert servers["planbook"]["command"] == "planbook"
-            assert servers["planbook"]["args"][0] == "mcp"
-            parsed += 1
-        elif lang == "toml":
-            config = tomllib.loads(code)
-            assert config["mcp_servers"]["planbook"]["command"] == "planbook"
-            assert config["mcp_servers"]["planbook"]["args"][0] == "mcp"
-            parsed += 1
-    assert parsed >= 5  # Claude Code, Codex CLI, Cursor, VS Code, Jupyter AI
+            found.append((config.get("mcpServers") or config.get("servers"))["planbook"])
+        elif lang == "toml" and "mcp_servers" in code:  # (not the agent's planbook.toml)
+            found.append(tomllib.loads(code)["mcp_servers"]["planbook"])
+    return found
+
+
+def http_configurations() -> list[dict[str, Any]]:
+    """The configurations that reach planbook's endpoint inside a Jupyter server."""
+    return [c for c in configurations() if "url" in c]
+
+
+def test_every_client_configuration_parses() -> None:
+    stdio = [c for c in configurations() if "url" not in c]
+    for config in stdio:
+        assert config["command"] == "planbook"
+        assert config["args"][0] == "mcp"
+    assert len(stdio) >= 5  # Claude Code, Codex CLI, Cursor, VS Code, Jupyter AI
+    http = http_configurations()
+    for config in http:
+        assert config["url"] == "http://127.0.0.1:8888/planbook/mcp"
+        auth = config.get("headers", {}).get("Authorization", "")
+        assert auth.startswith("token ${") or config.get("bearer_token_env_var")
+    assert len(http) >= 4  # Claude Code, Codex CLI, Cursor, VS Code (each tried in test_http)
 
 
 if __name__ == "__main__":  # rewrite the table in docs/mcp.md from the server

@@ -82,7 +82,7 @@ def test_propose_review_with_the_cli_and_wait_for_the_results(tmp_path: Path) ->
 
             # Nothing is decided yet: a short wait says so and names what is open.
             waited = await ok(session, "wait_for_review", timeout_s=0.5)
-            assert waited.startswith("timed out after 0.5 s with 3 step(s) still open")
+            assert waited.startswith("timed out after 0.5 s with 3 steps still open")
 
             # The person approves in another process while the client waits.
             started = time.monotonic()

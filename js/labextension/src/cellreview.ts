@@ -321,6 +321,12 @@ export class CellReview {
       risk.textContent = trans.__('%1 risk', step.risk);
       head.append(risk);
     }
+    if (step.origin) {
+      const origin = document.createElement('span');
+      origin.className = 'pb-cell-review-origin';
+      origin.textContent = trans.__('from %1', step.origin);
+      head.append(origin);
+    }
     node.append(head);
 
     if (step.reason) {

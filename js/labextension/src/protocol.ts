@@ -50,6 +50,8 @@ export interface IStep {
   cell_type: string | null;
   title: string;
   reason: string;
+  /** Who proposed it from outside the kernel (an MCP client's name and version), if anyone. */
+  origin?: string | null;
   risk: 'low' | 'medium' | 'high';
   error: string | null;
   runs: boolean;

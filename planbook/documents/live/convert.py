@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from planbook.documents.base import Cell
+from planbook.model.cell import Cell
 
 if TYPE_CHECKING:
     from pycrdt import Map

@@ -29,13 +29,14 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from planbook.documents.base import Cell, CellPlace, MetadataPath, apply_metadata_changes
+from planbook.documents.base import CellPlace, MetadataPath, apply_metadata_changes
 from planbook.documents.live.address import RoomAddress
 from planbook.documents.live.merges import LateMerge, MergeWatches
 from planbook.documents.live.operations import Op, Txn, apply_ops, check
 from planbook.documents.live.reads import SharedReads
 from planbook.documents.live.room import Room, Ticket
 from planbook.errors import LiveConnectionError
+from planbook.model.cell import Cell
 
 
 def _own_copy(cell: Cell) -> Cell:

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planbook.documents.base import Cell, MetadataPath
+from planbook.documents.base import MetadataPath
 from planbook.documents.live.convert import cell_dict, normal, to_cell, write_cell
 from planbook.documents.live.metadata import apply_parts
 from planbook.documents.live.room import Room
 from planbook.errors import ConflictError, UnknownCell
+from planbook.model.cell import Cell
 
 
 @dataclass

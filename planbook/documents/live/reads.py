@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from planbook.documents.base import Cell
 from planbook.documents.live.convert import json_ints, to_cell
 from planbook.documents.live.room import Room
+from planbook.model.cell import Cell
 
 
 class SharedReads:

@@ -15,6 +15,7 @@ from planbook.documents.base import NotebookDocument
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
 from planbook.engine.executor.report import StepOutcome
+from planbook.engine.mcp_calls import McpCaller, NoMcpCaller
 from planbook.engine.reconcile import ReloadWatch
 from planbook.engine.runner import CodeRunner
 from planbook.engine.store import Store
@@ -35,12 +36,16 @@ class StepRecords:
         workspace: Workspace,
         runner: Callable[[], CodeRunner],
         emit: Callable[[Event], None],
+        mcp_caller: McpCaller | None = None,
     ) -> None:
         self.store = store
         self.document = document
         self.workspace = workspace
         self.runner = runner
         self.emit = emit
+        #: Calls the MCP tool of an approved ``mcp_call`` step (engine/mcp_calls.py); the
+        #: agent floor sets it, so the engine never imports an MCP client.
+        self.mcp_caller: McpCaller = mcp_caller or NoMcpCaller()
         self.stop_requested = False
         #: This process, as recorded on the steps it approves and runs.
         self.token = owner.this_process()

@@ -20,7 +20,7 @@ from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.runner import CellRun
 from planbook.errors import ConflictError
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
-from planbook.model.operations import RunCell, Shell
+from planbook.model.operations import McpCall, RunCell, Shell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step, StepResult
 
 
@@ -247,7 +247,7 @@ class Recovery(StepRecords):
         cp = next((c for c in self.store.state.checkpoints if c.id == step.checkpoint), None)
         snaps: list[CellSnapshot | FileSnapshot] = [*cp.cells, *cp.files] if cp else []
         landed = cp is not None and all(self._hash_now(s) == s.after_hash for s in snaps)
-        if landed and (step.runs_cell or isinstance(step.operation, Shell)):
+        if landed and (step.runs_cell or isinstance(step.operation, Shell | McpCall)):
             self._finish(
                 plan,
                 step,

@@ -32,11 +32,13 @@ from planbook.engine.executor.record import retryable
 from planbook.engine.executor.recovery import Recovery
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.hashing import bytes_hash
+from planbook.engine.mcp_calls import McpResult, bounded
 from planbook.engine.runner import CellRun
+from planbook.engine.store import UNDONE_NOTES
 from planbook.errors import ConflictError, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
-from planbook.model.operations import DeleteFile, EditFile, RunCell, Shell, WriteFile
+from planbook.model.operations import DeleteFile, EditFile, McpCall, RunCell, Shell, WriteFile
 from planbook.model.plan import Approval, Plan, Step
 from planbook.workspace.files import ShellResult
 from planbook.workspace.settings_guard import guard_for
@@ -165,6 +167,9 @@ class Executor(Recovery, LateMerges):
                 guard = guard_for(plan, step, self.workspace)
                 result = self.workspace.run_shell(op.command, timeout=op.timeout, guard=guard)
                 return self._finish_shell(plan_id, step_id, op, result, started)
+            if isinstance(op, McpCall):
+                called = self.mcp_caller.call(op.server, op.tool, op.args)
+                return self._finish_mcp(plan_id, step_id, op, called, started)
             cell_id = op.cell_id  # type: ignore[union-attr]
             run = self._run_cell(cell_id)
             try:
@@ -210,8 +215,8 @@ class Executor(Recovery, LateMerges):
                 self._record_checkpoint(step, checkpoint)
             write_file_bytes(self.workspace, op.path, data)
             return self._record(plan, step, "done", "", started, checkpoint.id)
-        if isinstance(op, Shell):
-            checkpoint.label += ": shell commands are not undone by rollback"
+        if isinstance(op, Shell | McpCall):  # nothing to snapshot: the label says so
+            checkpoint.label += UNDONE_NOTES[op.kind]
             with self.document.transaction():
                 self._record_checkpoint(step, checkpoint)
             return None
@@ -300,6 +305,19 @@ class Executor(Recovery, LateMerges):
             outcome = self._record(plan, step, status, message, started, step.checkpoint)
         return self._announce(plan_id, outcome, step.checkpoint)
 
+    def _finish_mcp(
+        self, plan_id: str, step_id: str, op: McpCall, result: McpResult, started: float
+    ) -> StepOutcome:
+        text = bounded(result.text) or "(no content)"
+        if result.is_error:
+            status, message = "failed", f"{op.name} answered with an error: {text}"
+        else:
+            status, message = "done", text
+        with self._saved_state():
+            plan, step = self._mine(plan_id, step_id)
+            outcome = self._record(plan, step, status, message, started, step.checkpoint)
+        return self._announce(plan_id, outcome, step.checkpoint)
+
     # --- the live room's faults (issue 15) --------------------------------------------------
     def _durable_step(self, plan_id: str, outcome: StepOutcome) -> None:
         """After a done step the server saves the room: at once when code ran (it must never
@@ -307,7 +325,7 @@ class Executor(Recovery, LateMerges):
         its record: reconcile says so); the run's end saves in any case."""
         found = self._steps.find(self.store.plan_by_id(plan_id), outcome.step_id)
         step = None if found is None else found[1]
-        runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell))
+        runs = step is not None and (step.runs_cell or isinstance(step.operation, Shell | McpCall))
         every = 0.0 if runs else CELL_ONLY_SAVE_EVERY
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:

@@ -14,6 +14,7 @@ written whose pattern names one: those changes are always reviewed.
 from __future__ import annotations
 
 import fcntl
+import getpass
 import os
 import shlex
 import tempfile
@@ -61,6 +62,13 @@ def scopes_for(tool: str, target: str | None, protected: tuple[str, ...] = ()) -
     """The scopes worth offering for one call, narrowest first."""
     if tool == "shell" and target:
         return _command_scopes(target)
+    if tool == "mcp" and target:
+        # Never "every MCP tool anywhere": one tool, or the tools of one server.
+        server = target.split(".", 1)[0]
+        return [
+            Scope(label=f"this MCP tool ({target})", tool="mcp", pattern=target),
+            Scope(label=f"every tool of {server} ({server}.*)", tool="mcp", pattern=f"{server}.*"),
+        ]
     if is_protected(target, protected):
         return []
     scopes: list[Scope] = []
@@ -124,6 +132,7 @@ def _write(path: Path, text: str) -> None:
 
 def _parse(path: Path) -> Any:
     try:
+        # heavy: tomlkit (the agent extra)
         import tomlkit
         from tomlkit.exceptions import ParseError
     except ImportError:
@@ -141,6 +150,7 @@ def _parse(path: Path) -> Any:
 
 def append_rule(root: Path, rule: Rule, comment: str = "") -> None:
     """Add ``rule`` as the last ``[[rules]]`` table of planbook.toml, with a comment line."""
+    # heavy: tomlkit (the agent extra)
     import tomlkit
     from tomlkit.items import AoT
 
@@ -172,6 +182,7 @@ def append_rule(root: Path, rule: Rule, comment: str = "") -> None:
 
 def remove_rule(root: Path, rule: Rule) -> None:
     """Take ``rule`` (as read from planbook.toml: its ``source`` says where) out of the file."""
+    # heavy: tomlkit (the agent extra)
     import tomlkit
 
     path = root / RULES_FILE
@@ -225,7 +236,6 @@ def _as_rule(table: Any) -> tuple[str, str, str]:
 
 
 def _who() -> str:
-    import getpass
 
     try:
         return getpass.getuser()

@@ -21,6 +21,11 @@ Two shapes are accepted in either file::
 against the step's target: a workspace-relative path, a shell command, or a cell id. A rule whose
 pattern is ``*`` (the default) also matches a call that has no target.
 
+Calls to the tools of MCP servers (planbook.toml's ``[mcp.servers.NAME]``) are the tool ``mcp``,
+matched on ``server.tool``: ``mcp = { "github.create_*" = "ask", "github.get_*" = "allow" }`` in
+``[permissions]``. deny refuses the call, ask stages it (or asks, outside plan mode), allow runs
+it at once outside plan mode, a write included: the person said so.
+
 Shell commands are matched on what the shell will run (engine/shell_parse.py): each simple
 command on its own (``true && rm x`` is ``true`` and ``rm x``; leading spaces, quotes,
 continuations, ``$(...)``, subshells and wrappers such as ``sudo``/``env``/``xargs`` are seen
@@ -45,7 +50,7 @@ from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action, Rule, first_error
 from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
 from planbook.errors import RulesError, invalid_as
-from planbook.model.operations import AnyOperation, target_of
+from planbook.model.operations import AnyOperation, McpCall, target_of
 
 
 @dataclass
@@ -85,7 +90,7 @@ class RuleSet:
 
     def decide_op(self, op: AnyOperation) -> Action | None:
         """``decide`` for a staged operation: also sees what a file change would write."""
-        verdict = self.decide(op.kind, rule_target(op))
+        verdict = self.decide(rule_tool(op), rule_target(op))
         if verdict != "deny" and self.protected and self.protected.op_reason(op):
             return "ask"
         return verdict
@@ -206,8 +211,16 @@ class RuleSet:
         return None
 
 
+def rule_tool(op: AnyOperation) -> str:
+    """The tool name rules give for ``op``: its kind, and ``mcp`` for any MCP server's tool."""
+    return "mcp" if isinstance(op, McpCall) else op.kind
+
+
 def rule_target(op: AnyOperation) -> str | None:
-    """What a rule's pattern is matched against: the path, the command, or the cell id."""
+    """What a rule's pattern is matched against: the path, the command, the cell id, or
+    ``server.tool`` for an MCP call."""
+    if isinstance(op, McpCall):
+        return op.name
     key = target_of(op)
     if key == "shell":
         return str(getattr(op, "command", ""))

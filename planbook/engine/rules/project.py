@@ -13,10 +13,13 @@ mode) until the file is fixed, and ``refresh`` says so in one line the Session s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from planbook.engine.rules.matching import RuleSet
 from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action
+from planbook.engine.rules.runs_later import extra_patterns
+from planbook.engine.rules.runs_later import reason as runs_later_reason
 from planbook.errors import RulesError
 from planbook.model.operations import AnyOperation
 
@@ -61,19 +64,31 @@ class ProjectRules:
             raise RulesError(self._broken)
         return self._rules
 
-    def verdict(self, op: AnyOperation) -> Action | None:
+    def verdict(self, op: AnyOperation) -> Action | Literal["hold"] | None:
         """What the rules say about ``op`` as last read (``refresh`` reads the files again):
-        allow, ask, deny, or None when no rule speaks and the mode decides. While a file cannot
-        be read, everything is asked about."""
+        allow, ask, deny, or None when no rule speaks and the mode decides; "hold" for a write
+        that runs code later (runs_later.py), which no allow rule applies unreviewed. While a
+        file cannot be read, everything is asked about."""
         if self._seen is None:
             self.refresh()
         if self._broken is not None:
             return "ask"
-        return self._rules.decide_op(op)
+        verdict = self._rules.decide_op(op)
+        if verdict in ("deny", "ask"):
+            return verdict
+        if runs_later_reason(op, self.root):
+            return "hold"
+        return verdict
+
+    def protected_reason(self, op: AnyOperation) -> str | None:
+        """Why ``op`` touches settings no rule may let through unreviewed (planbook's rules,
+        pyproject.toml, .git, the notebook file), or None; the same whatever the files say."""
+        return self._rules.protected_reason(op)
 
     def _reload(self) -> None:
         try:
             fresh = RuleSet.load(self.root)
+            extra_patterns(self.root)  # a bad `runs_later` breaks the rules too: fail closed
         except RulesError as exc:
             self._broken = str(exc)
             return  # the last good rules stay, for the session rules they hold

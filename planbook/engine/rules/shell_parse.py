@@ -125,6 +125,7 @@ def _parser() -> Parser:
     (the agent's tools, the panel and the kernel's main thread all parse)."""
     parser: Parser | None = getattr(_local, "parser", None)
     if parser is None:
+        # heavy: tree-sitter and its bash grammar
         import tree_sitter_bash
         from tree_sitter import Language, Parser
 

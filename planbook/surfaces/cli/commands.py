@@ -1,6 +1,6 @@
 """The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
-log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and returning its
-exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
+takeover, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
+returning its exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
 
 They read the file (``loading``), call a Session and print what happened; ``approve`` hands
 the run to a real kernel (``kernel``).
@@ -19,6 +19,7 @@ from planbook.errors import CliError, MetadataError, PlanbookError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
+from planbook.present.safe import visible
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.audit import audit_rows
@@ -82,6 +83,26 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         "undo this with "
         f"`planbook rollback {shown(loaded.path)} {record.id}`"
     )
+    return EXIT_OK
+
+
+def cmd_takeover(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    session = file_session(loaded)
+    asked = planbook_errors(loaded, lambda: session.take_over(args.step))
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError(
+                EXIT_USAGE,
+                f"{asked.line}; confirm with `planbook takeover {shown(loaded.path)} "
+                f"{args.step} --yes`",
+            )
+        answer = input(visible(f"{asked.line}.\nTake it over? [y/N] "))
+        if answer.strip().lower() not in ("y", "yes"):
+            say("not taken over; nothing changed")
+            return EXIT_NOTHING
+    taken = planbook_errors(loaded, lambda: session.take_over(args.step, confirm=True))
+    say(taken.line)
     return EXIT_OK
 
 

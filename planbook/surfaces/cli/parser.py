@@ -7,7 +7,6 @@ import argparse
 import textwrap
 from collections.abc import Callable
 
-from planbook import __version__
 from planbook.surfaces.cli.commands import (
     cmd_approve,
     cmd_gc,
@@ -16,9 +15,11 @@ from planbook.surfaces.cli.commands import (
     cmd_rollback,
     cmd_show,
     cmd_strip,
+    cmd_takeover,
 )
 from planbook.surfaces.cli.demo import cmd_demo
 from planbook.surfaces.cli.exit_codes import exit_codes_text
+from planbook.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +122,21 @@ def build_parser() -> argparse.ArgumentParser:
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")
     log.add_argument("--json", action="store_true", help="machine-readable rows")
+
+    takeover = command(
+        "takeover",
+        "settle a step another host left running, so it can be approved again",
+        cmd_takeover,
+        "A step being run carries its process and host. A process on this host that died is "
+        "settled on its own; one on another host cannot be checked from here, so its steps "
+        "wait. When that host is gone, take the step over: after you confirm, it is settled "
+        "here as interrupted (nothing runs: a step whose change had not landed is pending "
+        "again, one whose change landed keeps its checkpoint). A process on this host that is "
+        "alive is never taken over.",
+    )
+    takeover.add_argument("notebook", help="the .ipynb file")
+    takeover.add_argument("step", type=int, help="the step's number (see `planbook show`)")
+    takeover.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     gc = command(
         "gc",

@@ -21,17 +21,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from planbook.documents.page import PAGE_TYPES
 from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
 from planbook.model.events import Event
+from planbook.model.page_messages import PAGE_TYPES
+from planbook.sessions.session import Session
+from planbook.surfaces import api
 from planbook.surfaces.comm.view import PROTOCOL, plan_message
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
 
 if TYPE_CHECKING:
     from planbook.documents.page import PageNotebook
-    from planbook.sessions.session import Session
 
 log = logging.getLogger("planbook")
 
@@ -109,8 +111,14 @@ class CellReviewLink:
         self.send_plan()
 
     # --- in --------------------------------------------------------------------------------
+    def heard(self) -> None:
+        """The page spoke: while this comm is open, the page follows planbook's changes."""
+        if not self.heard_from_page and self._unsubscribe is not None:
+            self.heard_from_page = True
+            self.session.page_advice.page_joined(self)
+
     def _on_msg(self, msg: dict[str, Any]) -> None:
-        self.heard_from_page = True
+        self.heard()
         content = msg.get("content", {}).get("data")
         if isinstance(content, dict) and set(content) <= {"protocol"}:
             call_on_main(self.send_plan, self._home)  # the page asks for the plan again
@@ -128,10 +136,7 @@ class CellReviewLink:
 
     # --- the page's notebook (documents/page.py) ---------------------------------------------
     def page_document(self) -> PageNotebook | None:
-        from planbook.documents.page import PageNotebook
-
-        document = self.session.document
-        return document if isinstance(document, PageNotebook) else None
+        return self.session.page_document()
 
     def ask_for_cells(self) -> None:
         """Where the page is the notebook (no collaboration), ask it for its cells."""
@@ -232,17 +237,12 @@ class CellReviewLink:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-
-
-def _links(session: Session) -> list[CellReviewLink]:
-    links = session.extras.setdefault("cell_review_links", [])
-    links[:] = [link for link in links if link._unsubscribe is not None]
-    return links  # type: ignore[no-any-return]
+        self.session.page_advice.page_left(self)
 
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
-    _links(session).append(link)
+    follow_outside_changes(session, link._home)
     link.send_plan()
     link.ask_for_cells()
     return link
@@ -254,24 +254,22 @@ def register(ipython: Any) -> None:
     if kernel is None:
         return  # a terminal IPython: no front end to talk to
     try:
+        # heavy: the comm package
         from comm import create_comm, get_comm_manager
     except ImportError:  # an old ipykernel without the comm package: the panel still works
         return
-    from planbook.sessions import current
 
     def on_open(comm: Any, _msg: dict[str, Any]) -> None:
         try:
-            open_link(current.session(), comm).heard_from_page = True
+            open_link(api.session(), comm).heard()
         except PlanbookError as exc:
             comm.close({"type": "error", "message": str(exc), "step_id": None})
 
     get_comm_manager().register_target(TARGET, on_open)
     try:
-        session = current.session()
+        session = api.session()
     except PlanbookError:
         return  # load_ext already said why
-    from planbook.documents.headless import HeadlessNotebook
-
-    if isinstance(session.document, HeadlessNotebook):
+    if session.headless:
         return  # nbconvert and papermill have no page, and log a comm nobody handles
     open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))

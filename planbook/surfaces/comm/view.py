@@ -8,14 +8,12 @@ to the panel: they have no cell to show on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 #: Version of the message shapes below; the page ignores a plan it does not understand.
 PROTOCOL = 1
@@ -53,6 +51,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             # What the page shows as text: control characters visible (``visible``).
             "title": visible(view.title),
             "reason": visible(step.reason),
+            "origin": visible(step.origin) if step.origin else step.origin,
             "risk": step.risk,
             "error": visible(view.error) if view.error else view.error,
             "runs": step.runs_cell,

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from planbook.model.plan import Step
 from planbook.present.text import step_title
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.served import ServedNotebooks
+from planbook.sessions.session import Session
 from planbook.surfaces.mcp.calls import client_origin, in_thread
 from planbook.surfaces.mcp.limits import (
     MAX_EDITS,
@@ -31,7 +33,6 @@ from planbook.surfaces.mcp.limits import (
     Search,
     Source,
 )
-from planbook.surfaces.mcp.target import Target
 
 #: What an answer ends with while the step waits: where the person decides, what to do next.
 _WAITS = (
@@ -77,36 +78,36 @@ CellKind = Annotated[
 ]
 
 
-def answer(target: Target, proposer: Proposer, step: Step) -> str:
+def answer(target: ServedNotebooks, session: Session, step: Step) -> str:
     """One short paragraph: the step's number, id and what it does, and whether it waits or (in
     a mode where the person lets changes apply at once) what became of it."""
-    session = proposer.session
     plan = session.current_plan()
     number = next((n for n, s in enumerate(plan.steps, 1) if s.id == step.id), 0) if plan else 0
     where = target.shown(session.notebook_path) if session.notebook_path else "the notebook"
     head = f"step {number} of the plan in {where} (step id {step.id}): {step_title(step)}"
-    rules = session.extras.get("rules")
-    protected = rules.protected_reason(step.operation) if rules is not None else None
+    protected = session.rules.protected_reason(step.operation)
     if step.status == "pending" and protected:
         return (
             f"Staged {head}, marked protected ({protected}); only the person applies it. {_WAITS}"
         )
+    if step.status == "pending" and step.runs_later:
+        return f"Staged {head}; held for review: it runs code later ({step.runs_later}). {_WAITS}"
     if step.status == "pending":
         return f"Staged {head}. {_WAITS}"
     return f"{head}: {step.status} (the notebook is in {session.mode} mode, which applies changes)"
 
 
-def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     async def propose(
         ctx: Context[Any, Any], notebook: str | None, make: Callable[[Proposer], Step]
     ) -> str:
         origin = client_origin(ctx)
 
         def work() -> str:
-            proposer = target.proposer(notebook, origin)
-            step = make(proposer)
-            proposals.add(proposer.session.notebook_path or Path(), step.id)
-            return answer(target, proposer, step)
+            session = target.session(notebook)
+            step = make(session.proposing_as(origin))
+            proposals.add(session.notebook_path or Path(), step.id)
+            return answer(target, session, step)
 
         return await in_thread(work)
 

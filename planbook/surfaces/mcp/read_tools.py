@@ -11,16 +11,14 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ImageContent, TextContent, ToolAnnotations
 
-from planbook.documents.base import Cell
-from planbook.engine.anchors import resolve
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.plan import Plan, Step
 from planbook.present.bounded import clip, joined, numbered_lines, summarise_output
 from planbook.present.text import step_title
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp.calls import in_thread
 from planbook.surfaces.mcp.limits import CellRef, FilePath, Folder, Lines, Notebook, Offset
-from planbook.surfaces.mcp.target import Target
-from planbook.workspace.walk import folder_listing
 
 #: Cells one read_notebook answer shows; the rest are counted.
 MAX_CELLS = 500
@@ -47,7 +45,7 @@ def _text(text: str) -> TextContent:
     return TextContent(type="text", text=text)
 
 
-def list_notebooks_text(target: Target) -> str:
+def list_notebooks_text(target: ServedNotebooks) -> str:
     found = target.notebooks()
     if not found:
         return f"no notebook (.ipynb) in {target.root}"
@@ -57,9 +55,9 @@ def list_notebooks_text(target: Target) -> str:
     return "\n".join(lines)
 
 
-def notebook_content(target: Target, notebook: str | None) -> list[Block]:
-    path, doc = target.reading(notebook)
-    cells = doc.cells()
+def notebook_content(target: ServedNotebooks, notebook: str | None) -> list[Block]:
+    path = target.notebook_path(notebook)
+    cells = target.cells(path)
     out: list[Block] = [_text(f"{target.shown(path)}: {len(cells)} cells")]
     images = [0]
     for n, cell in enumerate(cells[:MAX_CELLS], start=1):
@@ -69,11 +67,8 @@ def notebook_content(target: Target, notebook: str | None) -> list[Block]:
     return out
 
 
-def cell_content(target: Target, notebook: str | None, cell: str) -> list[Block]:
-    _, doc = target.reading(notebook)
-    cells = doc.cells()
-    cell_id = resolve(cell, cells)
-    n, found = next((n, c) for n, c in enumerate(cells, start=1) if c.id == cell_id)
+def cell_content(target: ServedNotebooks, notebook: str | None, cell: str) -> list[Block]:
+    n, found = target.cell(target.notebook_path(notebook), cell)
     return _cell_content(n, found, [0])
 
 
@@ -107,7 +102,7 @@ def _images(output: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m, "".join(joined(data[m]).split())) for m in IMAGE_TYPES if m in data]
 
 
-def plan_text(target: Target, notebook: str | None) -> str:
+def plan_text(target: ServedNotebooks, notebook: str | None) -> str:
     path = target.notebook_path(notebook)
     state = target.state(path)
     name = target.shown(path)
@@ -150,18 +145,18 @@ def step_lines(n: int, step: Step, plan: Plan, cells: CellFinder | None = None) 
     return out
 
 
-def files_text(target: Target, path: str) -> str:
-    return folder_listing(target.workspace, path, MAX_ENTRIES)
+def files_text(target: ServedNotebooks, path: str) -> str:
+    return target.listing(path, MAX_ENTRIES)
 
 
-def file_text(target: Target, path: str, offset: int, limit: int) -> str:
-    text = target.workspace.read_text(path)
+def file_text(target: ServedNotebooks, path: str, offset: int, limit: int) -> str:
+    text = target.read_text(path)
     if text is None:
         raise UsageMistake(f"{path!r} does not exist in the workspace; see list_files")
     return numbered_lines(text, offset, limit, chars=READ_CHARS)
 
 
-def register(server: MCPServer, target: Target) -> None:
+def register(server: MCPServer, target: ServedNotebooks) -> None:
     """The read tools. The stdio server has no kernel attached, so there is no tool for the
     kernel's variables here (a server inside Jupyter, with a kernel, will add one)."""
     tool = server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -5,7 +5,6 @@ the results. The decisions are made in another process (a kernel's panel or magi
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,26 +13,17 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from planbook.documents.base import Cell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step
 from planbook.model.store import PlanbookState
+from planbook.model.words import count
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp.calls import in_thread
 from planbook.surfaces.mcp.limits import Notebook, StepIds, WaitSeconds
 from planbook.surfaces.mcp.propose_tools import Proposals
 from planbook.surfaces.mcp.read_tools import CellFinder, step_lines
-from planbook.surfaces.mcp.target import Target
 
 #: How often the notebook file is looked at while waiting (a stat: microseconds).
 POLL_SECONDS = 0.2
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    """What changes when the file is replaced or rewritten (every save is an atomic rename)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _find(state: PlanbookState, step_ids: Sequence[str]) -> list[tuple[int, Step, Plan] | None]:
@@ -56,41 +46,32 @@ def _report(
     return lines
 
 
-def _cell_finder(target: Target, path: Path) -> CellFinder:
-    document = target.document(path)
-
-    def find(cell_id: str) -> Cell | None:
-        found = document.find_cell(cell_id)
-        return found.cell if found is not None else None
-
-    return find
-
-
-async def wait(target: Target, path: Path, step_ids: Sequence[str], timeout_s: float) -> str:
+async def wait(
+    target: ServedNotebooks, path: Path, step_ids: Sequence[str], timeout_s: float
+) -> str:
     state = await in_thread(target.state, path)
     deadline = time.monotonic() + timeout_s
-    seen = _signature(path)
+    seen = target.signature(path)
     while True:
         found = _find(state, step_ids)
         open_steps = [h for h in found if h is not None and h[1].status in OPEN_STATUSES]
         if not open_steps or time.monotonic() >= deadline:
             break
         await anyio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-        now = _signature(path)
+        now = target.signature(path)
         if now != seen:
             seen = now
             state = await in_thread(target.state, path)
     head = (
         "every step is decided:"
         if not open_steps
-        else f"timed out after {timeout_s:g} s with {len(open_steps)} step(s) still open "
+        else f"timed out after {timeout_s:g} s with {count(open_steps, 'step')} still open "
         "(pending, approved or running): call wait_for_review again to keep waiting"
     )
-    cells = await in_thread(_cell_finder, target, path)
-    return "\n".join([head, *_report(found, step_ids, cells)])
+    return "\n".join([head, *_report(found, step_ids, lambda i: target.find_cell(path, i))])
 
 
-def register(server: MCPServer, target: Target, proposals: Proposals) -> None:
+def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def wait_for_review(
         timeout_s: WaitSeconds = 60.0, step_ids: StepIds = None, notebook: Notebook = None

@@ -1,6 +1,6 @@
-"""The MCP server: the read, propose and review tools over one Target, and nothing else (no tool
-approves, rejects, changes the mode or edits rules). ``serve_stdio`` serves it over stdio, the
-form Claude Code, Codex, Cursor and VS Code start by command.
+"""The MCP server: the read, propose and review tools over the served notebooks, and nothing
+else (no tool approves, rejects, changes the mode or edits rules). ``serve_stdio`` serves it
+over stdio, the form Claude Code, Codex, Cursor and VS Code start by command.
 
 Every call is checked before it reaches a tool: an unknown tool name (``approve`` included) or
 an argument the tool does not take is refused, and a malformed argument is named in one line
@@ -17,10 +17,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from planbook import __version__
 from planbook.errors import first_problem
+from planbook.sessions.served import ServedNotebooks
 from planbook.surfaces.mcp import propose_tools, read_tools, review
-from planbook.surfaces.mcp.target import Target
+from planbook.version import __version__
 
 INSTRUCTIONS = """\
 planbook serves Jupyter notebooks under review. Read freely (list_notebooks, read_notebook,
@@ -70,7 +70,7 @@ class PlanbookServer(MCPServer[Any]):
             raise
 
 
-def build_server(target: Target) -> PlanbookServer:
+def build_server(target: ServedNotebooks) -> PlanbookServer:
     server = PlanbookServer(
         "planbook",
         version=__version__,
@@ -86,5 +86,5 @@ def build_server(target: Target) -> PlanbookServer:
 def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
     closes the connection."""
-    server = build_server(Target(target))
+    server = build_server(ServedNotebooks(target))
     anyio.run(server.run_stdio_async)

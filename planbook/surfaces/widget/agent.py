@@ -1,21 +1,20 @@
 """The agent as the panel shows it: its activity, its todo list, the questions it waits on.
 
-Read through ``session.extras`` and session events only, so the panel works the same with or
-without the agent layer installed (pydantic-ai is never imported here).
+Read through the agent's state (``planbook.agent.state``) and session events only, so the panel
+works the same whether or not the agent ever ran (pydantic-ai is never imported here).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from planbook.agent.state import Run, state_of
 from planbook.errors import UsageMistake
 from planbook.model.events import Event
 from planbook.present.safe import visible
+from planbook.sessions.session import Session
 from planbook.surfaces.widget.mainloop import call_on_main
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
 
 #: Agent activity lines kept for the panel (the newest ones).
 ACTIVITY_KEEP = 20
@@ -39,17 +38,17 @@ def note_event(state: dict[str, Any], event: Event) -> None:
         ]
 
 
-def _run(session: Session) -> Any:
-    run = session.extras.get("agent_run")
-    done = getattr(run, "done", None)
-    return run if callable(done) and not done() else None
+def _run(session: Session) -> Run | None:
+    """The agent's run while it runs."""
+    state = state_of(session)
+    return state.run if state.running() else None
 
 
 def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None:
     """The ``agent`` part of the view, or None when there is nothing to show."""
     agent: dict[str, Any] = dict(state)
-    pending = getattr(session.extras.get("decisions"), "pending", None)
-    if callable(pending):
+    decisions = state_of(session).decisions
+    if decisions is not None:
         agent["decisions"] = [
             {
                 "id": d.id,
@@ -58,7 +57,7 @@ def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None
                 "options": list(d.options),
                 "allow_text": d.allow_text,
             }
-            for d in pending()
+            for d in decisions.pending()
         ]
     agent["running"] = _run(session) is not None
     return agent if any(agent.values()) else None
@@ -66,7 +65,7 @@ def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None
 
 def answer(session: Session, decision_id: str, choice: str, text: str | None) -> None:
     """Settle one of the agent's open questions (thread-safe on the agent's side)."""
-    decisions = session.extras.get("decisions")
+    decisions = state_of(session).decisions
     if decisions is None:
         raise UsageMistake("no question is waiting for an answer")
     decisions.answer(decision_id, choice, text=text)

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from planbook.engine.approval import approval_hash
 from planbook.errors import PlanbookError
 from planbook.model.plan import Step
-
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
+from planbook.sessions.session import Session
 
 #: Seconds the run yields to the kernel's loop between two steps, so a Stop sent meanwhile is
 #: read before the next step starts...
@@ -36,7 +32,7 @@ class Batch:
         #: Who approved, as the plan's record keeps it (the panel, the cell's own button).
         self.by = by
         #: (step id, content hash when approved), in plan order.
-        self.steps = [(s.id, approval_hash([s])) for s in steps]
+        self.steps = [(s.id, session.hash_of([s])) for s in steps]
         #: Set from any thread (a Stop message); read before each step.
         self.stop_requested = False
         #: Why the batch ended early, for the panel.
@@ -73,7 +69,7 @@ class Batch:
             )
             return False
         number = plan.steps.index(step) + 1
-        if approval_hash([step]) != expected:
+        if self.session.hash_of([step]) != expected:
             self.error = (
                 f"step {number} changed after you approved it; it was not run: "
                 "review it and approve again"

@@ -43,6 +43,7 @@ def kernel_loop(
     if home is not None and not home.is_closed():
         return home
     try:
+        # heavy: ipykernel
         from ipykernel.kernelbase import Kernel
     except ImportError:
         return None

@@ -18,16 +18,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import anywidget
 import traitlets
 
+from planbook.agent.state import state_of
 from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.present.safe import md_text, visible
+from planbook.sessions.session import Session
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget import agent
 from planbook.surfaces.widget.assets import css_path, esm_source
 from planbook.surfaces.widget.batch import Batch
@@ -52,10 +56,14 @@ from planbook.surfaces.widget.messages import (
 from planbook.surfaces.widget.reorder import moves_for
 from planbook.surfaces.widget.view import Progress, build_view, merge, revision_diff
 
-if TYPE_CHECKING:
-    from planbook.sessions.session import Session
-
 log = logging.getLogger("planbook")
+
+
+@dataclass
+class _Shown:
+    """The panel a session shows (kept by the session: ``Session.attached``)."""
+
+    panel: ReviewPanel | None = None
 
 
 class ReviewPanel(anywidget.AnyWidget):
@@ -98,15 +106,17 @@ class ReviewPanel(anywidget.AnyWidget):
     def for_session(cls, session: Session) -> ReviewPanel:
         """The session's panel: one per session, shown again by each ``%plan``, so repeated
         displays share one live state instead of each listening to the session."""
-        old = session.extras.get("review_panel")
+        shown = session.attached(_Shown)
+        old = shown.panel
         if isinstance(old, cls) and old.comm is not None and old.running:
             old.refresh()  # a run it started reports there; a new panel would not see it
             return old
         panel = cls(session)
+        follow_outside_changes(session, panel._home_loop)
         if isinstance(old, cls) and old.comm is not None:
             panel.deselected = list(old.deselected)
             old.supersede()
-        session.extras["review_panel"] = panel
+        shown.panel = panel
         return panel
 
     def supersede(self) -> None:
@@ -361,8 +371,8 @@ class ReviewPanel(anywidget.AnyWidget):
     def _revise(self, feedback: str) -> None:
         """A new revision: drafted by the agent when one is configured, else left to the person
         (the agent's run is a task on the kernel's main loop, so it is started there)."""
-        with_agent = self._session.extras.get("revise_with_agent")
-        if not callable(with_agent):
+        with_agent = state_of(self._session).reviser
+        if with_agent is None:
             self._session.revise(feedback)
             self.refresh()
             return

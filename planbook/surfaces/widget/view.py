@@ -14,7 +14,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
-from planbook.present.views import StepView
+from planbook.present.views import MCP_NOTE, StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
 SHOW_AS_CELL = frozenset({"insert_cell", "run_cell", "move_cell", "shell"})
@@ -59,6 +59,7 @@ def step_json(text: StepView) -> dict[str, Any]:
         "target": visible(text.target),
         "title": visible(text.title),
         "reason": visible(text.reason),
+        "runs_later": visible(text.runs_later) if text.runs_later else text.runs_later,
         "risk": text.risk,
         "status": text.status,
         "error": visible(text.error) if text.error else text.error,
@@ -66,9 +67,12 @@ def step_json(text: StepView) -> dict[str, Any]:
         "depends_on": text.depends_on,
         "checkpoint": text.checkpoint,
         "run_at_approval": text.run_at_approval,
+        "origin": visible(text.origin) if text.origin else text.origin,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
+    if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
+        out["target"] = f"{text.target} ({MCP_NOTE})"
     if text.kind == "insert_cell" and ":" not in text.target:
         head = visible(first_line(text.after))
         out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"

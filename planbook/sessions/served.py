@@ -1,4 +1,5 @@
-"""What the server serves: one notebook, or a folder of notebooks (the workspace either way).
+"""Notebooks served to a tool outside the kernel (the MCP server): one notebook, or a folder of
+notebooks (the workspace either way).
 
 Reading opens the notebook as a file document, which never writes it (a notebook without
 planbook metadata stays byte for byte as it was). Proposing goes through one Session per
@@ -9,20 +10,28 @@ the Workspace's own resolution.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
-from planbook.documents.file import FileNotebook
+from planbook.documents.base import NotebookDocument
+from planbook.engine.anchors import resolve
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
+from planbook.model.cell import Cell
 from planbook.model.store import PlanbookState
-from planbook.sessions.proposer import Proposer
+from planbook.sessions.served_rooms import file_session, reading_document
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
-from planbook.workspace.walk import walk_files
+from planbook.workspace.walk import folder_listing, walk_files
+
+#: What a notebook is read through (the file, or the room's shared copy).
+ServedDocument = NotebookDocument
+#: How a document names itself in its description.
+TOOL = "planbook MCP"
 
 
-class Target:
+class ServedNotebooks:
     """The served notebook or folder, and the documents and sessions opened on it."""
 
     def __init__(self, path: Path) -> None:
@@ -38,7 +47,7 @@ class Target:
             raise UsageMistake(f"{str(path)!r} is not a notebook (.ipynb) or a folder")
         #: Confines every name a client gives; the notebook files are changed by cell steps only.
         self.workspace = Workspace(self.root)
-        self._reading: dict[Path, FileNotebook] = {}
+        self._reading: dict[Path, NotebookDocument] = {}
         self._sessions: dict[Path, Session] = {}
         self._lock = threading.Lock()
 
@@ -73,18 +82,44 @@ class Target:
         return [p for p in walk_files(self.root, self.root) if p.suffix == ".ipynb"]
 
     # --- reading ---------------------------------------------------------------------------
-    def reading(self, name: str | None) -> tuple[Path, FileNotebook]:
-        """The notebook's file document for reading (it re-reads the file when it changed)."""
-        path = self.notebook_path(name)
-        return path, self.document(path)
-
-    def document(self, path: Path) -> FileNotebook:
+    def document(self, path: Path) -> ServedDocument:
+        """The notebook's document for reading: the file re-read when it changed, never
+        written (a server with collaboration reads the room's copy instead)."""
         with self._lock:
             doc = self._reading.get(path)
             if doc is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
+                doc = reading_document(path, TOOL)
                 self._reading[path] = doc
         return doc
+
+    def signature(self, path: Path) -> object:
+        """What changes when the notebook changes (every save of the file is an atomic
+        rename): what wait_for_review watches before it reads the record again."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_ino, info.st_mtime_ns, info.st_size
+
+    def cells(self, path: Path) -> list[Cell]:
+        return self.document(path).cells()
+
+    def cell(self, path: Path, name: str) -> tuple[int, Cell]:
+        """The cell ``name`` names (an id, an id prefix, ``#N`` or a tag) with its position."""
+        cells = self.cells(path)
+        cell_id = resolve(name, cells)
+        return next((n, c) for n, c in enumerate(cells, start=1) if c.id == cell_id)
+
+    def find_cell(self, path: Path, cell_id: str) -> Cell | None:
+        found = self.document(path).find_cell(cell_id)
+        return found.cell if found is not None else None
+
+    def listing(self, folder: str, most: int) -> str:
+        """A folder of the workspace, confined and bounded, as the agent's read tools list it."""
+        return folder_listing(self.workspace, folder, most)
+
+    def read_text(self, path: str) -> str | None:
+        return self.workspace.read_text(path)
 
     def state(self, path: Path) -> PlanbookState:
         """The planbook record as the notebook file holds it now (empty when it has none)."""
@@ -96,11 +131,17 @@ class Target:
         with self._lock:
             session = self._sessions.get(path)
             if session is None:
-                doc = FileNotebook(path, description=f"file: {path.name} (planbook MCP)")
-                workspace = Workspace(self.root, protected=(path,))
-                session = Session(doc, workspace, notebook_path=path)
+                session = self.open_session(path)
                 self._sessions[path] = session
         return session
 
-    def proposer(self, name: str | None, origin: str) -> Proposer:
-        return Proposer(self.session(name), origin=origin)
+    def open_session(self, path: Path) -> Session:
+        """A new Session that edits the notebook ``path`` (called once per notebook)."""
+        return file_session(self.root, path, TOOL)
+
+    def close(self) -> None:
+        """Let go of every session (a live one holds a websocket and a thread)."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()

@@ -1,0 +1,61 @@
+"""One notebook cell as every floor sees it (nbformat 4.5 terms, with its id), and how a person
+recognises one: a short id, its first line, its tags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from planbook.model.base import PlanbookModel
+
+CellType = Literal["code", "markdown", "raw"]
+
+
+class Cell(PlanbookModel):
+    """One cell, in nbformat 4.5 terms (outputs are nbformat output dicts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    cell_type: CellType = "code"
+    source: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    execution_count: int | None = None
+    attachments: dict[str, Any] | None = None
+
+
+#: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...
+SHORT_ID = 8
+#: ...and ids up to this long whole: those are names people gave (``load-penguins``), not the
+#: front end's random UUIDs.
+WHOLE_ID = 16
+
+
+def first_line(source: str, width: int = 60) -> str:
+    line = next((x.strip() for x in source.splitlines() if x.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """Each id cut to the shortest prefix of at least ``SHORT_ID`` characters that no other id
+    shares: what a person can copy from ``%plan cells`` and paste as an anchor."""
+    out: dict[str, str] = {}
+    for cell_id in ids:
+        if len(cell_id) <= WHOLE_ID:
+            out[cell_id] = cell_id
+            continue
+        size = SHORT_ID
+        while size < len(cell_id) and any(
+            o != cell_id and o.startswith(cell_id[:size]) for o in ids
+        ):
+            size += 1
+        out[cell_id] = cell_id[:size]
+    return out
+
+
+def tags_of(cell: Cell) -> list[str]:
+    tags = cell.metadata.get("tags") if isinstance(cell.metadata, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []

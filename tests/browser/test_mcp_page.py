@@ -1,0 +1,100 @@
+"""An outside agent's proposal, reviewed where the person works: JupyterLab with collaboration in
+real Chromium, the notebook open with a kernel that loaded planbook; an MCP client proposes an
+edit that runs, over HTTP through the server's endpoint; the step shows on its cell within
+seconds, marked with the client's name; the person approves it on the cell; the client's wait
+ends with the result and its read of the cell returns the new output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_page import first_run, open_notebook, output, run_cell
+from tests.support.browser import chromium_context
+from tests.support.jupyter_server import RunningServer
+from tests.support.labextension import expose_labextension
+from tests.support.mcp_client import ok
+from tests.support.mcp_http import connect_http, with_endpoint
+
+pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
+
+AGENT = {"name": "claude-code", "version": "2.1.0"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = with_endpoint(RunningServer(tmp_path_factory.mktemp("mcp-page-root")))
+    try:
+        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
+        # this tree's build, linked above, before whatever build the venv holds (jupyter_core
+        # puts the environment's folders first inside a venv)
+        running.env["JUPYTER_PREFER_ENV_PATH"] = "0"
+        running.start()
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    with chromium_context(tmp_path / "chromium", width=1100, height=1200) as context:
+        yield context.new_page()
+
+
+def call(server: RunningServer, tool: str, **arguments: Any) -> str:
+    """One tool call from the agent (a session of its own, introduced as AGENT), on a thread
+    of its own: Playwright's sync API holds an event loop on this one."""
+
+    async def main() -> str:
+        async with connect_http(server, **AGENT) as session:
+            return await ok(session, tool, **arguments)
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, main).result()
+
+
+def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
+    server.write_notebook(
+        "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
+    )
+    panel = open_notebook(page, server, "agent.ipynb", 3)
+    first_run(panel)
+    expect(run_cell(panel, 2, "%load_ext planbook")).to_contain_text("live:")
+
+    started = time.monotonic()
+    answer = call(
+        server,
+        "propose_edit_cell",
+        notebook="agent.ipynb",
+        cell="show",
+        source="print(x * 2)",
+        reason="double it instead",
+        run=True,
+    )
+    assert answer.startswith("Staged step 1 of the plan in agent.ipynb"), answer
+
+    # on its cell, within seconds, marked with the agent's name; nothing applied yet
+    box = panel.locator(".pb-cell-review[data-step-number='1']")
+    expect(box).to_be_visible(timeout=5_000)
+    shown_after = time.monotonic() - started
+    expect(box.locator(".pb-cell-review-origin")).to_have_text("from claude-code 2.1.0 (MCP)")
+    expect(box).to_contain_text("double it instead")
+    assert shown_after < 5.0
+
+    box.locator(".pb-cell-approve").click()
+    expect(output(panel, 1)).to_contain_text("82", timeout=30_000)
+    expect(panel.locator(".pb-cell-review")).to_have_count(0, timeout=10_000)
+
+    waited = call(server, "wait_for_review", notebook="agent.ipynb", step_ids=None, timeout_s=30)
+    assert waited.startswith("every step is decided:"), waited
+    assert "1. [done] edit cell `show`" in waited
+    cell = call(server, "read_cell", notebook="agent.ipynb", cell="show")
+    assert cell.startswith("#2 id=show code execution_count=")
+    assert "print(x * 2)" in cell and "82" in cell.split("outputs", 1)[1]
