@@ -149,6 +149,7 @@ RECEIVED_FIELDS = (
     "command",
     "path",
     "cell_id",
+    "origin",
     "log detail",
 )
 
