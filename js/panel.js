@@ -129,6 +129,13 @@ export function createPanel({ model, el }) {
       ui.focus = id;
       send({ action: "retry", step_id: id, revision: revision() });
     },
+    /** @param {string} id */
+    preview(id) {
+      if (busy()) return;
+      ui.focus = id;
+      ui.openChoice.set(id, true);
+      send({ action: "preview", step_id: id, revision: revision() });
+    },
     /** @param {string} checkpoint */
     rollBackStep(checkpoint) {
       if (busy()) return;

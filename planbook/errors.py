@@ -279,6 +279,12 @@ class CliError(PlanbookError):
         return Exception.__str__(self)
 
 
+class LayerRefused(PlanbookError):
+    """A shell command's overlay layer holds what planbook will not apply (a FIFO, a device, a
+    symlink out of the workspace, a hard link to outside, a protected setting, too many
+    entries or bytes): nothing of it was applied."""
+
+
 class PolicyDenied(PlanbookError):
     """A permission rule forbids this change."""
 

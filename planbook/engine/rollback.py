@@ -93,9 +93,7 @@ def _restore(
         cells=writer.snapshot_cells(
             [s.cell_id for s in newest.values() if isinstance(s, CellSnapshot)]
         ),
-        files=writer.snapshot_files(
-            [s.path for s in newest.values() if isinstance(s, FileSnapshot)]
-        ),
+        files=writer.snapshot_paths([s for s in newest.values() if isinstance(s, FileSnapshot)]),
         undid=[cp.id for cp in undo],
     )
     with writer.document.transaction():

@@ -9,7 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from planbook.model.base import PlanbookModel
 from planbook.model.plan import new_id, now
@@ -50,6 +56,19 @@ class FileSnapshot(PlanbookModel):
     blob: str | None = None
     mode: int | None = Field(default=None, description="Its permission bits (0o755...).")
     after_hash: str = ""
+    kind: Literal["file", "folder", "symlink"] | None = Field(
+        default=None,
+        description="Set for what a shell step's layer changed (a symlink's blob holds its "
+        "target; a folder has none); its after_hash then covers kind, mode and bytes. Absent "
+        "for file steps, stored as before it existed.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.kind is None:
+            dumped.pop("kind", None)
+        return dumped
 
 
 class Checkpoint(PlanbookModel):

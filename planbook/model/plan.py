@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
+from planbook.model.preview import ShellPreview
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
@@ -127,7 +128,7 @@ class AskFirst(PlanbookModel):
 
 
 #: Fields added after notebooks were first written, left out of a step that has none.
-_DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later")
+_DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later", "preview")
 
 
 class Step(PlanbookModel):
@@ -171,6 +172,12 @@ class Step(PlanbookModel):
             "installed one, git's settings, a start-up file): auto-edit mode holds it for "
             "review; act mode applies it and this line says so."
         ),
+    )
+
+    preview: ShellPreview | None = Field(
+        default=None,
+        description="For a shell step: what running it once in an overlay changed "
+        "(model/preview.py), when it was previewed.",
     )
 
     @model_serializer(mode="wrap")

@@ -3,40 +3,37 @@ changed between two revisions."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
+from planbook.engine.unified import unified_diff as engine_unified_diff
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
+from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
 from planbook.present.checkpoint_names import checkpoint_names
 from planbook.present.safe import md_fence, md_prose, md_text, visible
 from planbook.present.views import MCP_NOTE, StepView, step_title
 
-__all__ = ["checkpoints_text", "plan_markdown", "plan_text", "step_title", "unified_diff"]
+__all__ = [
+    "checkpoints_text",
+    "color_line",
+    "plan_markdown",
+    "plan_text",
+    "preview_lines",
+    "step_title",
+    "unified_diff",
+]
 
 # No emoji: they show as empty boxes where no font has them; the title names the change.
 _MAX_DIFF_LINES = 200
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{name}",
-            tofile=f"b/{name}",
-            n=3,
-        )
-    )
-    if len(lines) > _MAX_DIFF_LINES:
-        hidden = len(lines) - _MAX_DIFF_LINES
-        lines = [*lines[:_MAX_DIFF_LINES], f"... {hidden} more diff lines (see the panel)\n"]
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return engine_unified_diff(before, after, name, most=_MAX_DIFF_LINES, more=" (see the panel)")
 
 
 def _body(view: StepView) -> str:
     if view.kind == "shell":
-        return f"$ {view.before or view.target}\n"
+        return f"$ {view.before or view.target}\n" + shell_preview_text(view)
     if view.kind == "run_cell":
         return view.before if view.before.endswith("\n") else view.before + "\n"
     if view.kind == "move_cell":
@@ -44,6 +41,43 @@ def _body(view: StepView) -> str:
     if view.kind == "mcp_call":
         return view.after  # the arguments, as pretty JSON
     return unified_diff(view.before, view.after, view.target.split(":")[0])
+
+
+def _mode(mode: int | None) -> str:
+    return "-" if mode is None else f"{mode:o}"
+
+
+def preview_lines(preview: ShellPreview) -> list[str]:
+    """A shell step's preview as text: what it changes (diffs for text files), its exit code
+    and output, and what no layer holds; control characters made visible (``visible``)."""
+    out = [f"# {preview.summary}"]
+    if preview.problem and not preview.changes:
+        return out
+    for c in preview.changes:
+        what = {"file": "", "folder": " folder", "symlink": " symlink"}[c.entry]
+        if c.kind == "mode":
+            out.append(f"# mode{what} {c.path}: {_mode(c.mode_before)} -> {_mode(c.mode_after)}")
+            continue
+        mode = f" (mode {_mode(c.mode_after)})" if c.kind == "created" and c.mode_after else ""
+        out.append(f"# {c.kind}{what} {c.path}{mode}")
+        if c.diff:
+            out += c.diff.rstrip("\n").splitlines()
+    if preview.output:
+        lines = preview.output.splitlines()
+        out.append("# output:" + ("" if len(lines) <= 10 else f" (last 10 of {len(lines)} lines)"))
+        out += [f"#   {line}" for line in lines[-10:]]
+    if preview.after_run:
+        out.append(f"# after the run: {preview.after_run}")
+    out.append(f"# {OUTSIDE_ANY_LAYER}")
+    # The output and the paths are the command's: control characters in them are shown.
+    return [visible(line) for line in out]
+
+
+def shell_preview_text(view: StepView) -> str:
+    lines = [f"# {view.shell_note}"] if view.shell_note else []
+    if view.preview is not None:
+        lines += preview_lines(view.preview)
+    return "".join(line + "\n" for line in lines)
 
 
 def header(plan: Plan, *, mode: str, backend: str) -> list[str]:
@@ -112,13 +146,14 @@ def plan_text(
             out.append(f"   ! {v.error}")
         if v.kind == "mcp_call":
             out.append(f"   {MCP_NOTE}")
-        for line in _body(v).splitlines():
-            out.append("   " + line)
+        # Split on newlines only: a carriage return in the body must show as one (``visible``).
+        body = _body(v).rstrip("\n")
+        out += ["   " + line for line in body.split("\n")] if body else []
         out.append("")
     if not views:
         out.append("no steps yet")
     shown = visible("\n".join(out).rstrip()).split("\n")
-    return "\n".join(_color(line) if color else line for line in shown) + "\n"
+    return "\n".join(_color_body(line) if color else line for line in shown) + "\n"
 
 
 def _runner(view: StepView, *, markdown: bool = False) -> str:
@@ -135,17 +170,19 @@ def _runner(view: StepView, *, markdown: bool = False) -> str:
     return line
 
 
-def _color(line: str) -> str:
+def _color_body(line: str) -> str:
     """A body line (indented three spaces) coloured as a diff line; others as they are."""
-    indent, code = line[:3], line[3:]
-    if indent != "   ":
-        return line
-    if code.startswith("+") and not code.startswith("+++"):
-        return f"{indent}\x1b[32m{code}\x1b[0m"
-    if code.startswith("-") and not code.startswith("---"):
-        return f"{indent}\x1b[31m{code}\x1b[0m"
-    if code.startswith("@@"):
-        return f"{indent}\x1b[36m{code}\x1b[0m"
+    return line[:3] + color_line(line[3:]) if line.startswith("   ") else line
+
+
+def color_line(line: str) -> str:
+    """A diff line in terminal colours (added green, removed red, hunk heads cyan)."""
+    if line.startswith("+") and not line.startswith("+++"):
+        return f"\x1b[32m{line}\x1b[0m"
+    if line.startswith("-") and not line.startswith("---"):
+        return f"\x1b[31m{line}\x1b[0m"
+    if line.startswith("@@"):
+        return f"\x1b[36m{line}\x1b[0m"
     return line
 
 

@@ -10,6 +10,7 @@ from pydantic import ConfigDict
 
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
+from planbook.engine.executor.shell_layer import overlay_off_reason
 from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
@@ -31,6 +32,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Plan, Step
+from planbook.model.preview import ShellPreview
 from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
@@ -72,6 +74,10 @@ class StepView(PlanbookModel):
     runner_elsewhere: bool = False
     #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
     origin: str | None = None
+    #: A shell step's preview (model/preview.py), once it was previewed.
+    preview: ShellPreview | None = None
+    #: On the first shell step where overlays are off: why previews and rollback are.
+    shell_note: str = ""
 
 
 def language_for_path(path: str) -> Language:
@@ -196,6 +202,7 @@ def step_views(
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
     views = []
+    off = _shell_off(plan, workspace)
     for number, step in enumerate(plan.steps, start=1):
         op = step.operation
         cp = by_id.get(step.checkpoint or "")
@@ -241,6 +248,18 @@ def step_views(
                 runs_later=step.runs_later,
                 runner=describe(step.run_by) if running and step.run_by else None,
                 runner_elsewhere=running and not on_this_host(step.run_by or ""),
+                preview=step.preview,
+                shell_note=off if isinstance(op, Shell) else "",
             )
         )
+        if isinstance(op, Shell):
+            off = ""
     return views
+
+
+def _shell_off(plan: Plan, workspace: Workspace | None) -> str:
+    """One line for a plan with shell steps where overlays cannot run, else ""."""
+    if workspace is None or not any(isinstance(s.operation, Shell) for s in plan.steps):
+        return ""
+    why = overlay_off_reason(workspace.root)
+    return f"previews and shell rollback are off: {why}" if why else ""

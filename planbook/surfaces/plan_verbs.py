@@ -18,6 +18,7 @@ from IPython.display import display
 
 from planbook.agent.state import state_of
 from planbook.model.cell import Cell, first_line, short_ids, tags_of
+from planbook.present.text import preview_lines
 from planbook.sessions.page_advice import NO_SAVED_CELLS
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import (
@@ -155,6 +156,12 @@ def _skip(session: NotebookSession, words: list[str]) -> None:
     say(f"step {number} is {session.skip(number).status}")
 
 
+def _preview(session: NotebookSession, words: list[str]) -> None:
+    (token,) = _words("preview", words, 1, 1)
+    number = _number("preview", token, "step number")
+    say("\n".join(preview_lines(session.preview(number))))
+
+
 def _unskip(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("unskip", words, 1, 1)
     number = _number("unskip", token, "step number")
@@ -254,6 +261,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("revise", '"feedback"', "start a new revision (the old one is kept)", _revise),
     Verb("skip", "N", 'leave step N out of "approve all"', _skip),
     Verb("unskip", "N", "put step N back", _unskip),
+    Verb("preview", "N", "run shell step N once in an overlay: what it would change", _preview),
     Verb("move", "N before M", "reorder steps (`after M` works too)", _move),
     Verb("history", "", "the revisions", _history),
     Verb("diff", "A B", "what changed between revisions A and B", _diff),

@@ -52,6 +52,8 @@ def test_every_subcommand_runs_its_own_function() -> None:
         "approve": commands.cmd_approve,
         "reject": commands.cmd_reject,
         "rollback": commands.cmd_rollback,
+        "preview": commands.cmd_preview,
+        "takeover": commands.cmd_takeover,
         "log": commands.cmd_log,
         "gc": commands.cmd_gc,
         "strip": commands.cmd_strip,

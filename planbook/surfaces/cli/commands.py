@@ -1,5 +1,5 @@
 """The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
-takeover, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
+takeover, preview, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
 returning its exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
 
 They read the file (``loading``), call a Session and print what happened; ``approve`` hands
@@ -20,6 +20,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
 from planbook.present.safe import visible
+from planbook.present.text import color_line, preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.audit import audit_rows
@@ -104,6 +105,17 @@ def cmd_takeover(args: argparse.Namespace) -> int:
     taken = planbook_errors(loaded, lambda: session.take_over(args.step, confirm=True))
     say(taken.line)
     return EXIT_OK
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    session = file_session(loaded)
+    preview = planbook_errors(loaded, lambda: session.preview(args.step))
+    color = args.color if args.color is not None else sys.stdout.isatty()
+    lines = preview_lines(preview)
+    # preview_lines shows control characters as escapes; only these colours reach the terminal.
+    print("\n".join(color_line(line) if color else line for line in lines))
+    return EXIT_FAILED if preview.problem else EXIT_OK
 
 
 def _checkpoint_name(session: Session, record: Checkpoint) -> str:

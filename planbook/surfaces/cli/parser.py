@@ -11,6 +11,7 @@ from planbook.surfaces.cli.commands import (
     cmd_approve,
     cmd_gc,
     cmd_log,
+    cmd_preview,
     cmd_reject,
     cmd_rollback,
     cmd_show,
@@ -109,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         "undo the last step, or everything after a checkpoint",
         cmd_rollback,
         "Undo the last executed step, or everything after CHECKPOINT, restoring cells and files. "
-        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.",
+        "The rollback is recorded and can itself be rolled back. Shell steps are undone where they "
+        "ran in an overlay (Linux with user namespaces); elsewhere their effects stay.",
     )
     rollback.add_argument("notebook", help="the .ipynb file")
     rollback.add_argument(
@@ -118,6 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument(
         "--force", action="store_true", help="roll back even over changes made after the step ran"
     )
+
+    preview = command(
+        "preview",
+        "run shell step N once in an overlay and show what it would change",
+        cmd_preview,
+        "Run shell step N once in the sandbox with the notebook's folder as an overlay (no "
+        "network, writes kept apart and thrown away) and show the files it would create, change "
+        "or delete, as diffs, with its exit code and output. The preview is kept on the step for "
+        "every review; approving the step later says whether the real run matched it.",
+    )
+    preview.add_argument("notebook", help="the .ipynb file")
+    preview.add_argument("step", type=int, help="the shell step's number (as `planbook show`)")
+    color_flags(preview)
 
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")

@@ -49,6 +49,13 @@ class Retry(_OnRevision):
     step_id: str = Field(min_length=1)
 
 
+class Preview(_OnRevision):
+    """Run a shell step once in an overlay and show what it would change."""
+
+    action: Literal["preview"]
+    step_id: str = Field(min_length=1)
+
+
 class Reorder(_OnRevision):
     """The new order of all the steps of the current revision."""
 
@@ -109,6 +116,7 @@ Action = Annotated[
     | Skip
     | Reorder
     | Retry
+    | Preview
     | Revise
     | Stop
     | StopAgent

@@ -42,6 +42,7 @@ from planbook.surfaces.widget.messages import (
     Approve,
     ApproveAll,
     Dismiss,
+    Preview,
     Reject,
     Reorder,
     Retry,
@@ -332,6 +333,11 @@ class ReviewPanel(anywidget.AnyWidget):
         plan = self._plan_at(action.revision)
         if isinstance(action, Retry):
             self._retry(plan, action.step_id)
+            return
+        if isinstance(action, Preview):  # up to the preview's time limit (30 s)
+            self._error = None
+            session.preview(self._number(plan, action.step_id))
+            self.refresh()
             return
         if isinstance(action, Approve | ApproveAll):
             ids = (

@@ -14,6 +14,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
+from planbook.present.text import shell_preview_text
 from planbook.present.views import MCP_NOTE, StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
@@ -73,6 +74,10 @@ def step_json(text: StepView) -> dict[str, Any]:
     }
     if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
         out["target"] = f"{text.target} ({MCP_NOTE})"
+    if text.kind == "shell":
+        # What a preview showed (text), and why previews are off here ("" when they work).
+        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
         head = visible(first_line(text.after))
         out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"
