@@ -329,3 +329,14 @@ def count_leaks(root: Path) -> tuple[int, int]:
         t, leaked = leaks_agent(payload, fresh(f"a{n}"))
         tried, through = tried + t, through + len({x.split(":")[0] for x in leaked})
     return tried, through
+
+
+def test_a_notebooks_file_name_is_shown_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "<img src=x onerror=alert(1)>\x1b[2K.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), path)
+    session = Session(
+        FileNotebook(path), Workspace(tmp_path, protected=(path,)), notebook_path=path
+    )
+    shown = PlanHandle(session)._repr_markdown_()
+    assert "no plan yet" in shown and active_markup(shown) == [] and raw_controls(shown) == []
+    assert raw_controls(repr(PlanHandle(session))) == []
