@@ -10,6 +10,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan
 from planbook.model.preview import OUTSIDE_ANY_LAYER, ShellPreview
 from planbook.present.checkpoint_names import checkpoint_names
+from planbook.present.safe import md_fence, md_prose, md_text, visible
 from planbook.present.views import MCP_NOTE, StepView, step_title
 
 __all__ = [
@@ -48,7 +49,7 @@ def _mode(mode: int | None) -> str:
 
 def preview_lines(preview: ShellPreview) -> list[str]:
     """A shell step's preview as text: what it changes (diffs for text files), its exit code
-    and output, and what no layer holds."""
+    and output, and what no layer holds; control characters made visible (``visible``)."""
     out = [f"# {preview.summary}"]
     if preview.problem and not preview.changes:
         return out
@@ -68,7 +69,8 @@ def preview_lines(preview: ShellPreview) -> list[str]:
     if preview.after_run:
         out.append(f"# after the run: {preview.after_run}")
     out.append(f"# {OUTSIDE_ANY_LAYER}")
-    return out
+    # The output and the paths are the command's: control characters in them are shown.
+    return [visible(line) for line in out]
 
 
 def shell_preview_text(view: StepView) -> str:
@@ -90,21 +92,26 @@ def header(plan: Plan, *, mode: str, backend: str) -> list[str]:
 
 
 def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str) -> str:
-    head = header(plan, mode=mode, backend=backend)
+    """The plan as markdown for Jupyter's rich display. Every stored string is escaped
+    (``planbook.present.safe``): words as words, code in fences nothing inside can close, the
+    model's prose with its formatting but no HTML, links or images."""
+    head = [md_text(line) for line in header(plan, mode=mode, backend=backend)]
     out = [f"### {head[0]}", "", *(f"{line}  " for line in head[1:]), ""]
     if plan.current.summary:
-        out += [plan.current.summary, ""]
+        out += [md_prose(plan.current.summary), ""]
     for v in views:
-        status = v.status.replace("_", " ")
-        out.append(f"**{v.number}. {v.title}** · {v.risk} risk · *{status}*")
+        status = md_text(v.status.replace("_", " "))
+        # The title's names, paths and commands are already safe code spans (step_title).
+        out.append(f"**{v.number}. {v.title}** · {md_text(v.risk)} risk · *{status}*")
         if v.reason:
-            out.append(f"> {v.reason}")
+            out.append(md_prose(v.reason, prefix="> "))
         if v.runs_later:
-            out.append(f"> **runs code later:** {v.runs_later}")
+            out.append(f"> **runs code later:** {md_text(v.runs_later, prefix='> ')}")
         if v.runner:
-            out.append(f"> {_runner(v)}")
+            out.append(f"> {_runner(v, markdown=True)}")
         if v.error:
-            out.append(f"> **failed:** {v.error}" if v.status == "failed" else f"> **!** {v.error}")
+            error = md_text(v.error, prefix="> ")
+            out.append(f"> **failed:** {error}" if v.status == "failed" else f"> **!** {error}")
         if v.depends_on:
             out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
         if v.kind == "mcp_call":
@@ -112,7 +119,7 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         body = _body(v)
         if body:
             fence = {"run_cell": "python", "shell": "sh", "mcp_call": "json"}.get(v.kind, "diff")
-            out += ["", f"```{fence}", body.rstrip("\n"), "```"]
+            out += ["", md_fence(body, fence)]
         out.append("")
     if not views:
         out.append("*no steps yet: stage one with `%%propose`*")
@@ -122,6 +129,8 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
 def plan_text(
     plan: Plan, views: list[StepView], *, mode: str, backend: str, color: bool = False
 ) -> str:
+    """The plan for a terminal: control characters in stored text show as escapes
+    (``visible``), so only the colours added here reach the terminal as sequences."""
     out = [*header(plan, mode=mode, backend=backend), ""]
     if plan.current.summary:
         out += [plan.current.summary, ""]
@@ -137,24 +146,33 @@ def plan_text(
             out.append(f"   ! {v.error}")
         if v.kind == "mcp_call":
             out.append(f"   {MCP_NOTE}")
-        for line in _body(v).splitlines():
-            out.append("   " + color_line(line) if color else "   " + line)
+        # Split on newlines only: a carriage return in the body must show as one (``visible``).
+        body = _body(v).rstrip("\n")
+        out += ["   " + line for line in body.split("\n")] if body else []
         out.append("")
     if not views:
         out.append("no steps yet")
-    return "\n".join(out).rstrip() + "\n"
+    shown = visible("\n".join(out).rstrip()).split("\n")
+    return "\n".join(_color_body(line) if color else line for line in shown) + "\n"
 
 
-def _runner(view: StepView) -> str:
+def _runner(view: StepView, *, markdown: bool = False) -> str:
     """Who runs an approved or running step; where it is on another host (which cannot be
-    checked from here, so the step waits for it), how to take it over if that host is gone."""
-    line = f"{view.status} in {view.runner}"
+    checked from here, so the step waits for it), how to take it over if that host is gone.
+    ``markdown``: the runner (stored in the notebook, so anyone's words) escaped for it."""
+    runner = md_text(view.runner or "") if markdown else view.runner
+    line = f"{md_text(view.status) if markdown else view.status} in {runner}"
     if view.runner_elsewhere:
         line += (
             f"; if that process is gone, take the step over: `%plan takeover {view.number}` "
             f"(or `planbook takeover NOTEBOOK {view.number}`)"
         )
     return line
+
+
+def _color_body(line: str) -> str:
+    """A body line (indented three spaces) coloured as a diff line; others as they are."""
+    return line[:3] + color_line(line[3:]) if line.startswith("   ") else line
 
 
 def color_line(line: str) -> str:
@@ -187,7 +205,7 @@ def checkpoints_text(checkpoints: list[Checkpoint], plans: Sequence[Plan] = ()) 
             else f"  [rolled back by {cp.undone_by}]"
         )
         out.append(f"{n}. {names[cp.id]}{state}  ({cp.id}, {cp.at:%Y-%m-%d %H:%M:%S})")
-    return "\n".join(out)
+    return visible("\n".join(out))
 
 
 #: A step the person withdrew in a revision (rejected): the diff says "withdrawn".
@@ -224,4 +242,4 @@ def revision_diff(plan: Plan, a: int, b: int) -> list[str]:
     for sid, (j, o) in old_by.items():
         if sid not in new_by:
             lines.append(f"- step {j} removed: {step_title(o)}")
-    return lines or ["no differences"]
+    return [visible(line) for line in lines] or ["no differences"]

@@ -33,6 +33,7 @@ from planbook.model.operations import (
 )
 from planbook.model.plan import Plan, Step
 from planbook.model.preview import ShellPreview
+from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
 Language = Literal["python", "markdown", "text", "shell"]
@@ -132,11 +133,14 @@ def step_title(
     step: Step, proj: Projection | None = None, names: dict[str, str] | None = None
 ) -> str:
     """``names``: how to show a cell id, such as "#5 `7f3a9c21`" (its position in the notebook
-    and short id, as `%plan cells` lists them); without it, the id."""
+    and short id, as `%plan cells` lists them); without it, the id.
+
+    Every name, path and command is a code span that nothing inside it can close
+    (``md_code``), so the title is safe to put into markdown as it is."""
     op = step.operation
 
     def cell(cell_id: str) -> str:
-        return (names or {}).get(cell_id) or f"`{cell_id}`"
+        return (names or {}).get(cell_id) or md_code(cell_id)
 
     match op:
         case InsertCell():
@@ -147,7 +151,7 @@ def step_title(
                 if op.before
                 else " at the end"
             )
-            return f"insert {op.cell_type} cell `{op.cell_id}`{where}" + (
+            return f"insert {op.cell_type} cell {md_code(op.cell_id)}{where}" + (
                 " and run it" if step.run_at_approval else ""
             )
         case EditCell():
@@ -161,15 +165,16 @@ def step_title(
         case RunCell():
             return f"run cell {cell(op.cell_id)}"
         case WriteFile():
-            return f"write file `{op.path}`"
+            return f"write file {md_code(op.path)}"
         case EditFile():
-            return f"edit file `{op.path}` ({len(op.edits)} edit{'s' if len(op.edits) > 1 else ''})"
+            edits = f"{len(op.edits)} edit{'s' if len(op.edits) > 1 else ''}"
+            return f"edit file {md_code(op.path)} ({edits})"
         case DeleteFile():
-            return f"delete file `{op.path}`"
+            return f"delete file {md_code(op.path)}"
         case Shell():
-            return f"run shell `{op.command}`"
+            return f"run shell {md_code(op.command)}"
         case McpCall():
-            return f"call {op.name}"
+            return f"call {md_code(op.name)}"
 
 
 def _target(op: AnyOperation, before: str) -> str:
@@ -193,7 +198,7 @@ def step_views(
 ) -> list[StepView]:
     proj = Projection(cells, workspace)
     short = short_ids([c.id for c in cells])
-    names = {c.id: f"#{n} `{short[c.id]}`" for n, c in enumerate(cells, start=1)}
+    names = {c.id: f"#{n} {md_code(short[c.id])}" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
     views = []

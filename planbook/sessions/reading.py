@@ -9,6 +9,7 @@ from planbook.model.plan import (
     Plan,
 )
 from planbook.model.words import count
+from planbook.present.safe import md_text, visible
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
 from planbook.sessions.core import SessionCore
@@ -40,7 +41,8 @@ class ReadingSession(SessionCore):
         plan = self.current_plan()
         if plan is None:
             return (
-                f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
+                f"*no plan yet* · mode: {md_text(self.mode)} · "
+                f"notebook: {md_text(self.document.description)}\n\n"
                 "Stage a step with `%%propose` (anchors: `%plan cells`)."
             )
         return plan_markdown(
@@ -50,7 +52,8 @@ class ReadingSession(SessionCore):
     def render_text(self, *, color: bool = False) -> str:
         plan = self.current_plan()
         if plan is None:
-            return f"no plan yet (mode: {self.mode}; notebook: {self.document.description})\n"
+            where = visible(self.document.description)  # a file name can hold anything
+            return f"no plan yet (mode: {self.mode}; notebook: {where})\n"
         return plan_text(
             plan,
             self.step_views(plan),

@@ -27,8 +27,10 @@ from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
 from planbook.agent.state import state_of
 from planbook.errors import PlanbookError, UsageMistake
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces import api
+from planbook.surfaces.say import say
 
 if TYPE_CHECKING:
     from planbook.agent.run import AgentRun  # heavy: the agent, loaded when a magic asks
@@ -269,14 +271,14 @@ def register(ipython: Any) -> None:
         try:
             start_plan(api.session(), task)
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     def answer(line: str) -> None:
         """%answer [id choice [reason]]: answer a question the agent is waiting on."""
         try:
-            print(answer_line(api.session(), line))
+            say(answer_line(api.session(), line))
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     with suppress(PlanbookError):  # magics.register says in one line why no session opens
         decisions_of(api.session())  # the panel offers the questions steps wait on

@@ -25,6 +25,7 @@ from planbook.sessions.open_file import approver
 from planbook.surfaces.cli.exit_codes import EXIT_FAILED, EXIT_KERNEL
 from planbook.surfaces.cli.loading import Loaded, read_nb, shown
 from planbook.surfaces.cli.rerun import choose
+from planbook.surfaces.say import say as say_visibly
 
 #: A line the kernel prints with its JSON report; nothing a notebook prints looks like it.
 SENTINEL = "__planbook_report__:"
@@ -68,7 +69,7 @@ def run_in_kernel(
     from jupyter_client.manager import start_new_kernel  # heavy: jupyter_client and zmq
 
     say: Callable[[str], None] = (
-        (lambda _m: None) if quiet else (lambda m: print(m, file=sys.stderr))
+        (lambda _m: None) if quiet else (lambda m: say_visibly(m, file=sys.stderr))
     )
     env = {**os.environ, "JPY_SESSION_NAME": str(loaded.path)}
     try:

@@ -30,6 +30,7 @@ from planbook.surfaces.cli.exit_codes import (
     EXIT_USAGE,
 )
 from planbook.surfaces.cli.parser import build_parser
+from planbook.surfaces.say import say
 
 # The exit codes are part of this entry point's public face (scripts and tests read them here).
 __all__ = [
@@ -58,10 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
         return code
     except CliError as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        say(f"planbook: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
-        print("planbook: interrupted", file=sys.stderr)
+        say("planbook: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `planbook show NB | head -2`: the reader has what it wanted. Point stdout at devnull

@@ -12,6 +12,7 @@ from typing import Any
 
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.present.diff import diff_texts
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 
 #: Version of the message shapes below; the page ignores a plan it does not understand.
@@ -47,15 +48,16 @@ def plan_message(session: Session) -> dict[str, Any]:
             "status": step.status,
             "cell_id": op.cell_id,
             "cell_type": view.cell_type,
-            "title": view.title,
-            "reason": step.reason,
-            "origin": step.origin,
+            # What the page shows as text: control characters visible (``visible``).
+            "title": visible(view.title),
+            "reason": visible(step.reason),
+            "origin": visible(step.origin) if step.origin else step.origin,
             "risk": step.risk,
-            "error": view.error,
+            "error": visible(view.error) if view.error else view.error,
             "runs": step.runs_cell,
             "before": view.before,
             "after": view.after,
-            "diff": diff_texts(view.before, view.after)
+            "diff": diff_texts(visible(view.before), visible(view.after))
             if isinstance(op, InsertCell | EditCell)
             else None,
         }

@@ -29,6 +29,7 @@ from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
 from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
+from planbook.present.safe import md_text, visible
 from planbook.sessions.session import Session
 from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget import agent
@@ -135,9 +136,10 @@ class ReviewPanel(anywidget.AnyWidget):
         notes = list(self.session.warnings)
         data = {
             **(data or {}),
-            "text/markdown": "".join(f"> **warning:** {n}\n\n" for n in notes)
+            "text/markdown": "".join(f"> **warning:** {md_text(n)}\n\n" for n in notes)
             + self.session.render_markdown(),
-            "text/plain": "".join(f"warning: {n}\n" for n in notes) + self.session.render_text(),
+            "text/plain": "".join(f"warning: {visible(n)}\n" for n in notes)
+            + self.session.render_text(),
         }
         return data, metadata
 

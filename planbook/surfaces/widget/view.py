@@ -13,6 +13,7 @@ from typing import Any
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
+from planbook.present.safe import visible
 from planbook.present.text import shell_preview_text
 from planbook.present.views import MCP_NOTE, StepView
 
@@ -50,22 +51,24 @@ def first_line(source: str, limit: int = 60) -> str:
 
 
 def step_json(text: StepView) -> dict[str, Any]:
+    """One step for the panel; what it shows as text has its control characters made visible
+    (``visible``: bidi overrides and the like would show the reviewer other text)."""
     out: dict[str, Any] = {
         "id": text.id,
         "number": text.number,
         "kind": text.kind,
-        "target": text.target,
-        "title": text.title,
-        "reason": text.reason,
-        "runs_later": text.runs_later,
+        "target": visible(text.target),
+        "title": visible(text.title),
+        "reason": visible(text.reason),
+        "runs_later": visible(text.runs_later) if text.runs_later else text.runs_later,
         "risk": text.risk,
         "status": text.status,
-        "error": text.error,
+        "error": visible(text.error) if text.error else text.error,
         "language": text.language,
         "depends_on": text.depends_on,
         "checkpoint": text.checkpoint,
         "run_at_approval": text.run_at_approval,
-        "origin": text.origin,
+        "origin": visible(text.origin) if text.origin else text.origin,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
@@ -76,15 +79,15 @@ def step_json(text: StepView) -> dict[str, Any]:
         out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
         out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
-        head = first_line(text.after)
-        out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
+        head = visible(first_line(text.after))
+        out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"
     if text.kind in SHOW_AS_CELL:
         # A shell step's text is its command, which the core gives as the target.
-        out["cell"] = text.after or (text.target if text.kind == "shell" else "")
+        out["cell"] = visible(text.after or (text.target if text.kind == "shell" else ""))
         out["diff"] = None
     else:
         out["cell"] = None
-        out["diff"] = diff_texts(text.before, text.after)
+        out["diff"] = diff_texts(visible(text.before), visible(text.after))
     return out
 
 
@@ -103,9 +106,9 @@ def checkpoint_json(
         "id": cp.id,
         "seq": cp.seq,
         "kind": cp.kind,
-        "label": (names or {}).get(cp.id)
-        or cp.label
-        or (f"before step {step}" if step else cp.kind),
+        "label": visible(
+            (names or {}).get(cp.id) or cp.label or (f"before step {step}" if step else cp.kind)
+        ),
         "step": step,
         "at": cp.at.isoformat(timespec="seconds"),
         "active": cp.active,
@@ -115,8 +118,8 @@ def checkpoint_json(
 def revision_json(rev: Revision) -> dict[str, Any]:
     return {
         "number": rev.number,
-        "summary": rev.summary,
-        "feedback": rev.feedback,
+        "summary": visible(rev.summary),
+        "feedback": visible(rev.feedback) if rev.feedback else rev.feedback,
         "steps": len(rev.steps),
     }
 
@@ -144,21 +147,21 @@ def build_view(
     return {
         "header": {
             "plan_id": plan.id if plan else None,
-            "task": plan.task if plan else "",
+            "task": visible(plan.task) if plan else "",
             "state": plan.state if plan else "idle",
             "revision": plan.current.number if plan else 0,
             "mode": mode,
             "backend": backend,
-            "backend_description": backend_description,
+            "backend_description": visible(backend_description),
             "counts": counts(steps),
-            "warnings": list(warnings),
+            "warnings": [visible(w) for w in warnings],
         },
         "steps": [step_json(s) for s in steps],
         "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),
-        "error": error,
+        "error": visible(error) if error else error,
         "offer": offer if error else None,
         "agent": agent,
     }
