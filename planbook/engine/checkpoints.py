@@ -6,9 +6,9 @@ whole cell for a delete, nothing but the position for a move) and its place only
 change moved it (or deleted it), for a file its bytes and mode.
 Every output item and every file's bytes are content-addressed blobs, stored once however
 many checkpoints name them; the other parts are kept in the checkpoint itself, compressed when
-long (an old source is seldom shared). Rolling back restores those parts newest first. Rollback is itself a
-checkpoint, so it can be undone the same way. Schema 1 checkpoints (a blob of the whole cell)
-are still restored.
+long (an old source is seldom shared). Rolling back restores those parts newest first.
+Rollback is itself a checkpoint, so it can be undone the same way. Schema 1 checkpoints (a
+blob of the whole cell) are still restored.
 """
 
 from __future__ import annotations

@@ -9,23 +9,17 @@ import sys
 from pathlib import Path
 
 import anyio
-import nbformat
 import pytest
 
 from planbook.surfaces.cli import main as cli
+from tests.support.engine import write_notebook
 from tests.support.mcp_client import connect, ok
 
 PROPOSE_AND_READ = {"list_notebooks", "read_notebook", "propose_edit_cell", "wait_for_review"}
 
 
 def make_notebook(folder: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("x = 41")
-    cell["id"] = "load"
-    nb.cells = [cell]
-    path = folder / "analysis.ipynb"
-    nbformat.write(nb, path)
-    return path
+    return write_notebook(folder / "analysis.ipynb", ["x = 41"])
 
 
 @pytest.mark.parametrize("how", ["notebook", "default folder"])

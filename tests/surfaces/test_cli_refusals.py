@@ -17,23 +17,17 @@ import pytest
 
 from planbook.sessions.open_file import editing_session
 from planbook.surfaces.cli import main as cli
+from tests.support.engine import write_notebook
 
 
 def make_planned(folder: Path) -> Path:
-    """analysis.ipynb (cells ``title``, ``load``) with three pending steps: edit the title,
-    write notes.txt, edit ``load``; none needs a kernel."""
-    nb = nbformat.v4.new_notebook()
-    title = nbformat.v4.new_markdown_cell("# Analysis")
-    title["id"] = "title"
-    load = nbformat.v4.new_code_cell("x = 41")
-    load["id"] = "load"
-    nb.cells = [title, load]
-    path = folder / "analysis.ipynb"
-    nbformat.write(nb, path)
+    """analysis.ipynb (cells c1, c2) with three pending steps: edit c1, write notes.txt,
+    edit c2; none needs a kernel."""
+    path = write_notebook(folder / "analysis.ipynb", ["# Analysis", "x = 41"])
     pb = editing_session(path, "a test")
-    pb.propose.edit_cell("title", "# Analysis of x", reason="a better title")
+    pb.propose.edit_cell("c1", "# Analysis of x", reason="a better title")
     pb.propose.write_file("notes.txt", "x is 41\n", reason="keep a note")
-    pb.propose.edit_cell("load", "x = 42", reason="the right answer")
+    pb.propose.edit_cell("c2", "x = 42", reason="the right answer")
     return path
 
 
@@ -76,20 +70,18 @@ def checkpoints(path: Path) -> int:
 
 
 # --- gc: a count under 1 -----------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "argv", [["--keep", "-3"], ["--keep", "0"], ["--keep-plans", "0"]], ids=" ".join
-)
-def test_gc_refuses_a_count_under_one_and_keeps_every_checkpoint(
-    ran: Path, argv: list[str]
-) -> None:
+def test_gc_refuses_a_count_under_one_and_keeps_every_checkpoint(ran: Path) -> None:
     before = ran.read_bytes()
-    line = refused(planbook("gc", ran.name, *argv, cwd=ran.parent), cli.EXIT_USAGE)
-    assert line == (
-        f"{' '.join(argv)}: give a count of 1 or more "
-        "(`planbook strip` removes all of planbook's metadata)"
-    )
+    for argv in (["--keep", "-3"], ["--keep", "0"], ["--keep-plans", "0"]):
+        line = refused(planbook("gc", ran.name, *argv, cwd=ran.parent), cli.EXIT_USAGE)
+        assert line == (
+            f"{' '.join(argv)}: give a count of 1 or more "
+            "(`planbook strip` removes all of planbook's metadata)"
+        )
     assert ran.read_bytes() == before and checkpoints(ran) == 2
-    # and a count of 1 keeps the newest one, which rollback still reaches
+
+
+def test_gc_keeping_one_checkpoint_leaves_the_last_step_undoable(ran: Path) -> None:
     kept = planbook("gc", ran.name, "--keep", "1", cwd=ran.parent)
     assert kept.returncode == cli.EXIT_OK, kept.stderr
     assert checkpoints(ran) == 1
@@ -144,7 +136,7 @@ def test_a_conflict_says_what_the_command_can_do(planned: Path) -> None:
     result = planbook("approve", planned.name, "--steps", "1", "--dry-run", cwd=planned.parent)
     assert result.returncode == cli.EXIT_FAILED, result.stderr
     assert result.stdout.splitlines() == [
-        "step 1 (edit_cell): would conflict: cell 'title' changed after the step was staged; "
+        "step 1 (edit_cell): would conflict: cell 'c1' changed after the step was staged; "
         "nothing was applied: reject this step (`planbook reject analysis.ipynb --steps N`) "
         "and propose it again, or revise it in Jupyter (`%plan revise`) and approve it then",
         "dry run: nothing was applied",
@@ -154,12 +146,12 @@ def test_a_conflict_says_what_the_command_can_do(planned: Path) -> None:
 @pytest.mark.kernel
 def test_a_conflict_found_in_the_kernel_is_said_in_the_commands_words(planned: Path) -> None:
     nb = nbformat.read(planned, as_version=4)
-    nb.cells[1]["source"] = "x = 40"  # `load` edited by hand after step 3 was staged
+    nb.cells[1]["source"] = "x = 40"  # c2 edited by hand after step 3 was staged
     nbformat.write(nb, planned)
     result = planbook("approve", planned.name, "--steps", "3", "--no-rerun", cwd=planned.parent)
     assert result.returncode == cli.EXIT_FAILED, result.stderr
     assert result.stdout.splitlines()[0] == (
-        "step 3 (edit_cell): conflict: cell 'load' changed after the step was staged; nothing "
+        "step 3 (edit_cell): conflict: cell 'c2' changed after the step was staged; nothing "
         "was applied: reject this step (`planbook reject analysis.ipynb --steps N`) and "
         "propose it again, or revise it in Jupyter (`%plan revise`) and approve it then"
     )
