@@ -4,8 +4,9 @@ A thin surface like the magics: it reads the notebook, calls a Session and print
 This module is the entry point (the console script and ``python -m planbook``): it parses the
 command line, runs the subcommand and turns how it ended into one line and an exit code. The
 parts: ``parser`` (the arguments), ``commands`` (one ``cmd_*`` per subcommand), ``kernel`` (the
-real kernel ``approve`` runs in), ``demo``, ``loading`` (reading the notebook) and
-``exit_codes`` (the one table the help, docs/cli.md and the README show).
+real kernel ``approve`` runs in), ``serve_mcp`` (``planbook mcp``), ``demo``, ``loading``
+(reading the notebook), ``paths`` (a path as the person pastes it) and ``exit_codes`` (the one
+table the help, docs/cli.md and the README show, and which code an error gets).
 """
 
 from __future__ import annotations

@@ -148,8 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
         "back to a dropped checkpoint is refused with a message.",
     )
     gc.add_argument("notebook", help="the .ipynb file")
-    gc.add_argument("--keep", type=int, metavar="K", help="checkpoints to keep (overrides config)")
-    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep")
+    gc.add_argument(
+        "--keep", type=int, metavar="K", help="checkpoints to keep, 1 or more (overrides config)"
+    )
+    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep, 1 or more")
 
     strip = command(
         "strip",
