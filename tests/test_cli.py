@@ -413,6 +413,7 @@ def test_ctrl_c_interrupts_the_running_step_and_leaves_the_rest_pending(tmp_path
         proc.kill()
     assert proc.returncode == cli.EXIT_INTERRUPTED, (out, err)
     assert "interrupted" in err
+    assert all(line.startswith("planbook: ") for line in err.splitlines()), err
     assert state_of_step(path, 0) == "failed"
     assert state_of_step(path, 1) == "pending"
     assert cells(path)["title"]["source"] == "# Analysis"
@@ -438,7 +439,7 @@ def test_demo_says_what_it_needs_when_the_data_set_is_missing(
         lambda name, *a: None if name == "palmerpenguins" else real(name, *a),
     )
     code, _, err = run(["demo", "--dir", str(tmp_path)], capsys)
-    assert code == cli.EXIT_USAGE
+    assert code == cli.EXIT_DEPENDENCY
     assert err == (
         "planbook: the demo's data set needs palmerpenguins: pip install palmerpenguins "
         "(or the planbook[examples] extra)\n"
@@ -615,7 +616,10 @@ def test_exit_codes_command_by_command(
 
 
 def test_every_documented_code_is_exercised() -> None:
-    tested = {c[2] for c in EXIT_CASES} | {cli.EXIT_KERNEL, cli.EXIT_INTERRUPTED, cli.EXIT_PIPE}
+    # A read-only folder (8) is tested in tests/surfaces/test_cli_refusals.py, a missing
+    # package (9) by the demo's test above and in tests/surfaces/test_cli_mcp.py.
+    own_tests = {cli.EXIT_KERNEL, cli.EXIT_INTERRUPTED, cli.EXIT_PIPE, cli.EXIT_UNWRITABLE}
+    tested = {c[2] for c in EXIT_CASES} | own_tests | {cli.EXIT_DEPENDENCY}
     assert tested == {code for code, _ in cli.EXIT_CODES}
 
 

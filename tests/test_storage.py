@@ -408,6 +408,6 @@ def test_a_pending_step_whose_cell_a_rollback_removed_refuses_only_itself(
     assert not report.ok
     assert report.lines()[0] == (
         f"step 1 (delete_cell): conflict: cell {inserted!r} no longer exists; nothing was "
-        "applied: revise or re-stage this step"
+        "applied: revise the plan (`pb.revise(...)`) or reject this step and propose it again"
     )
     assert [c.source for c in session.cells()] == ["x = 1", "y = 2"]

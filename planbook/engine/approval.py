@@ -13,7 +13,7 @@ from planbook.model.words import count, plural
 StepSelection = None | int | str | Sequence[int]
 
 _RANGE = re.compile(r"^\s*#?(\d+)\s*(?:-\s*#?(\d+)\s*)?$")
-_HOW = "use 4 (step 4), 1,3-5, first=N for the first N pending, or nothing for all"
+_HOW = "use 4 (step 4), 1,3-5, `--first N` for the first N pending, or nothing for all"
 
 
 def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:

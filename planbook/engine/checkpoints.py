@@ -4,10 +4,11 @@ A checkpoint holds, for each target, only what its step changes: for a cell the 
 differ after the change (the old source for an edit, the old outputs and count for a run, the
 whole cell for a delete, nothing but the position for a move) and its place only when the
 change moved it (or deleted it), for a file its bytes and mode.
-Large parts and every output item are content-addressed blobs, stored once however many
-checkpoints name them. Rolling back restores those parts newest first. Rollback is itself a
-checkpoint, so it can be undone the same way. Schema 1 checkpoints (a blob of the whole cell)
-are still restored.
+Every output item and every file's bytes are content-addressed blobs, stored once however
+many checkpoints name them; the other parts are kept in the checkpoint itself, compressed when
+long (an old source is seldom shared). Rolling back restores those parts newest first.
+Rollback is itself a checkpoint, so it can be undone the same way. Schema 1 checkpoints (a
+blob of the whole cell) are still restored.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planbook.errors import CliError, MetadataError, PlanbookError
+from planbook.errors import CliError, MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
@@ -32,6 +32,8 @@ from planbook.surfaces.cli.exit_codes import (
     EXIT_NOTHING,
     EXIT_OK,
     EXIT_USAGE,
+    cannot_write,
+    unwritable,
 )
 from planbook.surfaces.cli.kernel import run_in_kernel, selection
 from planbook.surfaces.cli.loading import (
@@ -40,8 +42,8 @@ from planbook.surfaces.cli.loading import (
     load,
     planbook_errors,
     read_session,
-    shown,
 )
+from planbook.surfaces.cli.paths import shown
 from planbook.surfaces.say import say
 
 #: What the executor reports when a KeyboardInterrupt ended a run between steps.
@@ -76,7 +78,13 @@ def cmd_reject(args: argparse.Namespace) -> int:
 def cmd_rollback(args: argparse.Namespace) -> int:
     loaded = load(args.notebook, need_plan=False)
     if not loaded.state.checkpoints:
-        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
+        ran = any(s.checkpoint for p in loaded.state.plans for s in p.steps)
+        why = (
+            "no checkpoint is left to roll back to (gc removed them)"
+            if ran
+            else "no step has run yet"
+        )
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: {why}")
     session = file_session(loaded)
     record = planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
     say(
@@ -137,6 +145,12 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def step_spec(steps: str | None, first: int | None) -> str | int | None:
     """``--steps 3`` is step 3 (as ``%approve 3``); ``--first 3`` the first three (an int)."""
+    if first is not None and steps is not None:
+        raise CliError(
+            EXIT_USAGE,
+            f"--steps {steps} and --first {first} both choose steps: give one of them "
+            "(--steps names steps by number, --first counts pending steps from the top)",
+        )
     if first is not None:
         if first < 1:
             raise CliError(EXIT_USAGE, f"--first {first}: give a count of 1 or more")
@@ -201,19 +215,26 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
             f"`planbook rollback {shown(loaded.path)}`"
         )
     if report.get("interrupted") or report["stopped"] == _CLEAN_STOP:
-        say("interrupted: steps not yet run stay pending", file=sys.stderr)
+        say("planbook: interrupted: steps not yet run stay pending", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if report["ok"] else EXIT_FAILED
 
 
 # --- retention and sharing (storage) -----------------------------------------------------------
 def cmd_gc(args: argparse.Namespace) -> int:
+    for option, value in (("--keep", args.keep), ("--keep-plans", args.keep_plans)):
+        if value is not None and value < 1:
+            # 0 or less would drop every checkpoint (or plan): that is `planbook strip`'s job.
+            raise CliError(
+                EXIT_USAGE,
+                f"{option} {value}: give a count of 1 or more (`planbook strip` removes "
+                "all of planbook's metadata)",
+            )
     loaded = load(args.notebook, need_plan=False)
     session = file_session(loaded)
-    try:
-        report = session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
-    except PlanbookError as exc:
-        raise CliError(EXIT_USAGE, str(exc)) from None
+    report = planbook_errors(
+        loaded, lambda: session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
+    )
     say(f"{args.notebook}: {report}")
     return EXIT_OK
 
@@ -234,6 +255,10 @@ def cmd_strip(args: argparse.Namespace) -> int:
         stripped = strip_file(path, args.notebook)
     except MetadataError as exc:
         raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+    except OSError as exc:
+        if unwritable(exc) is None:
+            raise
+        raise cannot_write(shown(path)) from None
     if stripped:
         say(f"{args.notebook}: planbook metadata removed (plans, checkpoints, log)")
     else:

@@ -14,16 +14,16 @@ from planbook.errors import CliError
 from planbook.model.operations import InsertCell
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.commands import cmd_log, cmd_rollback, print_report
-from planbook.surfaces.cli.exit_codes import EXIT_MISSING, EXIT_USAGE
+from planbook.surfaces.cli.exit_codes import EXIT_DEPENDENCY, EXIT_MISSING
 from planbook.surfaces.cli.kernel import run_in_kernel
 from planbook.surfaces.cli.loading import (
     file_session,
     load,
     read_nb,
     read_session,
-    shown,
     write_nb,
 )
+from planbook.surfaces.cli.paths import shown
 
 
 def quickstart_source() -> Path:
@@ -42,7 +42,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     missing = [m for m in ("pandas", "palmerpenguins") if importlib.util.find_spec(m) is None]
     if missing:
         raise CliError(
-            EXIT_USAGE,
+            EXIT_DEPENDENCY,
             f"the demo's data set needs {' and '.join(missing)}: "
             f"pip install {' '.join(missing)} (or the planbook[examples] extra)",
         )

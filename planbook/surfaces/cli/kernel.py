@@ -23,7 +23,8 @@ from planbook.errors import CliError
 from planbook.model.words import count
 from planbook.sessions.open_file import approver
 from planbook.surfaces.cli.exit_codes import EXIT_FAILED, EXIT_KERNEL
-from planbook.surfaces.cli.loading import Loaded, read_nb, shown
+from planbook.surfaces.cli.loading import Loaded, read_nb
+from planbook.surfaces.cli.paths import shown
 from planbook.surfaces.cli.rerun import choose
 from planbook.surfaces.say import say as say_visibly
 
@@ -40,8 +41,10 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
     return "\n".join(
         [
             "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
-            "from planbook.surfaces.cli.exit_codes import code_for as _pb_code",
-            "from planbook.errors import PlanbookError as _PbError",
+            "from pathlib import Path as _PbPath",
+            "from planbook.surfaces.cli.exit_codes import as_cli_error as _pb_cli_error",
+            "from planbook.errors import PlanbookError as _PbError, speak_as as _pb_speak",
+            f"_pb_speak('cli', notebook={shown(path)!r})  # step messages in the command's words",
             "try:",
             f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
             f"    _pb_r = _pb_s.approve(**{selection(spec)!r}, by={by!r})",
@@ -49,8 +52,9 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
             "               'left_pending': _pb_r.left_pending,",
             "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
             "except _PbError as _pb_e:",
-            f"    _pb_out = {{'error': _pb_e.said_to('cli', notebook={shown(path)!r}),",
-            "                'code': _pb_code(_pb_e)}",
+            # paths as the person pastes them where they run `planbook`, not in the kernel
+            f"    _pb_c = _pb_cli_error(_pb_e, _PbPath({str(path)!r}), _PbPath({os.getcwd()!r}))",
+            "    _pb_out = {'error': str(_pb_c), 'code': _pb_c.code}",
             f"print({SENTINEL!r} + _pb_json.dumps(_pb_out))",
         ]
     )

@@ -20,6 +20,7 @@ from planbook.surfaces.cli.commands import (
 )
 from planbook.surfaces.cli.demo import cmd_demo
 from planbook.surfaces.cli.exit_codes import exit_codes_text
+from planbook.surfaces.cli.serve_mcp import cmd_mcp
 from planbook.version import __version__
 
 
@@ -162,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
         "back to a dropped checkpoint is refused with a message.",
     )
     gc.add_argument("notebook", help="the .ipynb file")
-    gc.add_argument("--keep", type=int, metavar="K", help="checkpoints to keep (overrides config)")
-    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep")
+    gc.add_argument(
+        "--keep", type=int, metavar="K", help="checkpoints to keep, 1 or more (overrides config)"
+    )
+    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep, 1 or more")
 
     strip = command(
         "strip",
@@ -174,6 +177,24 @@ def build_parser() -> argparse.ArgumentParser:
         "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
     )
     strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
+
+    mcp = command(
+        "mcp",
+        "serve a notebook, or a folder of notebooks, to an agent over MCP (stdio)",
+        cmd_mcp,
+        "Serve NOTEBOOK_OR_FOLDER (default: the current folder) to any agent over the Model "
+        "Context Protocol on stdin and stdout, the way agents start a server by command. The "
+        "agent reads cells, files and the plan, and proposes steps; no tool approves, rejects "
+        "or changes the mode: you review its steps here, in Jupyter or with `planbook approve`. "
+        "Needs the mcp extra: pip install 'planbook[mcp]' (see docs/mcp.md).",
+    )
+    mcp.add_argument(
+        "target",
+        nargs="?",
+        default=".",
+        metavar="NOTEBOOK_OR_FOLDER",
+        help="the .ipynb file, or a folder of notebooks (default: the current folder)",
+    )
 
     demo = command(
         "demo", "stage, review, approve and roll back a plan on a copy of the quickstart", cmd_demo
