@@ -48,11 +48,12 @@ from planbook.agents import Scripted
 from planbook.documents.base import Cell
 from planbook.documents.memory import MemoryNotebook
 from planbook.sessions.session import Session
+from planbook.surfaces.widget.panel import ReviewPanel
 from planbook.workspace.files import Workspace
 PAYLOADS = {json.dumps(PAYLOADS)}
 JOINED = "\\n".join(PAYLOADS)
 s2 = Session(MemoryNotebook([Cell(id="a1", source="y = 1")]), Workspace(Path(tempfile.mkdtemp())))
-display(s2.review())
+display(ReviewPanel.for_session(s2))
 calls = [("insert_cell", {{"source": p, "after": "a1", "reason": p}}) for p in PAYLOADS]
 calls += [("read_file", {{"path": p}}) for p in PAYLOADS[-20:]]
 calls += [("present_plan", {{"summary": JOINED}})]
