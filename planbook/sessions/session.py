@@ -9,7 +9,7 @@ only the executor ever writes, and only approved steps.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,24 +19,29 @@ from planbook.documents.headless import HeadlessNotebook
 from planbook.documents.page import PageNotebook
 from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
+    Shown,
     StepSelection,
     approval_hash,
     check_selection_argument,
+    check_shown,
     check_step_number,
     select,
+    step_hashes,
 )
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport, one_line
 from planbook.engine.executor.run import Executor
 from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode, decide
+from planbook.engine.received import locally_approved, sign_mode, signed_approval
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
 from planbook.engine.revisions import restore
-from planbook.engine.rollback import find_checkpoint, rollback
+from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_rollback, rollback
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
+from planbook.engine.signing import who
 from planbook.engine.store import Store
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
@@ -94,7 +99,9 @@ class Session:
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).
-        self.warnings: list[str] = []
+        self.warnings: list[str] = list(self.store.received)
+        #: What each surface last showed this person, step id -> hash (``mark_shown``).
+        self._shown: dict[str, Shown] = {}
         #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
         #: every surface's "no such cell" (``propose``) depends on it.
         self.page_advice = PageAdvice(document, self.warnings)
@@ -128,6 +135,32 @@ class Session:
             advice=self.page_advice,
             origin=origin,
         )
+
+    @staticmethod
+    def step_hashes(steps: Sequence[Step]) -> Shown:
+        """Each step's ``hash_of([step])`` by id: what a view carries of the steps it shows, and
+        what an approval from that view sends back as ``shown``."""
+        return step_hashes(steps)
+
+    def mark_shown(
+        self, surface: str, steps: Sequence[Step] | None = None, *, adding: bool = False
+    ) -> Shown:
+        """Remember that ``surface`` ("magics", "cli", ...) just showed ``steps`` (default: the
+        current plan's) to the person: what its next approval is compared with. ``adding``
+        keeps what it showed before (``%%propose`` shows the one step it staged)."""
+        if steps is None:
+            plan = self.current_plan()
+            steps = plan.steps if plan else []
+        hashes = step_hashes(steps)
+        if adding:
+            hashes = {**self._shown.get(surface, {}), **hashes}
+        self._shown[surface] = hashes
+        return dict(hashes)
+
+    def last_shown(self, surface: str) -> Shown | None:
+        """What ``surface`` last showed (``mark_shown``), or None when it showed nothing yet."""
+        found = self._shown.get(surface)
+        return None if found is None else dict(found)
 
     @staticmethod
     def hash_of(steps: Sequence[Step]) -> str:
@@ -272,6 +305,7 @@ class Session:
                 # is the default) must not make the open page's next save ask "File Changed"
                 return wanted
             self.store.state.mode = wanted
+            sign_mode(self.store.state)  # chosen here: the notebook keeps it on reopening
             self.store.log("mode", mode)
             self.store.save()
         self._changed("mode_changed", message=mode)
@@ -377,9 +411,14 @@ class Session:
         first: int | None = None,
         dry_run: bool = False,
         by: str | None = None,
+        shown: str | Mapping[str, str] | None = None,
     ) -> RunReport:
         """Approve pending steps and run exactly those: all, step n (``4`` or ``"4"``),
         ``"1,3-5"``, ``[1, 3]``, or the first n pending (``first=n``).
+
+        ``shown``: the steps as the person saw them (``hash_of`` the chosen steps, or
+        ``step_hashes`` of what the view showed); any chosen step that differs now, or was
+        not shown, refuses the approval in one line and nothing runs.
 
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
@@ -400,13 +439,19 @@ class Session:
                     )
                 chosen = select(plan, steps, statuses=("pending",), first=first)
                 approval_checks.check_selection(plan, chosen)
+                if shown is not None:
+                    check_shown(plan, chosen, shown)
                 if dry_run:
                     return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
-                approval = Approval(
-                    revision=plan.current.number,
-                    step_ids=tuple(s.id for s in chosen),
-                    sha256=approval_hash(chosen),
-                    by=by or self.store.user,
+                approval = signed_approval(
+                    plan.id,
+                    Approval(
+                        revision=plan.current.number,
+                        step_ids=tuple(s.id for s in chosen),
+                        sha256=approval_hash(chosen),
+                        by=by or self.store.user,
+                        person=who(),
+                    ),
                 )
                 plan.approvals.append(approval)
                 for step in chosen:
@@ -416,7 +461,8 @@ class Session:
                     plan.fire("approve")
                 self.store.log(
                     "approved",
-                    f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
+                    f"{plan.id} steps {','.join(approval.step_ids)} by {approval.person} "
+                    f"sha256={approval.sha256}",
                 )
                 self.store.save()
                 # Saved before the first step: a server stop during the run then loses no
@@ -560,6 +606,10 @@ class Session:
             with self._editing():
                 plan = self._require_plan()
                 chosen, again = ask_first.answer(plan, number, choice)
+                # only steps approved here run on an answer: a received plan's question
+                # may name any step as held back
+                local = locally_approved(plan)
+                again = [n for n in again if plan.steps[n - 1].id in local]
                 self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
                 self.store.save()
             self._changed(plan=plan)
@@ -576,8 +626,21 @@ class Session:
         self.store.sync()
         return list(self.store.state.checkpoints)
 
-    def rollback(self, checkpoint: str | None = None, *, force: bool = False) -> Checkpoint:
-        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable."""
+    def rollback_preview(self, checkpoint: str | None = None) -> RollbackPreview:
+        """What ``rollback(checkpoint)`` would write (files and cells), what it refuses to, and
+        whether it rests on checkpoints recorded elsewhere (then it needs ``confirm=True``):
+        the surfaces show it before rolling back."""
+        self.store.sync()
+        if not self.store.state.checkpoints:
+            raise UsageMistake("nothing to roll back: no step has run yet")
+        return preview_rollback(self.store, find_checkpoint(self.store, checkpoint))
+
+    def rollback(
+        self, checkpoint: str | None = None, *, force: bool = False, confirm: bool = False
+    ) -> Checkpoint:
+        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable.
+        A checkpoint recorded elsewhere (not signed here) is restored only with ``confirm``;
+        a snapshot of anything its step's record does not name is never restored."""
         with self._editing():
             if not self.store.state.checkpoints:
                 raise UsageMistake("nothing to roll back: no step has run yet")
@@ -589,7 +652,7 @@ class Session:
                     )
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
-            record = rollback(self.store, writer, target, force=force)
+            record = rollback(self.store, writer, target, force=force, confirm=confirm)
         self._tell(
             Event(
                 kind="rolled_back",
@@ -633,8 +696,11 @@ class Session:
             self.store.blobs,
         )
 
-    def render_markdown(self) -> str:
+    def render_markdown(self, *, shown_to: str | None = None) -> str:
+        """The plan as markdown; ``shown_to``: the surface showing it (``mark_shown``)."""
         plan = self.current_plan()
+        if shown_to is not None:
+            self.mark_shown(shown_to, plan.steps if plan else [])
         if plan is None:
             return (
                 f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
@@ -644,8 +710,11 @@ class Session:
             plan, self.step_views(plan), mode=self.mode, backend=self.document.description
         )
 
-    def render_text(self, *, color: bool = False) -> str:
+    def render_text(self, *, color: bool = False, shown_to: str | None = None) -> str:
+        """The plan as text; ``shown_to``: the surface showing it (``mark_shown``)."""
         plan = self.current_plan()
+        if shown_to is not None:
+            self.mark_shown(shown_to, plan.steps if plan else [])
         if plan is None:
             return f"no plan yet (mode: {self.mode}; notebook: {self.document.description})\n"
         return plan_text(
