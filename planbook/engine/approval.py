@@ -183,9 +183,10 @@ def check_shown(plan: Plan, chosen: Sequence[Step], shown: str | Mapping[str, st
     changed = [n for n, s in numbered if s.id in shown and shown[s.id] != approval_hash([s])]
     unseen = [n for n, s in numbered if s.id not in shown]
     if changed:
+        were = "it was" if len(changed) == 1 else "they were"
         raise ApprovalMismatch(
-            f"{_steps(changed)} changed since {'it was' if len(changed) == 1 else 'they were'} shown; nothing "
-            "was approved or run: review the plan again with `%plan`"
+            f"{_steps(changed)} changed since {were} shown; nothing was approved or run: "
+            "review the plan again with `%plan`"
         )
     if unseen:
         raise ApprovalMismatch(
