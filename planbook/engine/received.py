@@ -74,10 +74,16 @@ def approved_elsewhere(plan: Plan) -> dict[str, str]:
         if approval_is_local(plan.id, approval):
             local.update(approval.step_ids)
         else:
-            who = approval.person or approval.by or "someone"
+            who = _plain(approval.person or approval.by) or "someone"
             for step_id in approval.step_ids:
                 foreign[step_id] = who
     return {k: v for k, v in foreign.items() if k not in local}
+
+
+def _plain(name: str) -> str:
+    """A name from elsewhere as shown: letters, digits and ``@._-()`` and spaces only, so it
+    is no markup or terminal control in any surface; at most 80 characters."""
+    return "".join(c for c in name if c.isalnum() or c in "@._-() ")[:80].strip()
 
 
 def locally_approved(plan: Plan) -> set[str]:
@@ -116,7 +122,7 @@ def settle_received(state: PlanbookState) -> list[str]:
             "went back to pending: review them with `%plan` and approve them here"
         )
     if not mode_is_local(state):
-        by = next((e.by for e in reversed(state.log) if e.event == "mode"), "")
+        by = _plain(next((e.by for e in reversed(state.log) if e.event == "mode"), ""))
         notes.append(
             f"this notebook was saved in {state.mode} mode elsewhere"
             + (f" (by {by})" if by else "")

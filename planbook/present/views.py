@@ -13,6 +13,7 @@ from planbook.engine.checkpoints import source_before
 from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
+from planbook.engine.received import approved_elsewhere
 from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
 from planbook.model.cell import Cell, short_ids
@@ -71,6 +72,9 @@ class StepView(PlanbookModel):
     runner_elsewhere: bool = False
     #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
     origin: str | None = None
+    #: Who approved it on another machine (a received notebook's approval: not authority
+    #: here, so the step is pending again), or None.
+    approved_elsewhere: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -190,6 +194,7 @@ def step_views(
     names = {c.id: f"#{n} `{short[c.id]}`" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
+    elsewhere = approved_elsewhere(plan) if plan.approvals else {}
     views = []
     for number, step in enumerate(plan.steps, start=1):
         op = step.operation
@@ -232,6 +237,7 @@ def step_views(
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
                 origin=step.origin,
+                approved_elsewhere=elsewhere.get(step.id) if step.status == "pending" else None,
                 cell_type=cell_type,
                 runs_later=step.runs_later,
                 runner=describe(step.run_by) if running and step.run_by else None,

@@ -74,7 +74,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if not loaded.state.checkpoints:
         raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
     session = file_session(loaded)
-    record = planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
+    for line in planbook_errors(loaded, lambda: session.rollback_preview(args.checkpoint)).lines():
+        print(line)
+    record = planbook_errors(
+        loaded,
+        lambda: session.rollback(args.checkpoint, force=args.force, confirm=args.confirm),
+    )
     print(
         f"rolled back {count(record.undid, 'step')} ({_checkpoint_name(session, record)}); "
         "undo this with "
@@ -148,8 +153,16 @@ def cmd_approve(args: argparse.Namespace) -> int:
             )
         print("dry run: nothing was applied")
         return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
+    # What is approved is what this prints: the kernel refuses any step changed since.
+    print(preview.render_text(shown_to="cli"), end="")
     report = run_in_kernel(
-        loaded, spec, rerun=not args.no_rerun, timeout=args.timeout, by=args.by, quiet=args.quiet
+        loaded,
+        spec,
+        rerun=not args.no_rerun,
+        timeout=args.timeout,
+        by=args.by,
+        quiet=args.quiet,
+        shown=preview.last_shown("cli") or {},
     )
     return print_report(loaded, report)
 

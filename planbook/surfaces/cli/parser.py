@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument(
         "--force", action="store_true", help="roll back even over changes made after the step ran"
     )
+    rollback.add_argument(
+        "--confirm",
+        action="store_true",
+        help="restore checkpoints recorded elsewhere (a received notebook's); what it writes "
+        "is printed first",
+    )
 
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")

@@ -50,6 +50,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             "title": view.title,
             "reason": step.reason,
             "origin": step.origin,
+            "hash": session.hash_of([step]),  # sent back with Approve: what was shown
             "risk": step.risk,
             "error": view.error,
             "runs": step.runs_cell,
