@@ -9,7 +9,8 @@ import { icon } from "./icons.js";
  *   cell: string | null, diff: import("./diff-view.js").Diff | null,
  *   cell_id?: string | null, checkpoint?: string | null,
  *   run_at_approval?: boolean, runs_later?: string | null,
- *   origin?: string | null, preview?: string | null, preview_off?: string }} StepJSON
+ *   origin?: string | null, preview?: string | null, preview_off?: string,
+ *   hash?: string | null, approved_elsewhere?: string | null }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
  * @typedef {{ toggleSelect: (id: string) => void, toggleSkip: (id: string) => void,
@@ -168,6 +169,10 @@ export function renderStep(doc, step, st, act) {
   }
   li.append(head);
   if (step.origin) li.append(h(doc, "p", "pb-origin", `from ${step.origin}`));
+  if (step.approved_elsewhere) {
+    li.append(h(doc, "p", "pb-origin",
+      `approved elsewhere by ${step.approved_elsewhere}: not run until you approve it here`));
+  }
   if (step.reason) li.append(h(doc, "p", "pb-reason", step.reason));
   // A file that runs code later (a shadowing module, git's settings): why it waits for review.
   if (step.runs_later) li.append(h(doc, "p", "pb-reason", `runs code later: ${step.runs_later}`));

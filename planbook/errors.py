@@ -251,7 +251,13 @@ class TargetDrifted(ConflictError):
 
 
 class ApprovalMismatch(PlanbookError):
-    """The plan changed after approval; the executor refuses to run it."""
+    """The plan changed after approval, or after it was shown to the person who approves:
+    nothing runs."""
+
+
+class NeedsConfirmation(PlanbookError):
+    """What is asked for rests on records made elsewhere (a received notebook's checkpoint):
+    the message says what it would write; nothing was changed until the person confirms."""
 
 
 class PlanStateError(PlanbookError):

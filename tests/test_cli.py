@@ -279,7 +279,9 @@ def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(planne
         timeout=300,
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
-    assert result.stdout.splitlines()[:2] == [
+    # the plan it approves is printed first (what was shown is what runs), then the report
+    assert result.stdout.startswith("plan ")
+    assert [line for line in result.stdout.splitlines() if line.startswith("step ")][:2] == [
         "step 1 (insert_cell): done",
         "step 3 (write_file): done",
     ]
@@ -360,7 +362,8 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
-    assert result.stdout.startswith("step 3 (write_file): done\n")
+    assert result.stdout.startswith("plan ")  # shown first, then approved as shown
+    assert "\nstep 3 (write_file): done\n" in result.stdout
     (line,) = result.stderr.splitlines()  # one calm line, no "raised"
     assert re.fullmatch(
         r"planbook: re-running \d+ code cells? of demo/quickstart\.ipynb in a fresh kernel, so "

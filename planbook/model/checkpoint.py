@@ -80,6 +80,8 @@ class Checkpoint(PlanbookModel):
     #: Assignments to this checkpoint, and whether the store has saved it (not stored).
     _version: int = PrivateAttr(default=0)
     _saved: bool = PrivateAttr(default=False)
+    #: Made by this process (signed when saved), not loaded from the notebook (not stored).
+    _made_here: bool = PrivateAttr(default=True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -103,3 +105,9 @@ class Checkpoint(PlanbookModel):
         default_factory=list, description="For a rollback: the checkpoints it undid."
     )
     undone_by: str | None = None
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="This person's signature over what it restores (engine/signing.py); "
+        "absent or foreign: recorded elsewhere, so restoring it needs a confirmation.",
+    )

@@ -232,6 +232,27 @@ class Approval(PlanbookModel):
     sha256: str
     at: datetime = Field(default_factory=now)
     by: str = ""
+    person: str | None = Field(
+        default=None,
+        max_length=300,
+        description="Who approved, as user@host (the person at the machine, also when a mode "
+        "or rule approved for them).",
+    )
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="This person's signature over the approval (engine/signing.py); absent or "
+        "foreign: approved elsewhere, so the steps need approving here.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored as before these fields existed when they are absent."""
+        dumped: dict[str, Any] = handler(self)
+        for name in ("person", "signature"):
+            if getattr(self, name) is None:
+                dumped.pop(name, None)
+        return dumped
 
 
 class StepResult(PlanbookModel):

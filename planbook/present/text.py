@@ -25,6 +25,8 @@ __all__ = [
 
 # No emoji: they show as empty boxes where no font has them; the title names the change.
 _MAX_DIFF_LINES = 200
+#: What a pending step approved on another machine says (engine/received.py).
+ELSEWHERE = "approved elsewhere by {}: not run until you approve it here"
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
@@ -107,6 +109,8 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
             out.append(md_prose(v.reason, prefix="> "))
         if v.runs_later:
             out.append(f"> **runs code later:** {md_text(v.runs_later, prefix='> ')}")
+        if v.approved_elsewhere:
+            out.append(f"> **{md_text(ELSEWHERE.format(v.approved_elsewhere), prefix='> ')}**")
         if v.runner:
             out.append(f"> {_runner(v, markdown=True)}")
         if v.error:
@@ -140,6 +144,8 @@ def plan_text(
             out.append(f"   why: {v.reason}")
         if v.runs_later:
             out.append(f"   runs code later: {v.runs_later}")
+        if v.approved_elsewhere:
+            out.append(f"   {ELSEWHERE.format(v.approved_elsewhere)}")
         if v.runner:
             out.append(f"   {_runner(v)}")
         if v.error:

@@ -14,6 +14,7 @@ from planbook.engine.executor.shell_layer import overlay_off_reason
 from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
+from planbook.engine.received import approved_elsewhere
 from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
 from planbook.model.cell import Cell, short_ids
@@ -78,6 +79,9 @@ class StepView(PlanbookModel):
     preview: ShellPreview | None = None
     #: On the first shell step where overlays are off: why previews and rollback are.
     shell_note: str = ""
+    #: Who approved it on another machine (a received notebook's approval: not authority
+    #: here, so the step is pending again), or None.
+    approved_elsewhere: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -201,6 +205,7 @@ def step_views(
     names = {c.id: f"#{n} {md_code(short[c.id])}" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
+    elsewhere = approved_elsewhere(plan) if plan.approvals else {}
     views = []
     off = _shell_off(plan, workspace)
     for number, step in enumerate(plan.steps, start=1):
@@ -244,6 +249,7 @@ def step_views(
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
                 origin=step.origin,
+                approved_elsewhere=elsewhere.get(step.id) if step.status == "pending" else None,
                 cell_type=cell_type,
                 runs_later=step.runs_later,
                 runner=describe(step.run_by) if running and step.run_by else None,

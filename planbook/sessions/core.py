@@ -16,12 +16,15 @@ from planbook.documents.base import NotebookDocument, catch_up, close_document, 
 from planbook.documents.headless import HeadlessNotebook
 from planbook.documents.page import PageNotebook
 from planbook.engine.approval import (
+    Shown,
     approval_hash,
+    step_hashes,
 )
 from planbook.engine.executor.report import one_line
 from planbook.engine.executor.run import Executor
 from planbook.engine.owner import describe
 from planbook.engine.policy import check_mode
+from planbook.engine.received import sign_mode
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
@@ -68,7 +71,9 @@ class SessionCore:
         #: What was repaired at start: runs cut off by a dead kernel (one line each).
         self.recovered = self.executor.recover()
         #: Problems found at start that the person should hear about (one line each).
-        self.warnings: list[str] = []
+        self.warnings: list[str] = list(self.store.received)
+        #: What each surface last showed this person, step id -> hash (``mark_shown``).
+        self._shown: dict[str, Shown] = {}
         #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
         #: every surface's "no such cell" (``propose``) depends on it.
         self.page_advice = PageAdvice(document, self.warnings)
@@ -89,6 +94,32 @@ class SessionCore:
 
     def __repr__(self) -> str:
         return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
+
+    @staticmethod
+    def step_hashes(steps: Sequence[Step]) -> Shown:
+        """Each step's ``hash_of([step])`` by id: what a view carries of the steps it shows, and
+        what an approval from that view sends back as ``shown``."""
+        return step_hashes(steps)
+
+    def mark_shown(
+        self, surface: str, steps: Sequence[Step] | None = None, *, adding: bool = False
+    ) -> Shown:
+        """Remember that ``surface`` ("magics", "cli", ...) just showed ``steps`` (default: the
+        current plan's) to the person: what its next approval is compared with. ``adding``
+        keeps what it showed before (``%%propose`` shows the one step it staged)."""
+        if steps is None:
+            plan = self.current_plan()
+            steps = plan.steps if plan else []
+        hashes = step_hashes(steps)
+        if adding:
+            hashes = {**self._shown.get(surface, {}), **hashes}
+        self._shown[surface] = hashes
+        return dict(hashes)
+
+    def last_shown(self, surface: str) -> Shown | None:
+        """What ``surface`` last showed (``mark_shown``), or None when it showed nothing yet."""
+        found = self._shown.get(surface)
+        return None if found is None else dict(found)
 
     @staticmethod
     def hash_of(steps: Sequence[Step]) -> str:
@@ -231,6 +262,7 @@ class SessionCore:
                 # is the default) must not make the open page's next save ask "File Changed"
                 return wanted
             self.store.state.mode = wanted
+            sign_mode(self.store.state)  # chosen here: the notebook keeps it on reopening
             self.store.log("mode", mode)
             self.store.save()
         self._changed("mode_changed", message=mode)

@@ -37,8 +37,11 @@ class ReadingSession(SessionCore):
             self.store.blobs,
         )
 
-    def render_markdown(self) -> str:
+    def render_markdown(self, *, shown_to: str | None = None) -> str:
+        """The plan as markdown; ``shown_to``: the surface showing it (``mark_shown``)."""
         plan = self.current_plan()
+        if shown_to is not None:
+            self.mark_shown(shown_to, plan.steps if plan else [])
         if plan is None:
             return (
                 f"*no plan yet* · mode: {md_text(self.mode)} · "
@@ -49,8 +52,11 @@ class ReadingSession(SessionCore):
             plan, self.step_views(plan), mode=self.mode, backend=self.document.description
         )
 
-    def render_text(self, *, color: bool = False) -> str:
+    def render_text(self, *, color: bool = False, shown_to: str | None = None) -> str:
+        """The plan as text; ``shown_to``: the surface showing it (``mark_shown``)."""
         plan = self.current_plan()
+        if shown_to is not None:
+            self.mark_shown(shown_to, plan.steps if plan else [])
         if plan is None:
             where = visible(self.document.description)  # a file name can hold anything
             return f"no plan yet (mode: {self.mode}; notebook: {where})\n"

@@ -8,7 +8,7 @@ only the executor ever writes, and only approved steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from planbook.engine.approval import (
     StepSelection,
     approval_hash,
     check_selection_argument,
+    check_shown,
     check_step_number,
     select,
 )
@@ -25,11 +26,13 @@ from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport
 from planbook.engine.policy import decide
 from planbook.engine.preview import preview_shell, shell_step
+from planbook.engine.received import locally_approved, signed_approval
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
 from planbook.engine.revisions import restore
-from planbook.engine.rollback import find_checkpoint, rollback
+from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_rollback, rollback
 from planbook.engine.runner import CodeRunner, default_runner
+from planbook.engine.signing import who
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
@@ -154,9 +157,14 @@ class Session(ReadingSession):
         first: int | None = None,
         dry_run: bool = False,
         by: str | None = None,
+        shown: str | Mapping[str, str] | None = None,
     ) -> RunReport:
         """Approve pending steps and run exactly those: all, step n (``4`` or ``"4"``),
         ``"1,3-5"``, ``[1, 3]``, or the first n pending (``first=n``).
+
+        ``shown``: the steps as the person saw them (``hash_of`` the chosen steps, or
+        ``step_hashes`` of what the view showed); any chosen step that differs now, or was
+        not shown, refuses the approval in one line and nothing runs.
 
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
@@ -177,13 +185,19 @@ class Session(ReadingSession):
                     )
                 chosen = select(plan, steps, statuses=("pending",), first=first)
                 approval_checks.check_selection(plan, chosen)
+                if shown is not None:
+                    check_shown(plan, chosen, shown)
                 if dry_run:
                     return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
-                approval = Approval(
-                    revision=plan.current.number,
-                    step_ids=tuple(s.id for s in chosen),
-                    sha256=approval_hash(chosen),
-                    by=by or self.store.user,
+                approval = signed_approval(
+                    plan.id,
+                    Approval(
+                        revision=plan.current.number,
+                        step_ids=tuple(s.id for s in chosen),
+                        sha256=approval_hash(chosen),
+                        by=by or self.store.user,
+                        person=who(),
+                    ),
                 )
                 plan.approvals.append(approval)
                 for step in chosen:
@@ -193,7 +207,8 @@ class Session(ReadingSession):
                     plan.fire("approve")
                 self.store.log(
                     "approved",
-                    f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
+                    f"{plan.id} steps {','.join(approval.step_ids)} by {approval.person} "
+                    f"sha256={approval.sha256}",
                 )
                 self.store.save()
                 # Saved before the first step: a server stop during the run then loses no
@@ -336,6 +351,10 @@ class Session(ReadingSession):
             with self._editing():
                 plan = self._require_plan()
                 chosen, again = ask_first.answer(plan, number, choice)
+                # only steps approved here run on an answer: a received plan's question
+                # may name any step as held back
+                local = locally_approved(plan)
+                again = [n for n in again if plan.steps[n - 1].id in local]
                 self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
                 self.store.save()
             self._changed(plan=plan)
@@ -362,8 +381,21 @@ class Session(ReadingSession):
         self._changed(plan=plan)
         return preview
 
-    def rollback(self, checkpoint: str | None = None, *, force: bool = False) -> Checkpoint:
-        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable."""
+    def rollback_preview(self, checkpoint: str | None = None) -> RollbackPreview:
+        """What ``rollback(checkpoint)`` would write (files and cells), what it refuses to, and
+        whether it rests on checkpoints recorded elsewhere (then it needs ``confirm=True``):
+        the surfaces show it before rolling back."""
+        self.store.sync()
+        if not self.store.state.checkpoints:
+            raise UsageMistake("nothing to roll back: no step has run yet")
+        return preview_rollback(self.store, find_checkpoint(self.store, checkpoint))
+
+    def rollback(
+        self, checkpoint: str | None = None, *, force: bool = False, confirm: bool = False
+    ) -> Checkpoint:
+        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable.
+        A checkpoint recorded elsewhere (not signed here) is restored only with ``confirm``;
+        a snapshot of anything its step's record does not name is never restored."""
         with self._editing():
             if not self.store.state.checkpoints:
                 raise UsageMistake("nothing to roll back: no step has run yet")
@@ -375,7 +407,7 @@ class Session(ReadingSession):
                     )
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
-            record = rollback(self.store, writer, target, force=force)
+            record = rollback(self.store, writer, target, force=force, confirm=confirm)
         self._tell(
             Event(
                 kind="rolled_back",

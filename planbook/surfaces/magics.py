@@ -143,6 +143,8 @@ class PlanbookMagics(Magics):
                     cell_type="markdown" if args.markdown else "code",
                 )
         plan = session.current_plan()
+        if step.status == "pending":  # its text is this cell's, which the person just wrote
+            session.mark_shown("magics", [step], adding=True)
         number = plan.steps.index(step) + 1 if plan and step in plan.steps else "?"
         verb = "applied" if step.status == "done" else "staged"
         say(
@@ -173,8 +175,18 @@ class PlanbookMagics(Magics):
         """
         args = parse_argstring(self.approve, line)
         session = _session()
+        shown = session.last_shown("magics")
+        if shown is None:  # approve what was seen, never what a file holds unseen
+            print(
+                "planbook: the plan was not shown in this kernel yet; here it is: run "
+                "`%approve` again to approve what you see"
+            )
+            print(session.render_text(shown_to="magics"))
+            return
         with _as_usage_errors():
-            report = session.approve(args.steps, first=args.first, dry_run=args.dry_run)
+            report = session.approve(
+                args.steps, first=args.first, dry_run=args.dry_run, shown=shown
+            )
         show_report(session, report)
 
     @line_magic
@@ -205,12 +217,20 @@ class PlanbookMagics(Magics):
         help="checkpoint id or number (see %%checkpoints); nothing: undo the last step",
     )
     @argument("--force", action="store_true", help="roll back even over changes made since")
+    @argument(
+        "--confirm",
+        action="store_true",
+        help="restore a checkpoint recorded elsewhere (a received notebook's)",
+    )
     def rollback(self, line: str) -> None:
-        """Undo the last executed step, or everything after a checkpoint (itself undoable)."""
+        """Undo the last executed step, or everything after a checkpoint (itself undoable).
+        What it writes is printed first."""
         args = parse_argstring(self.rollback, line)
         session = _session()
         with _as_usage_errors():
-            record = session.rollback(args.checkpoint, force=args.force)
+            for shown in session.rollback_preview(args.checkpoint).lines():
+                print(f"planbook: {shown}")
+            record = session.rollback(args.checkpoint, force=args.force, confirm=args.confirm)
         name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
         say(
             f"planbook: rolled back {count(record.undid, 'step')} ({name}); undo this with "

@@ -205,6 +205,11 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
             f"  waiting for you ({decision.id}): {decision.question} -> "
             f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
         )
+    for decision in memory.answered_elsewhere(conversation):
+        out.append(
+            f"  recorded elsewhere ({decision.id}): {decision.question} -> {decision.answer}; "
+            "not acted on here: `%plan continue` asks it again"
+        )
     for line in conversation.activity[-lines:]:
         out.append(f"  {view.ICONS.get(line.type, '-')} {line.message}")
     return "\n".join(out)

@@ -54,6 +54,7 @@ def show_plan(session: NotebookSession) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
     session.page_advice.refresh()
+    session.mark_shown("magics")  # what `%approve` compares with (a step changed since: refused)
     display(session.review())  # type: ignore[no-untyped-call]
     conversation = conversation_text(session)
     if conversation:
@@ -119,7 +120,7 @@ def _show(session: NotebookSession, words: list[str]) -> None:
 
 def _text(session: NotebookSession, words: list[str]) -> None:
     _words("text", words, 0, 0)
-    say(session.render_text())
+    say(session.render_text(shown_to="magics"))
 
 
 def _set_mode(verb: str, mode_name: str) -> Callable[[NotebookSession, list[str]], None]:

@@ -52,6 +52,8 @@ export interface IStep {
   reason: string;
   /** Who proposed it from outside the kernel (an MCP client's name and version), if anyone. */
   origin?: string | null;
+  /** The step's hash as the kernel computed it; Approve sends it back (what was shown). */
+  hash?: string;
   risk: 'low' | 'medium' | 'high';
   error: string | null;
   runs: boolean;
@@ -134,4 +136,6 @@ export interface IDecision {
   action: 'approve' | 'reject';
   step_id: string;
   revision: number;
+  /** For approve: the step's hash as this page showed it; a step rewritten since is refused. */
+  shown?: string;
 }

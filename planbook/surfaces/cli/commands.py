@@ -86,7 +86,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         )
         raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: {why}")
     session = file_session(loaded)
-    record = planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
+    for line in planbook_errors(loaded, lambda: session.rollback_preview(args.checkpoint)).lines():
+        say(line)
+    record = planbook_errors(
+        loaded,
+        lambda: session.rollback(args.checkpoint, force=args.force, confirm=args.confirm),
+    )
     say(
         f"rolled back {count(record.undid, 'step')} ({_checkpoint_name(session, record)}); "
         "undo this with "
@@ -175,8 +180,16 @@ def cmd_approve(args: argparse.Namespace) -> int:
             say(f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else ""))
         say("dry run: nothing was applied")
         return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
+    # What is approved is what this prints: the kernel refuses any step changed since.
+    say(preview.render_text(shown_to="cli"), end="")
     report = run_in_kernel(
-        loaded, spec, rerun=not args.no_rerun, timeout=args.timeout, by=args.by, quiet=args.quiet
+        loaded,
+        spec,
+        rerun=not args.no_rerun,
+        timeout=args.timeout,
+        by=args.by,
+        quiet=args.quiet,
+        shown=preview.last_shown("cli") or {},
     )
     return print_report(loaded, report)
 

@@ -37,7 +37,9 @@ def selection(spec: str | int | None) -> dict[str, Any]:
     return {"first": spec} if isinstance(spec, int) else {"steps": spec}
 
 
-def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
+def _approve_code(
+    path: Path, spec: str | int | None, by: str, hashes: dict[str, str] | None = None
+) -> str:
     return "\n".join(
         [
             "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
@@ -47,7 +49,7 @@ def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
             f"_pb_speak('cli', notebook={shown(path)!r})  # step messages in the command's words",
             "try:",
             f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
-            f"    _pb_r = _pb_s.approve(**{selection(spec)!r}, by={by!r})",
+            f"    _pb_r = _pb_s.approve(**{selection(spec)!r}, by={by!r}, shown={hashes!r})",
             "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
             "               'left_pending': _pb_r.left_pending,",
             "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
@@ -68,8 +70,11 @@ def run_in_kernel(
     timeout: float,
     by: str | None,
     quiet: bool = False,
+    shown: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Start a kernel in the notebook's folder, re-run its code cells, approve there."""
+    """Start a kernel in the notebook's folder, re-run its code cells, approve there.
+    ``shown``: the steps as the CLI printed them (``Session.step_hashes``): a step changed
+    since is refused, and nothing runs."""
     from jupyter_client.manager import start_new_kernel  # heavy: jupyter_client and zmq
 
     say: Callable[[str], None] = (
@@ -99,7 +104,7 @@ def run_in_kernel(
                     "so nothing was approved (the file is restored); use --no-rerun",
                 )
         lines: list[str] = []
-        code = _approve_code(loaded.path, spec, by or f"{approver()} (planbook CLI)")
+        code = _approve_code(loaded.path, spec, by or f"{approver()} (planbook CLI)", shown)
         reply = _execute(kc, km, code, timeout=None, sink=lines.append)
         for line in "".join(lines).split("\n"):
             if line.startswith(SENTINEL):

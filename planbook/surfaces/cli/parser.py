@@ -121,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument(
         "--force", action="store_true", help="roll back even over changes made after the step ran"
     )
+    rollback.add_argument(
+        "--confirm",
+        action="store_true",
+        help="restore checkpoints recorded elsewhere (a received notebook's); what it writes "
+        "is printed first",
+    )
 
     preview = command(
         "preview",

@@ -51,6 +51,12 @@ class _Decision(PlanbookModel):
 
 class ApproveStep(_Decision):
     action: Literal["approve"]
+    shown: str = Field(
+        min_length=1,
+        max_length=200,
+        description="The step's hash as the page showed it (the plan message's `hash`): a "
+        "step rewritten since is refused and nothing runs.",
+    )
 
 
 class RejectStep(_Decision):
@@ -201,13 +207,18 @@ class CellReviewLink:
         plan = self.session.current_plan()
         assert plan is not None
         # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
-        for outcome in self.session.approve([number], dry_run=True).outcomes:
+        shown = {decision.step_id: decision.shown}
+        for outcome in self.session.approve([number], dry_run=True, shown=shown).outcomes:
             if outcome.status != "would run":
                 raise UsageMistake(
                     f"step {number} was not applied: {outcome.message or outcome.status}"
                 )
         batch = Batch(
-            self.session, [plan.steps[number - 1]], decision.revision, by="in-cell review"
+            self.session,
+            [plan.steps[number - 1]],
+            decision.revision,
+            by="in-cell review",
+            shown=shown,
         )
 
         async def run() -> None:

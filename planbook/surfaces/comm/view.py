@@ -52,6 +52,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             "title": visible(view.title),
             "reason": visible(step.reason),
             "origin": visible(step.origin) if step.origin else step.origin,
+            "hash": session.hash_of([step]),  # sent back with Approve: what was shown
             "risk": step.risk,
             "error": visible(view.error) if view.error else view.error,
             "runs": step.runs_cell,

@@ -25,7 +25,7 @@ import anywidget
 import traitlets
 
 from planbook.agent.state import state_of
-from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
+from planbook.errors import NeedsConfirmation, PlanbookError, RollbackConflict, UsageMistake
 from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
@@ -186,6 +186,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 agent=self._agent_view(),
                 offer=self._offer,
                 warnings=session.warnings,
+                hashes=session.step_hashes(plan.steps) if plan else {},
             )
             with self.hold_sync():  # one message: the new view and no stale overrides
                 self.view = view
@@ -322,9 +323,18 @@ class ReviewPanel(anywidget.AnyWidget):
             self._not_running("roll back")
             self._error = None
             try:
-                session.rollback(action.checkpoint, force=action.force)
+                session.rollback(action.checkpoint, force=action.force, confirm=action.confirm)
             except RollbackConflict:
                 self._offer = {"kind": "force_rollback", "checkpoint": action.checkpoint}
+                raise
+            except NeedsConfirmation:
+                preview = session.rollback_preview(action.checkpoint)
+                self._offer = {
+                    "kind": "confirm_rollback",
+                    "checkpoint": action.checkpoint,
+                    "writes": preview.writes,
+                    "force": action.force,
+                }
                 raise
             self.refresh()
             return
@@ -345,7 +355,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 if isinstance(action, Approve)
                 else [s.id for s in plan.steps if s.status == "pending"]
             )
-            self._approve(plan, ids)
+            self._approve(plan, ids, action.shown)
             return
         self._error = None
         if isinstance(action, Reject):
@@ -416,7 +426,9 @@ class ReviewPanel(anywidget.AnyWidget):
         self._push_progress()
 
     # --- running -----------------------------------------------------------------------------
-    def _approve(self, plan: Plan, ids: list[str]) -> None:
+    def _approve(self, plan: Plan, ids: list[str], shown: dict[str, str] | None = None) -> None:
+        """``shown``: the steps' hashes as the page rendered them; None: as they are now (a
+        retry of a step the person just chose, which stages nothing new)."""
         if not ids:
             raise UsageMistake("nothing to approve: no step is pending")
         numbers = sorted(self._number(plan, i) for i in set(ids))
@@ -425,8 +437,10 @@ class ReviewPanel(anywidget.AnyWidget):
             if step.status != "pending":
                 raise UsageMistake(f"step {n} is {step.status}, not pending; nothing was applied")
         # The Session checks dependencies and drift for the whole selection, applying nothing.
-        self._session.approve(numbers, dry_run=True)
-        batch = Batch(self._session, [plan.steps[n - 1] for n in numbers], plan.current.number)
+        self._session.approve(numbers, dry_run=True, shown=shown)
+        batch = Batch(
+            self._session, [plan.steps[n - 1] for n in numbers], plan.current.number, shown=shown
+        )
         self._error = None
         self._batch = batch
         self._progress = Progress(running=True, step_ids=batch.step_ids)

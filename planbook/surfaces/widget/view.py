@@ -6,7 +6,7 @@ revisions, the running progress and the last error. The front end renders it as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,7 @@ def step_json(text: StepView) -> dict[str, Any]:
         "checkpoint": text.checkpoint,
         "run_at_approval": text.run_at_approval,
         "origin": visible(text.origin) if text.origin else text.origin,
+        "approved_elsewhere": visible(text.approved_elsewhere) if text.approved_elsewhere else None,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
     }
@@ -124,6 +125,22 @@ def revision_json(rev: Revision) -> dict[str, Any]:
     }
 
 
+def rollback_writes(checkpoints: Sequence[Checkpoint]) -> dict[str, list[str]]:
+    """Checkpoint id -> what a rollback to it writes (its snapshots and those of the active
+    step checkpoints after it), which the panel's confirmation lists before it is sent. The
+    Session refuses, at the rollback, what a step's record does not name."""
+    out: dict[str, list[str]] = {}
+    later: dict[str, None] = {}
+    for cp in sorted(checkpoints, key=lambda c: c.seq, reverse=True):
+        if not cp.active:
+            continue
+        mine = [f"cell {c.cell_id}" for c in cp.cells] + [f"file {f.path}" for f in cp.files]
+        out[cp.id] = list(dict.fromkeys([*mine, *later]))
+        if cp.kind == "step":
+            later.update(dict.fromkeys(mine))
+    return out
+
+
 def build_view(
     *,
     plan: Plan | None,
@@ -139,11 +156,14 @@ def build_view(
     offer: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     checkpoint_names: dict[str, str] | None = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
     ``checkpoint_names``: each checkpoint's name for people
-    (``planbook.present.checkpoint_names``)."""
+    (``planbook.present.checkpoint_names``); ``hashes``: each step's hash as the Session
+    computes it (``Session.step_hashes``), which an approval from this view sends back."""
     numbers = {s.id: s.number for s in steps}
+    writes = rollback_writes(checkpoints)
     return {
         "header": {
             "plan_id": plan.id if plan else None,
@@ -156,8 +176,11 @@ def build_view(
             "counts": counts(steps),
             "warnings": [visible(w) for w in warnings],
         },
-        "steps": [step_json(s) for s in steps],
-        "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
+        "steps": [{**step_json(s), "hash": (hashes or {}).get(s.id)} for s in steps],
+        "checkpoints": [
+            {**checkpoint_json(cp, numbers, checkpoint_names), "writes": writes.get(cp.id, [])}
+            for cp in checkpoints
+        ],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),
