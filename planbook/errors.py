@@ -38,6 +38,7 @@ _FIXES: dict[str, dict[str, str]] = {
         "cli": "planbook rollback {nb} --force",
     },
     "%plan revise": {"api": "pb.revise(...)", "cli": "%plan revise"},
+    "%plan reset --force": {"api": "pb.reset(force=True)", "cli": "%plan reset --force"},
 }
 #: Fixes with an argument: the magic's pattern and the API call it becomes.
 _FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [

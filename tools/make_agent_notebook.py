@@ -110,7 +110,7 @@ restarted = work / "after-restart"
 restarted.mkdir()
 shutil.copy(work / "agent-memory.ipynb", restarted / "agent-memory.ipynb")
 %plan stop
-pb = planbook.session(notebook=restarted / "agent-memory.ipynb", fresh=True)
+pb = planbook.session(notebook=restarted / "agent-memory.ipynb", kernel=True)
 print(pb.document.description)
 """,
         ),

@@ -46,10 +46,11 @@ from pathlib import Path
 import planbook
 
 # In Jupyter, planbook edits the notebook this kernel belongs to. So that running the tutorial
-# never changes the file you opened, it edits a copy of it in a temp folder instead.
+# never changes the file you opened, it edits a copy of it in a temp folder instead:
+# kernel=True makes the copy the notebook the magics (%%propose, %approve, %plan) act on.
 work = Path(tempfile.mkdtemp(prefix="planbook-{name.removesuffix(".ipynb")}-"))
 shutil.copy("{name}", work / "{name}")
-pb = planbook.session(notebook=work / "{name}")
+pb = planbook.session(notebook=work / "{name}", kernel=True)
 ids_before = [cell.id for cell in pb.cells()]
 print(pb.document.description)
 ''',
@@ -75,7 +76,7 @@ pb = planbook.session()
 if pb.document.backend != "live":
     copy = Path(tempfile.mkdtemp(prefix="planbook-{name.removesuffix(".ipynb")}-")) / "{name}"
     shutil.copy("{name}", copy)
-    pb = planbook.session(notebook=copy)
+    pb = planbook.session(notebook=copy, kernel=True)  # the magics act on the copy too
 work = pb.workspace.root  # files the plan writes go next to the notebook it edits
 ids_before = [cell.id for cell in pb.cells()]
 print(pb.document.description)
@@ -650,7 +651,7 @@ RULES = '''{RULES}'''
 TEST = f"{{sys.executable}} -m pytest -q --color=no -p no:cacheprovider"
 
 # The session reads the permission rules when it starts, so the rules are written first.
-pb = planbook.session(notebook=work / "files-and-shell.ipynb")
+pb = planbook.session(notebook=work / "files-and-shell.ipynb", kernel=True)
 print(MODULE)
 """,
         ),

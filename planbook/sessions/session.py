@@ -37,6 +37,7 @@ from planbook.engine.revisions import restore
 from planbook.engine.rollback import find_checkpoint, rollback
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
+from planbook.engine.start_over import start_over
 from planbook.engine.store import Store
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
@@ -687,3 +688,16 @@ class Session:
         if taken.done:
             self._changed(plan=plan)
         return taken
+
+    def reset(self, *, force: bool = False) -> int:
+        """Start over (``%plan reset``): undo every step still in effect and forget planbook's
+        record of this notebook (engine/start_over.py); the number of steps undone."""
+        with self._editing():
+            for plan in self.store.state.plans:
+                busy = self._busy(plan)
+                if busy:
+                    raise UsageMistake(f"a run is in progress ({busy}): start over when it ends")
+            writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
+            undone = start_over(self.store, writer, force=force)
+        self._changed()
+        return undone
