@@ -38,6 +38,11 @@ _FIXES: dict[str, dict[str, str]] = {
         "cli": "planbook rollback {nb} --force",
     },
     "%plan revise": {"api": "pb.revise(...)", "cli": "%plan revise"},
+    "%%propose --run": {"api": "run=True", "cli": "%%propose --run"},
+    "%propose --run-cell CELL": {
+        "api": "pb.propose.run_cell(CELL)",
+        "cli": "%propose --run-cell CELL",
+    },
     "%plan reset --force": {"api": "pb.reset(force=True)", "cli": "%plan reset --force"},
 }
 #: Fixes with an argument: the magic's pattern and the API call it becomes.
@@ -45,6 +50,7 @@ _FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'%plan revise (".*")'), r"pb.revise(\1)"),
     (re.compile(r"%%propose --after (.+)"), r"pb.propose.insert_cell(source, after=\1)"),
     (re.compile(r"%rollback (\S+)"), r'pb.rollback("\1")'),
+    (re.compile(r"%reject (\d+)"), r"pb.reject(\1)"),
 ]
 _BACKTICKED = re.compile(r"`(%%?[^`]+)`")
 

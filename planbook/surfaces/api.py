@@ -15,10 +15,11 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from planbook.agent.state import Run, state_of
 from planbook.errors import PlanbookError
+from planbook.model.plan import Step
 from planbook.sessions.open_kernel import open_kernel_session
 from planbook.sessions.session import Session
 from planbook.surfaces.plan_handle import PlanHandle
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 
 class NotebookSession(Session):
     """``planbook.Session(document, ...)`` and ``planbook.session()``: a Session for a notebook."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A re-run cell proposes what an open step already makes: one line, no second step.
+        self.propose.on_already_staged = say_already_staged
 
     @property
     def plan(self) -> PlanHandle:
@@ -50,6 +56,10 @@ class NotebookSession(Session):
 
 
 #: The kernel's session: what the magics, the in-cell review and the panel of `%plan` act on.
+def say_already_staged(step: Step, number: int) -> None:
+    print(f"planbook: already staged as step {number} ({step.operation.kind}, {step.status})")
+
+
 _kernel: NotebookSession | None = None
 #: Sessions made for other notebooks, by path: the caller's, kept so that asking twice for one
 #: notebook gives one session (``fresh=True`` replaces it).
