@@ -4,7 +4,6 @@ The same helpers as tools/make_notebooks.py (cells with stable ids, a copy of th
 work on), in a script of its own so the agent's tutorial is reviewed with the agent's code.
 
     python tools/make_agent_notebook.py            # write it, without outputs
-    python tools/make_agent_notebook.py --execute  # and run it with nbclient, keeping outputs
 """
 
 from __future__ import annotations
@@ -171,9 +170,8 @@ NOTEBOOKS: dict[str, Callable[[], list[Cell]]] = {NAME: agent_memory}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--execute", action="store_true", help="run it and keep the outputs")
-    args = parser.parse_args(argv)
-    write_notebooks(NOTEBOOKS, execute_them=args.execute)
+    parser.parse_args(argv)
+    write_notebooks(NOTEBOOKS)
     return 0
 
 
