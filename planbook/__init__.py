@@ -47,21 +47,33 @@ def session(
     live: bool | None = None,
     server_url: str | None = None,
     token: str | None = None,
+    kernel: bool = False,
 ) -> NotebookSession:
-    """The session of this kernel (created on first use).
+    """The session of this kernel (created on first use), or a session on another notebook.
 
     ``notebook``: the .ipynb to edit; by default the one this kernel belongs to (found through
     its Jupyter server, live when the server has collaboration, or ``JPY_SESSION_NAME``), else
-    an in-memory notebook; the session says which and why.
+    an in-memory notebook; the session says which and why. Another notebook's session is yours
+    alone: the magics, the in-cell review and the panel of ``%plan`` stay on the kernel's
+    notebook (asking twice for one notebook gives the same session).
+    ``kernel``: make this notebook the kernel's: the magics and the page act on it from now on
+    (``planbook.session(kernel=True)`` goes back to the notebook this kernel belongs to).
     ``root``: the workspace for file steps (default: the notebook's folder).
-    ``fresh``: start a new session even if this kernel has one.
+    ``fresh``: start a new session even if there is one for this notebook (for the kernel's
+    own notebook, the magics and the page follow the new one at once).
     ``live``: False never edits through a collaboration room; True fails if it cannot.
     ``server_url``/``token``: the Jupyter server, for setups where discovery cannot find it.
     """
     from planbook.surfaces import api  # heavy: pydantic, the engine, the documents
 
     return api.session(
-        notebook, root=root, fresh=fresh, live=live, server_url=server_url, token=token
+        notebook,
+        root=root,
+        fresh=fresh,
+        live=live,
+        server_url=server_url,
+        token=token,
+        kernel=kernel,
     )
 
 

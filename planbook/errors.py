@@ -42,12 +42,19 @@ _FIXES: dict[str, dict[str, str]] = {
     "%plan revise": {"api": "pb.revise(...)", "cli": "%plan revise"},
     # not a magic: an option the magics and the command share, a keyword in Python
     "--first N": {"api": "first=N", "cli": "--first N"},
+    "%%propose --run": {"api": "run=True", "cli": "%%propose --run"},
+    "%propose --run-cell CELL": {
+        "api": "pb.propose.run_cell(CELL)",
+        "cli": "%propose --run-cell CELL",
+    },
+    "%plan reset --force": {"api": "pb.reset(force=True)", "cli": "%plan reset --force"},
 }
 #: Fixes with an argument: the magic's pattern and the API call it becomes.
 _FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'%plan revise (".*")'), r"pb.revise(\1)"),
     (re.compile(r"%%propose --after (.+)"), r"pb.propose.insert_cell(source, after=\1)"),
     (re.compile(r"%rollback (\S+)"), r'pb.rollback("\1")'),
+    (re.compile(r"%reject (\d+)"), r"pb.reject(\1)"),
 ]
 _BACKTICKED = re.compile(r"`((?:%%?|--)[^`]+)`")
 

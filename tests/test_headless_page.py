@@ -75,7 +75,7 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
 
         # a new notebook whose cells were never saved: `%plan cells` says why it lists none
         empty = notebook(tmp_path / "Untitled.ipynb", [])
-        k.run(f"import planbook; planbook.session({str(empty)!r}, fresh=True)")
+        k.run(f"import planbook; planbook.session({str(empty)!r}, kernel=True)")
         assert k.run("%plan cells").stdout.strip() == NO_SAVED_CELLS
         assert NOT_SAVED in k.run("%%propose --after abc1\nx = 1").text
         assert "positions count the saved cells" in k.run("%%propose --after #2\nx = 1").text

@@ -39,7 +39,7 @@ def test_the_docs_list_exactly_the_verbs_of_the_table() -> None:
 
 def test_every_verb_is_its_own_word_and_dispatched_by_the_table() -> None:
     names = [v.name for v in VERBS]
-    assert len(set(names)) == len(names) == 19
+    assert len(set(names)) == len(names) == 21
     assert {v.name: v for v in VERBS} == plan_verbs.VERBS_BY_NAME
 
 
@@ -91,3 +91,25 @@ def test_verbs_still_do_what_they_did(session: Session, capsys: pytest.CaptureFi
     assert capsys.readouterr().out.startswith("revision 2 started from 1: use y")
     plan_verbs.run(session, "history")
     assert "use y" in capsys.readouterr().out
+
+
+def docs_propose_options() -> list[tuple[str, str]]:
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split("## Every `%%propose` option\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(--[^`]*)` \| (.*) \|$", section, re.M)
+
+
+def test_the_docs_list_exactly_the_options_of_propose() -> None:
+    from planbook.surfaces.magics_propose import ProposeMagics
+
+    parser = ProposeMagics.propose.parser  # what magic_arguments builds, and `%propose?` shows
+    options = [
+        (
+            f"{a.option_strings[-1]} {a.metavar}".rstrip() if a.metavar else a.option_strings[-1],
+            a.help,
+        )
+        for a in parser._actions
+        if a.option_strings and a.option_strings[-1] != "--help"
+    ]
+    assert len(options) == 10
+    assert docs_propose_options() == options

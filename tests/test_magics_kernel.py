@@ -135,7 +135,7 @@ BAD_INPUT = [
     ("%rollback cp-unknown", "no step has run yet"),
     ("%mode loud", "unknown mode `loud`"),
     ("%%propose --after nope\nx = 1", "cell 'nope' is not in the saved file yet"),
-    ("%%propose --after c1 --replace c2\nx = 1", "give one of --after, --before or --replace"),
+    ("%%propose --after c1 --replace c2\nx = 1", "--replace takes no --after or --before"),
 ]
 
 

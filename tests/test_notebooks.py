@@ -7,6 +7,7 @@ nbclient so they are part of the default test run and so the checks below can be
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -86,3 +87,52 @@ def test_notebook_runs_offline_and_leaves_the_repo_alone(
     # a failing step's traceback lands in its target cell (in the copy), never in the tutorial
     assert errors == []
     assert digest(NOTEBOOKS) == before  # the tutorials work on copies
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_ships_without_outputs_or_widget_state(name: str) -> None:
+    """The rule: a shipped notebook has no outputs and no execution counts (outputs saved from a
+    headless run show a temp copy and a panel that cannot work) and no saved widget state;
+    tools/make_notebooks.py writes them so."""
+    raw = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+    assert set(raw["metadata"]) == {"kernelspec", "language_info"}
+    code = [c for c in raw["cells"] if c["cell_type"] == "code"]
+    assert [c["id"] for c in code if c["outputs"] or c["execution_count"]] == []
+
+
+def executed_twice_in_one_kernel(name: str) -> list[list[tuple[str, str, list[str]]]]:
+    """Run every cell of ``name`` twice in one kernel (Run All, then Run All again), offline:
+    each run's cells as (id, source, the kinds of its outputs)."""
+    from nbclient import NotebookClient
+
+    runs = []
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+    with client.setup_kernel():
+        for _ in range(2):
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+            runs.append(
+                [
+                    (c.id, c.source, [o.get("name", o.output_type) for o in c.get("outputs", [])])
+                    for c in nb.cells
+                ]
+            )
+    return runs
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "plan-vs-act.ipynb"])
+def test_a_tutorial_runs_twice_in_one_kernel_to_the_same_page(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for var in ("PLANBOOK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    before = digest(NOTEBOOKS)
+    first, second = executed_twice_in_one_kernel(name)
+    assert first == second
+    assert not any("error" in kinds for _, _, kinds in first)
+    assert digest(NOTEBOOKS) == before

@@ -39,9 +39,10 @@ def test_the_quickstart_edits_the_open_notebook_live(tmp_path: Path) -> None:
                     watcher.wait_for(lambda y: len(y.ids()) != len(seen.get("last", [])), 5)
                     seen[cell.id] = watcher.ids()
                     seen["last"] = seen[cell.id]
-            # approving steps 1 and 4 (a cell, a file) put the new cell into the open notebook...
+            # approving steps 1, 3 and 4 (a table, a heading, a file) put the two new cells
+            # into the open notebook...
             approved = seen["approve-some"]
-            assert len(approved) == len(original) + 1 and set(original) < set(approved)
+            assert len(approved) == len(original) + 2 and set(original) < set(approved)
             new_cell = approved[approved.index("load-penguins") + 1]
             assert new_cell not in original
             # ...and rolling everything back took them out again, before the person's eyes

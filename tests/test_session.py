@@ -360,6 +360,10 @@ def test_a_fresh_session_closes_the_previous_document(
     first = planbook.session(notebook=nb_path, fresh=True)
     second = planbook.session(notebook=nb_path, fresh=True)
     assert second is not first and closed == [nb_path]
+    # another notebook's session is the caller's: asked again, the same one; never the kernel's
+    assert planbook.session(notebook=nb_path) is second
+    assert planbook.session() is not second
+    assert planbook.session(notebook=nb_path, kernel=True) is second
     assert planbook.session() is second
     planbook.unload_ipython_extension(None)
     assert closed == [nb_path, nb_path]

@@ -4,7 +4,6 @@ The same helpers as tools/make_notebooks.py (cells with stable ids, a copy of th
 work on), in a script of its own so the agent's tutorial is reviewed with the agent's code.
 
     python tools/make_agent_notebook.py            # write it, without outputs
-    python tools/make_agent_notebook.py --execute  # and run it with nbclient, keeping outputs
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ restarted = work / "after-restart"
 restarted.mkdir()
 shutil.copy(work / "agent-memory.ipynb", restarted / "agent-memory.ipynb")
 %plan stop
-pb = planbook.session(notebook=restarted / "agent-memory.ipynb", fresh=True)
+pb = planbook.session(notebook=restarted / "agent-memory.ipynb", kernel=True)
 print(pb.document.description)
 """,
         ),
@@ -144,7 +143,10 @@ await run
 print(run.status, [step.reason for step in pb.current_plan().steps])
 """,
         ),
-        code("approve", "%approve"),
+        code(
+            "approve",
+            "# %approve runs what %plan just showed you, and nothing changed since\n%plan text\n%approve",
+        ),
         code(
             "result",
             """
@@ -171,9 +173,8 @@ NOTEBOOKS: dict[str, Callable[[], list[Cell]]] = {NAME: agent_memory}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--execute", action="store_true", help="run it and keep the outputs")
-    args = parser.parse_args(argv)
-    write_notebooks(NOTEBOOKS, execute_them=args.execute)
+    parser.parse_args(argv)
+    write_notebooks(NOTEBOOKS)
     return 0
 
 

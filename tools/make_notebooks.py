@@ -4,11 +4,18 @@
 The notebooks are generated so that they can be reviewed as plain Python in a pull request and
 so that every cell has a stable, readable id (planbook targets cells by id).
 
-    python tools/make_notebooks.py            # write them, without outputs
-    python tools/make_notebooks.py --execute  # and run them with nbclient, keeping the outputs
+    python tools/make_notebooks.py            # write them all
+    python tools/make_notebooks.py quickstart.ipynb
 
-Every notebook works on a copy of itself in a temp folder: planbook edits the notebook it is
-pointed at, and running the tutorials (or the tests) must never rewrite the files in the repo.
+They are written without outputs, execution counts or widget state, and stay so (a test holds
+it): outputs saved from a headless run would show a temp copy's paths and a panel that cannot
+work, a person's first run would not match them, and widget state is only noise. The tests run
+every one (tests/test_notebooks.py, and nbval over notebooks/).
+
+A tutorial edits the notebook shown in JupyterLab or Notebook 7 when it teaches that (the
+quickstart, plan-vs-act: they start over with `%plan reset`, so they run again and again);
+the others, and every tutorial run headless, work on a copy in a temp folder, so running them
+(or the tests) never rewrites the files in the repo.
 """
 
 from __future__ import annotations
@@ -46,10 +53,11 @@ from pathlib import Path
 import planbook
 
 # In Jupyter, planbook edits the notebook this kernel belongs to. So that running the tutorial
-# never changes the file you opened, it edits a copy of it in a temp folder instead.
+# never changes the file you opened, it edits a copy of it in a temp folder instead:
+# kernel=True makes the copy the notebook the magics (%%propose, %approve, %plan) act on.
 work = Path(tempfile.mkdtemp(prefix="planbook-{name.removesuffix(".ipynb")}-"))
 shutil.copy("{name}", work / "{name}")
-pb = planbook.session(notebook=work / "{name}")
+pb = planbook.session(notebook=work / "{name}", kernel=True)
 ids_before = [cell.id for cell in pb.cells()]
 print(pb.document.description)
 ''',
@@ -57,7 +65,8 @@ print(pb.document.description)
 
 
 def live_or_copy_cell(name: str) -> Cell:
-    """The quickstart edits the open notebook live when it can: that is what it teaches."""
+    """The quickstart and plan-vs-act edit the open notebook when a page shows it: that is
+    what they teach. Elsewhere they switch the kernel's session to a copy."""
     return code(
         "setup",
         f'''
@@ -67,20 +76,34 @@ from pathlib import Path
 
 import planbook
 
-# Open in JupyterLab or Notebook 7 with jupyter-collaboration, planbook edits this very
-# notebook through its live room: you see each approved cell appear here, and go again when
-# rolled back. Anywhere else (a test run with nbclient or nbval, VS Code, a plain file) it works
-# on a copy in a temp folder, so running the tutorial never rewrites the file you opened.
+# Open in JupyterLab or Notebook 7 (live with jupyter-collaboration, or through planbook's
+# extension), planbook edits this very notebook: you see each step on its cell and each
+# approved cell appear here. Anywhere else (nbclient, nbval, VS Code, a plain file) it works
+# on a copy in a temp folder, and kernel=True makes the copy the notebook the magics act on.
 pb = planbook.session()
-if pb.document.backend != "live":
+if pb.document.backend not in ("live", "page"):
     copy = Path(tempfile.mkdtemp(prefix="planbook-{name.removesuffix(".ipynb")}-")) / "{name}"
     shutil.copy("{name}", copy)
-    pb = planbook.session(notebook=copy)
+    pb = planbook.session(notebook=copy, kernel=True)
 work = pb.workspace.root  # files the plan writes go next to the notebook it edits
-ids_before = [cell.id for cell in pb.cells()]
 print(pb.document.description)
 ''',
     )
+
+
+def start_over_cells(then: str = "") -> list[Cell]:
+    """A tutorial that edits the open notebook starts over first, so it runs again and again."""
+    return [
+        md(
+            "start-over-note",
+            """
+Start from a clean record: `%plan reset` rolls back every step planbook applied here that is
+still in effect and forgets planbook's record of this notebook (plans, checkpoints), so you
+can run this tutorial again from the top (Restart & Run All) and get the same page.
+""",
+        ),
+        code("start-over", "%plan reset\nids_before = [cell.id for cell in pb.cells()]" + then),
+    ]
 
 
 def quickstart() -> list[Cell]:
@@ -120,6 +143,7 @@ approve and roll back. Elsewhere the next cell hands planbook a copy of this not
         ),
         live_or_copy_cell("quickstart.ipynb"),
         code("load-ext", "%load_ext planbook"),
+        *start_over_cells(),
         md(
             "stage",
             """
@@ -180,21 +204,23 @@ print(len(pb.current_plan().steps), "steps staged, nothing applied")
         md(
             "panel",
             """
-In JupyterLab, Notebook 7 and VS Code the same review is a panel, with a toggle per step,
-Approve / Reject / Revise buttons and the checkpoint timeline:
+In JupyterLab, Notebook 7 and VS Code that review is a panel, with a toggle per step,
+Approve / Reject / Revise buttons and the checkpoint timeline (elsewhere it is markdown).
+`%plan text` prints the same as plain text:
 """,
         ),
-        code("show-panel", "%plan panel"),
+        code("show-text", "%plan text"),
         md(
             "approve",
             """
 ## 4. Approve some
 
 `%approve` alone approves everything; `%approve 2` step 2 (the number `%plan` shows);
-`%approve 1,4` exactly steps 1 and 4; `%approve --first 2` the first two pending steps. We keep the raw data (step 2) and reject it.
+`%approve 1,3-4` exactly steps 1, 3 and 4; `%approve --first 2` the first two pending steps.
+We keep the raw data: step 2 is rejected, so no step is left pending.
 """,
         ),
-        code("approve-some", "%approve 1,4"),
+        code("approve-some", "%approve 1,3-4"),
         code("reject-one", "%reject 2"),
         code(
             "after-approve",
@@ -276,6 +302,9 @@ penguins.shape
 )
 
 
+NOTES_FILE = "Biscoe 2009: three nests flooded\\n"
+
+
 def plan_vs_act() -> list[Cell]:
     return [
         md(
@@ -283,11 +312,16 @@ def plan_vs_act() -> list[Cell]:
             """
 # Plan mode against act mode
 
-The same scripted assistant gets the same task twice: once in **plan** mode, once in **act**
-mode. Its script holds two mistakes real models make: it deletes a markdown cell with your notes
-("clutter"), and it deletes a file with `rm` ("stray files"). Plan mode lets you catch both before
-anything happens; act mode applies each change at once, behind a checkpoint, and a checkpoint
-can bring back a cell but not what a shell command destroyed.
+The same scripted assistant gets the same task twice, on **this notebook**: once in **plan**
+mode, once in **act** mode. Its script holds two mistakes real models make: it deletes the
+markdown cell with your notes ("clutter"), and it deletes a file with `rm` ("stray files").
+Plan mode lets you catch both before anything happens: the steps wait as badges on their cells
+and in the panel. Act mode applies each change at once, behind a checkpoint: a cell always comes back, and what a
+shell command destroyed comes back only where planbook can run commands in an overlay (Linux with
+user namespaces; `%plan` says when it cannot).
+
+Open in JupyterLab or Notebook 7 with planbook's extension, keep the cells below in view. Run it
+as often as you like: the start-over cell puts the notebook and the file back each time.
 """,
         ),
         LOAD,
@@ -298,24 +332,30 @@ can bring back a cell but not what a shell command destroyed.
 islands. (This is the cell the assistant will call clutter.)
 """,
         ),
-        code(
-            "setup",
+        live_or_copy_cell("plan-vs-act.ipynb"),
+        code("load-ext", "%load_ext planbook"),
+        md(
+            "start-over-note",
             """
-import shutil
-import tempfile
-from pathlib import Path
+## Start (or start over)
 
-import planbook
+`%plan reset` rolls back every step planbook applied here that is still in effect and forgets
+planbook's record of this notebook; then the file of field notes is written next to it. Run
+this cell again whenever you want to rehearse.
+""",
+        ),
+        code(
+            "start-over",
+            f"""
+%plan reset
+NOTES = "{NOTES_FILE}"
+(work / "field-notes.txt").write_text(NOTES)
+""",
+        ),
+        code(
+            "script",
+            """
 from planbook.agents import Scripted
-
-
-def fresh_copy(label):
-    \"\"\"A copy of this notebook, with a file of field notes next to it, and a session on it.\"\"\"
-    folder = Path(tempfile.mkdtemp(prefix=f"planbook-{label}-"))
-    shutil.copy("plan-vs-act.ipynb", folder / "plan-vs-act.ipynb")
-    (folder / "field-notes.txt").write_text("Biscoe 2009: three nests flooded\\n")
-    return planbook.session(notebook=folder / "plan-vs-act.ipynb", fresh=True), folder
-
 
 CLEANED = \"\"\"from palmerpenguins import load_penguins
 
@@ -331,6 +371,16 @@ script = Scripted([
     ("present_plan", {"summary": "Drop missing rows, then tidy the notebook and the folder."}),
 ])
 TASK = "tidy the penguins analysis"
+
+
+def outcome():
+    \"\"\"What is left of your notes, your file and the steps.\"\"\"
+    ids = [cell.id for cell in pb.cells()]
+    return {
+        "your notes cell": "kept" if "my-notes" in ids else "deleted",
+        "field-notes.txt": "kept" if (work / "field-notes.txt").exists() else "deleted",
+        "steps": ", ".join(step.status for step in pb.current_plan().steps),
+    }
 """,
         ),
         md(
@@ -338,26 +388,22 @@ TASK = "tidy the penguins analysis"
             """
 ## Plan mode: everything is staged
 
-Read tools (list the cells, read files, read-only shell) run at once; every change becomes a step.
+Read tools (list the cells, read files, read-only shell) run at once; every change becomes a
+step. Look up: the edit waits on `load-penguins`, the deletion on your notes.
 """,
         ),
         code(
             "run-plan",
             """
-pb_plan, plan_folder = fresh_copy("plan")
-pb_plan.set_mode("plan")
-run = await pb_plan.plan(TASK, model=script)
+pb.set_mode("plan")
+run = await pb.plan(TASK, model=script)
 print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
+assert "my-notes" in [cell.id for cell in pb.cells()]
+assert (work / "field-notes.txt").exists()
 """,
         ),
-        code(
-            "plan-nothing-yet",
-            """
-assert "my-notes" in [cell.id for cell in pb_plan.cells()]
-assert (plan_folder / "field-notes.txt").exists()
-pb_plan.plan  # the review: every step with its diff
-""",
-        ),
+        md("plan-review", "The review panel lists the three steps with their diffs:"),
+        code("plan-panel", "%plan"),
         md(
             "plan-decide",
             """
@@ -367,9 +413,10 @@ You approve the cleaning, and reject the two mistakes:
         code(
             "plan-approve",
             """
-print(pb_plan.approve("1-1"))
-pb_plan.reject("2-3")
+print(pb.approve(1))
+pb.reject("2-3")
 print(penguins.shape)  # the approved edit ran in this kernel
+in_plan_mode = outcome()
 """,
         ),
         md(
@@ -377,35 +424,38 @@ print(penguins.shape)  # the approved edit ran in this kernel
             """
 ## Act mode: everything applies at once
 
-The same script. Each change is applied as soon as the assistant makes it, each one behind a
-checkpoint.
+The same script, from the same start: `pb.reset()` (what `%plan reset` does) undoes the
+approved edit, and the notes file is written again. Each change is applied as soon as the
+assistant makes it, behind a checkpoint: watch your notes cell go.
 """,
         ),
         code(
             "run-act",
             """
-pb_act, act_folder = fresh_copy("act")
-pb_act.set_mode("act")
-run = await pb_act.plan(TASK, model=script)
+pb.reset()
+(work / "field-notes.txt").write_text(NOTES)
+pb.set_mode("act")
+run = await pb.plan(TASK, model=script)
 print("\\n".join(f"{a.type:>8}  {a.message}" for a in run.activity))
-print("notes cell still there:", "my-notes" in [cell.id for cell in pb_act.cells()])
-print("field-notes.txt still there:", (act_folder / "field-notes.txt").exists())
+print("notes cell still there:", "my-notes" in [cell.id for cell in pb.cells()])
+print("field-notes.txt still there:", (work / "field-notes.txt").exists())
 """,
         ),
         md(
             "act-rollback",
             """
-Roll everything back to the first checkpoint: the notebook comes back, the file does not.
+Roll everything back to the first checkpoint: the notebook comes back; the file comes back where
+the shell step ran in an overlay (its layer was checkpointed), and stays gone where it could not.
 """,
         ),
         code(
             "act-undo",
             """
-record = pb_act.rollback("1")
+record = pb.rollback("1")
 print(f"undid {len(record.undid)} steps")
-print("notes cell back:", "my-notes" in [cell.id for cell in pb_act.cells()])
-print("field-notes.txt back:", (act_folder / "field-notes.txt").exists())
-assert not (act_folder / "field-notes.txt").exists()
+print("notes cell back:", "my-notes" in [cell.id for cell in pb.cells()])
+print("field-notes.txt back:", (work / "field-notes.txt").exists())
+in_act_mode = outcome()
 """,
         ),
         md("side-by-side", "## Side by side"),
@@ -414,19 +464,7 @@ assert not (act_folder / "field-notes.txt").exists()
             """
 import pandas as pd
 
-
-def outcome(session, folder):
-    ids = [cell.id for cell in session.cells()]
-    steps = [step for plan in session.store.state.plans for step in plan.steps]
-    return {
-        "your notes cell": "kept" if "my-notes" in ids else "deleted",
-        "field-notes.txt": "kept" if (folder / "field-notes.txt").exists() else "deleted",
-        "steps": ", ".join(step.status for step in steps),
-    }
-
-
-pd.DataFrame({"plan mode": outcome(pb_plan, plan_folder),
-              "act mode, then rollback": outcome(pb_act, act_folder)})
+pd.DataFrame({"plan mode": in_plan_mode, "act mode, then rollback": in_act_mode})
 """,
         ),
         md(
@@ -439,10 +477,17 @@ pd.DataFrame({"plan mode": outcome(pb_plan, plan_folder),
 | `plan` | read cells, files, variables; read-only shell | nothing changes until you approve; you see every diff first |
 | `ask` | the same | each change waits for your yes or no |
 | `auto-edit` | edit cells and files | checkpoints; running code and shell still asks |
-| `act` | everything | checkpoints only: cells and files can be rolled back, shell effects and kernel memory cannot |
+| `act` | everything | checkpoints only: cells and files can be rolled back, and shell effects inside the folder where overlays work; kernel memory cannot |
 
 Switch with `%mode plan|ask|auto-edit|act` (or `%plan on` / `%plan off`). Permission rules
 refine this per tool and path: see `files-and-shell.ipynb`.
+
+## On your own notebook
+
+`Scripted([...])` plays any list of tool calls through the same tools and the same policy as a
+model: give it the ids of your own cells (`%plan cells` lists them), then
+`await pb.plan("task", model=script)` or `%config Planbook.model = script` and `%plan "task"`.
+`%plan reset` starts over for the next rehearsal. See docs/magics-and-api.md.
 """,
         ),
     ]
@@ -571,8 +616,9 @@ assert "body_mass_g" in penguins.columns
         md(
             "also",
             """
-Also not undone by a rollback: shell commands (a checkpoint before a shell step says so in its
-label), and anything a cell did outside the notebook (a database write, an upload). Files
+Also not undone by a rollback: a shell command's effects outside the folder, or all of them where
+overlays cannot run (a checkpoint before such a step says so in its label), and anything a cell
+did outside the notebook (a database write, an upload). Files
 written by file steps are restored byte for byte.
 """,
         ),
@@ -652,7 +698,7 @@ RULES = '''{RULES}'''
 TEST = f"{{sys.executable}} -m pytest -q --color=no -p no:cacheprovider"
 
 # The session reads the permission rules when it starts, so the rules are written first.
-pb = planbook.session(notebook=work / "files-and-shell.ipynb")
+pb = planbook.session(notebook=work / "files-and-shell.ipynb", kernel=True)
 print(MODULE)
 """,
         ),
@@ -913,43 +959,23 @@ def build(cells: list[Cell]) -> NotebookNode:
     return nb
 
 
-def execute(nb: NotebookNode, folder: Path) -> None:
-    from nbclient import NotebookClient
-
-    NotebookClient(
-        nb,
-        timeout=600,
-        kernel_name="python3",
-        record_timing=False,
-        resources={"metadata": {"path": str(folder)}},
-    ).execute()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--execute", action="store_true", help="run them and keep the outputs")
     parser.add_argument("names", nargs="*", help="only these notebooks")
     args = parser.parse_args(argv)
-    write_notebooks(NOTEBOOKS, execute_them=args.execute, only=args.names)
+    write_notebooks(NOTEBOOKS, only=args.names)
     return 0
 
 
 def write_notebooks(
-    notebooks: dict[str, Callable[[], list[Cell]]],
-    *,
-    execute_them: bool,
-    only: Sequence[str] = (),
+    notebooks: dict[str, Callable[[], list[Cell]]], *, only: Sequence[str] = ()
 ) -> None:
-    """Build each notebook (or those named in ``only``) into notebooks/, executed if asked."""
+    """Build each notebook (or those named in ``only``) into notebooks/, without outputs."""
     for name, make in notebooks.items():
         if only and name not in only:
             continue
         path = HERE / name
-        nb = build(make())
-        nbformat.write(nb, path)  # written first: the notebook copies itself when it runs
-        if execute_them:
-            execute(nb, HERE)
-            nbformat.write(nb, path)
+        nbformat.write(build(make()), path)
         print(f"wrote {path.relative_to(HERE.parent)}", file=sys.stderr)
 
 

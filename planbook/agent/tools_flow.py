@@ -15,6 +15,7 @@ from planbook.agent.plan_listing import plan_listing
 from planbook.agent.todos import Todo
 from planbook.errors import PlanbookError
 from planbook.model.events import Event
+from planbook.model.plan import Plan
 from planbook.model.words import count
 
 
@@ -35,11 +36,30 @@ async def present_plan(ctx: RunContext[AgentDeps], summary: str) -> str:
         session.set_summary(summary)
     except PlanbookError as exc:
         raise ModelRetry(str(exc)) from None
-    ctx.deps.say("status", f"plan presented with {count(plan.steps, 'step')}: awaiting approval")
+    ctx.deps.say("status", f"plan presented with {count(plan.steps, 'step')}: {_where(plan)}")
+    if any(step.status == "pending" for step in plan.steps):
+        return (
+            "The plan is now waiting for the person's approval. Stop here: end your turn with "
+            "one short sentence; do not stage more steps unless asked."
+        )
     return (
-        "The plan is now waiting for the person's approval. Stop here: end your turn with "
-        "one short sentence; do not stage more steps unless asked."
+        f"No step waits for approval ({_where(plan)}): the mode applied them as you made them. "
+        "Stop here: end your turn with one short sentence saying what was done."
     )
+
+
+#: How the log says a step's status (in act and auto-edit modes steps apply as they come).
+_SAID = {"done": "applied", "pending": "awaiting approval", "rolled_back": "rolled back"}
+
+
+def _where(plan: Plan) -> str:
+    """Where the presented steps stand: ``3 applied``, ``awaiting approval`` (all pending, as in
+    plan mode), ``1 applied, 2 awaiting approval``."""
+    statuses = [step.status for step in plan.steps]
+    if all(status == "pending" for status in statuses):
+        return "awaiting approval"
+    counted = {status: statuses.count(status) for status in dict.fromkeys(statuses)}
+    return ", ".join(f"{n} {_SAID.get(status, status)}" for status, n in counted.items())
 
 
 async def read_plan(ctx: RunContext[AgentDeps]) -> str:

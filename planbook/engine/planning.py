@@ -115,20 +115,22 @@ def stage(
 
 
 def _check_runs_code(proj: Projection, op: AnyOperation) -> None:
-    """``run=True`` runs the cell's text as code: only ever for a code cell."""
+    """``run=True`` (``%%propose --run``) runs the cell's text as code: only for a code cell.
+    The messages name the magic's option; each surface says it in its words (errors.speak)."""
     if isinstance(op, InsertCell) and op.cell_type != "code":
         raise UsageMistake(
-            f"a {op.cell_type} cell cannot run: stage it without `run=True` (only code cells run)"
+            f"a {op.cell_type} cell cannot run: stage it without `%%propose --run` "
+            "(only code cells run)"
         )
     if isinstance(op, EditCell) and proj.cell(op.cell_id).cell_type != "code":
         raise UsageMistake(
             f"cell {op.cell_id!r} is a {proj.cell(op.cell_id).cell_type} cell, so it cannot "
-            "run: stage the edit without `run=True` (only code cells run)"
+            "run: stage the edit without `%%propose --run` (only code cells run)"
         )
     if not isinstance(op, InsertCell | EditCell):
         raise UsageMistake(
-            f"`run=True` applies to inserted or edited cells, not to {op.kind}; "
-            "stage a run_cell step instead"
+            f"`%%propose --run` applies to new or edited cells, not to {op.kind}; "
+            "stage a run step instead: `%propose --run-cell CELL`"
         )
 
 

@@ -33,6 +33,11 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Plan, Step
+from planbook.sessions.already_staged import (
+    refuse_a_cell_being_deleted,
+    same_insert,
+    same_step,
+)
 from planbook.sessions.page_advice import PageAdvice
 from planbook.workspace.files import Workspace
 
@@ -83,12 +88,26 @@ class Proposer:
         #: Who proposes through this proposer when not the kernel's person or agent (an MCP
         #: client's name and version): every step it stages carries it.
         self.origin = origin
+        #: Told (step, its number) when a proposal is one an open step already makes: that
+        #: step is returned instead of a second one (planbook/sessions/already_staged.py).
+        self.on_already_staged: Callable[[Step, int], None] | None = None
 
     def _path(self, path: str) -> str:
         return self._workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
+        plan = self._current_plan()
+        if not isinstance(op, InsertCell):
+            found = same_step(plan, op, run)
+            if found is not None:
+                return self._already(*found)
+        refuse_a_cell_being_deleted(plan, op)
         return self._stage_op(op, reason=reason, run=run, origin=self.origin)
+
+    def _already(self, number: int, step: Step) -> Step:
+        if self.on_already_staged is not None:
+            self.on_already_staged(step, number)
+        return step
 
     def _projection(self) -> Projection:
         """The cells as they will be once the open steps ran: enough to name a cell that a
@@ -134,6 +153,13 @@ class Proposer:
         with neither. Several inserts after one cell land in the order they were staged."""
         proj = self._projection()
         after, before = self._maybe(after, proj), self._maybe(before, proj)
+        # The cell as asked for (no id, no validation: only compared with the open inserts).
+        wanted = InsertCell.model_construct(
+            source=source, cell_type=cell_type, after=after, before=before
+        )
+        found = same_insert(self._current_plan(), proj, wanted, run)
+        if found is not None:
+            return self._already(*found)
         if after is not None and before is None:
             after, before = _keep_plan_order(proj, after)
         op = build(
@@ -154,11 +180,30 @@ class Proposer:
     def delete_cell(self, cell_id: str, *, reason: str = "") -> Step:
         return self._stage(build(DeleteCell, cell_id=self.cell_id(cell_id)), reason)
 
-    def move_cell(self, cell_id: str, *, after: str | None, reason: str = "") -> Step:
-        """Propose moving a cell after another one (``after=None``: to the top)."""
+    def move_cell(
+        self,
+        cell_id: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        reason: str = "",
+    ) -> Step:
+        """Propose moving a cell after another one, or ``before`` one; with neither, to the
+        top."""
+        if after is not None and before is not None:
+            raise UsageMistake("give `after` or `before`, not both")
         proj = self._projection()
-        op = build(MoveCell, cell_id=self._resolve(cell_id, proj), after=self._maybe(after, proj))
-        return self._stage(op, reason)
+        moved = self._resolve(cell_id, proj)
+        if before is not None:
+            anchor = self._resolve(before, proj)
+            if anchor == moved:
+                raise UsageMistake(f"cell {moved!r} cannot move before itself")
+            others = [c.id for c in proj.cells if c.id != moved]
+            at = others.index(anchor)
+            target = others[at - 1] if at > 0 else None
+        else:
+            target = self._maybe(after, proj)
+        return self._stage(build(MoveCell, cell_id=moved, after=target), reason)
 
     def run_cell(self, cell_id: str, *, reason: str = "") -> Step:
         return self._stage(build(RunCell, cell_id=self.cell_id(cell_id)), reason)

@@ -33,6 +33,7 @@ from planbook.engine.revisions import restore
 from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_rollback, rollback
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.signing import who
+from planbook.engine.start_over import start_over
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
@@ -444,3 +445,16 @@ class Session(ReadingSession):
         if taken.done:
             self._changed(plan=plan)
         return taken
+
+    def reset(self, *, force: bool = False) -> int:
+        """Start over (``%plan reset``): undo every step still in effect and forget planbook's
+        record of this notebook (engine/start_over.py); the number of steps undone."""
+        with self._editing():
+            for plan in self.store.state.plans:
+                busy = self._busy(plan)
+                if busy:
+                    raise UsageMistake(f"a run is in progress ({busy}): start over when it ends")
+            writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
+            undone = start_over(self.store, writer, force=force)
+        self._changed()
+        return undone

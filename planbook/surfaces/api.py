@@ -1,16 +1,25 @@
 """The Python API a notebook holds (``pb = planbook.session()``): the Session with what only a
 notebook has (``pb.plan`` shown as markdown and callable with a task, ``pb.review()`` the panel),
-and the kernel's one session that the magics, the in-cell review and ``planbook.session()`` act
-on, made on first use from the notebook this kernel belongs to."""
+and the kernel's session: the one the magics, the in-cell review and ``planbook.session()`` act
+on, made on first use from the notebook this kernel belongs to.
+
+A session asked for another notebook is the caller's, never the kernel's by accident: the
+magics and the page stay on the kernel's notebook until ``planbook.session(nb, kernel=True)``
+(or ``%plan use NB``) switches them, and whoever follows the kernel's session (the in-cell
+review's comm) hears of every switch or fresh start at once.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from planbook.agent.state import Run, state_of
+from planbook.errors import PlanbookError
+from planbook.model.plan import Step
 from planbook.sessions.open_kernel import open_kernel_session
 from planbook.sessions.session import Session
 from planbook.surfaces.plan_handle import PlanHandle
@@ -21,6 +30,11 @@ if TYPE_CHECKING:
 
 class NotebookSession(Session):
     """``planbook.Session(document, ...)`` and ``planbook.session()``: a Session for a notebook."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A re-run cell proposes what an open step already makes: one line, no second step.
+        self.propose.on_already_staged = say_already_staged
 
     @property
     def plan(self) -> PlanHandle:
@@ -41,8 +55,35 @@ class NotebookSession(Session):
         return ReviewPanel.for_session(self)
 
 
-_current: NotebookSession | None = None
-_lock = threading.Lock()
+#: The kernel's session: what the magics, the in-cell review and the panel of `%plan` act on.
+def say_already_staged(step: Step, number: int) -> None:
+    print(f"planbook: already staged as step {number} ({step.operation.kind}, {step.status})")
+
+
+_kernel: NotebookSession | None = None
+#: Sessions made for other notebooks, by path: the caller's, kept so that asking twice for one
+#: notebook gives one session (``fresh=True`` replaces it).
+_others: dict[Path, NotebookSession] = {}
+#: Called with the new kernel session after a switch or a fresh start (the comm, the agent).
+_followers: list[Callable[[NotebookSession], None]] = []
+_lock = threading.RLock()
+
+
+def follow_kernel_session(follower: Callable[[NotebookSession], None]) -> None:
+    """Call ``follower(session)`` whenever the kernel's session is replaced (once per follower,
+    however often ``%load_ext planbook`` runs)."""
+    with _lock:
+        if follower not in _followers:
+            _followers.append(follower)
+
+
+def kernel_session() -> NotebookSession:
+    """The kernel's session, made on first use from the notebook this kernel belongs to."""
+    global _kernel
+    with _lock:
+        if _kernel is None:
+            _kernel = open_kernel_session(NotebookSession, None)
+        return _kernel
 
 
 def session(
@@ -53,36 +94,85 @@ def session(
     live: bool | None = None,
     server_url: str | None = None,
     token: str | None = None,
+    kernel: bool = False,
 ) -> NotebookSession:
-    """The session of this kernel, made on first use: ``planbook.session`` documents the
-    arguments."""
-    global _current
-    with _lock:
-        wanted = Path(notebook).resolve() if notebook is not None else None
-        if (
-            _current is not None
-            and not fresh
-            and (wanted is None or wanted == _current.notebook_path)
-        ):
-            return _current
-        new = open_kernel_session(
+    """``planbook.session``, which documents the arguments."""
+    wanted = Path(notebook).resolve() if notebook is not None else None
+
+    def open_new(path: Path | None) -> NotebookSession:
+        return open_kernel_session(
             NotebookSession,
-            wanted,
+            path,
             root=Path(root) if root is not None else None,
             live=live,
             server_url=server_url,
             token=token,
         )
-        if _current is not None:
-            _current.close()
-        _current = new
-        return _current
+
+    with _lock:
+        if wanted is None and not fresh and not kernel:
+            return _kernel if _kernel is not None else _become_kernels(open_new(None))
+        current = _kernel_or_none() if wanted is not None else _kernel
+        if wanted is not None and current is not None and wanted == current.notebook_path:
+            return _become_kernels(open_new(wanted)) if fresh else current
+        if wanted is None:  # fresh or kernel=True: the notebook this kernel belongs to
+            return _become_kernels(_own_notebook(open_new(None), fresh))
+        kept = _others.pop(wanted, None)
+        if kept is not None and fresh:
+            kept.close()
+            kept = None
+        new = kept if kept is not None else open_new(wanted)
+        if kernel:
+            return _become_kernels(new)
+        _others[wanted] = new
+        return new
+
+
+def _kernel_or_none() -> NotebookSession | None:
+    """The kernel's session, made now if need be to compare a path with; None when this
+    kernel's notebook cannot be opened (its own problem is said where it is used)."""
+    try:
+        return kernel_session()
+    except PlanbookError:
+        return None
+
+
+def _own_notebook(found: NotebookSession, fresh: bool) -> NotebookSession:
+    """The session on the notebook this kernel belongs to, just ``found``: unless ``fresh``,
+    the one already there for that file is kept (and ``found`` let go)."""
+    path = found.notebook_path
+    if fresh or path is None:
+        return found
+    kept = _kernel if _kernel is not None and _kernel.notebook_path == path else None
+    kept = kept or _others.pop(path, None)
+    if kept is None:
+        return found
+    found.close()
+    return kept
+
+
+def _become_kernels(new: NotebookSession) -> NotebookSession:
+    """``new`` is the kernel's session from now on; the one before is let go (a session on a
+    file stays the caller's, for ``planbook.session(its_path)``), and the followers hear."""
+    global _kernel
+    old, _kernel = _kernel, new
+    if old is not None and old is not new:
+        if old.notebook_path is not None and old.notebook_path != new.notebook_path:
+            _others[old.notebook_path] = old
+        else:
+            old.close()
+    for follower in list(_followers):
+        follower(new)
+    return new
 
 
 def close() -> None:
-    """Let go of the kernel's session (``%unload_ext planbook``)."""
-    global _current
+    """Let go of every session (``%unload_ext planbook``)."""
+    global _kernel
     with _lock:
-        if _current is not None:
-            _current.close()
-        _current = None
+        for other in _others.values():
+            other.close()
+        _others.clear()
+        if _kernel is not None:
+            _kernel.close()
+        _kernel = None

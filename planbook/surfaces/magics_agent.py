@@ -262,6 +262,10 @@ class Planbook(Configurable):
         setattr(config, change["name"], change["new"])
 
 
+def _offer_questions(session: Session) -> None:
+    decisions_of(session)
+
+
 def register(ipython: Any) -> None:
     """Add the agent's magics and configurable to an IPython shell."""
     # heavy: IPython
@@ -287,5 +291,6 @@ def register(ipython: Any) -> None:
 
     with suppress(PlanbookError):  # magics.register says in one line why no session opens
         decisions_of(api.session())  # the panel offers the questions steps wait on
+    api.follow_kernel_session(_offer_questions)  # ...and so does every later kernel session
     ipython.register_magic_function(plan_cell, magic_kind="cell", magic_name="plan")
     ipython.register_magic_function(answer, magic_kind="line", magic_name="answer")

@@ -12,14 +12,17 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import get_close_matches
+from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
 from planbook.agent.state import state_of
 from planbook.model.cell import Cell, first_line, short_ids, tags_of
+from planbook.model.words import count
 from planbook.present.text import preview_lines
 from planbook.sessions.page_advice import NO_SAVED_CELLS
+from planbook.surfaces import api
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import (
     continue_plan,
@@ -248,6 +251,28 @@ def _gc(session: NotebookSession, words: list[str]) -> None:
     say(f"planbook: {session.gc(keep_checkpoints=keep)}")
 
 
+def _reset(session: NotebookSession, words: list[str]) -> None:
+    tokens = _words("reset", words, 0, 1)
+    if tokens and tokens[0] != "--force":
+        raise misuse("reset", tokens[0], "is not `--force`")
+    if state_of(session).running():
+        raise UsageError("the agent is still running: stop it first with `%plan stop`")
+    undone = session.reset(force=bool(tokens))
+    undid = f"undid {count(undone, 'step')} still in effect; " if undone else ""
+    print(f"planbook: started over: {undid}no plan, no checkpoint, mode plan")
+
+
+def _use(session: NotebookSession, words: list[str]) -> None:
+    tokens = _words("use", words, 0, 1)
+    if tokens and not tokens[0].endswith(".ipynb"):
+        raise misuse("use", tokens[0], "is not a notebook (a path ending in .ipynb)")
+    if tokens and not Path(tokens[0]).expanduser().is_file():
+        raise misuse("use", tokens[0], "is not a notebook file here")
+    notebook = Path(tokens[0]).expanduser() if tokens else None
+    now = api.session(notebook, kernel=True)
+    print(f"planbook: the magics and the in-cell review act on {now.document.description}")
+
+
 #: Every verb, in the order ``%plan?`` and the docs list them.
 VERBS: tuple[Verb, ...] = (
     Verb("show", "", "the plan, every step with its reason, risk and diff", _show),
@@ -279,6 +304,18 @@ VERBS: tuple[Verb, ...] = (
         _takeover,
     ),
     Verb("gc", "[K]", "keep the newest K checkpoints (default: keep_checkpoints)", _gc),
+    Verb(
+        "reset",
+        "[--force]",
+        "start over: undo every step still in effect, forget the plans and checkpoints",
+        _reset,
+    ),
+    Verb(
+        "use",
+        "[NB]",
+        "make NB the notebook the magics and the page act on (none: this kernel's own)",
+        _use,
+    ),
 )
 VERBS_BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}
 

@@ -37,7 +37,7 @@ def test_a_restart_in_the_middle_of_a_conversation(tmp_path: Path) -> None:
     with ScriptedOpenAI(replies) as api, kernel(tmp_path) as k:
         setup = (
             "%load_ext planbook\nimport planbook\n"
-            f"session = planbook.session({str(path)!r})\n"
+            f"session = planbook.session({str(path)!r}, kernel=True)\n"
             f"%config Planbook.model = '{api.base_url}#{api.model_name}'"
         )
         assert k.run(setup).status == "ok"

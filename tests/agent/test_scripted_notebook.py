@@ -30,6 +30,7 @@ CELLS = [
     "planbook.session().set_mode('act')\n"
     "run = await planbook.session().plan('start the report again')\n"
     "print(run.status, [s.status for s in planbook.session().current_plan().steps])",
+    "print(next(a.message for a in run.activity if a.message.startswith('plan presented')))",
 ]
 
 
@@ -52,4 +53,6 @@ def test_scripted_demo_notebook_runs_offline(tmp_path: Path) -> None:
     assert texts[3].strip() == "finished False"  # plan mode: staged, not written
     assert texts[4].strip() == "True # Sales"  # approved: now it exists
     assert texts[5].strip() == "finished ['done']"  # act mode: applied at once
+    # ...and the log says so, not that the plan awaits an approval nobody needs to give
+    assert texts[6].strip() == "plan presented with 1 step: 1 applied"
     assert not any(o["output_type"] == "error" for c in nb.cells for o in c.outputs)

@@ -112,7 +112,7 @@ def test_run_true_is_refused_for_what_cannot_run(notebook: FileNotebook) -> None
             InsertCell(cell_id="m", source="# t", cell_type="markdown", after="c1"),
             run_at_approval=True,
         )
-    with pytest.raises(UsageMistake, match="run_cell step instead"):
+    with pytest.raises(UsageMistake, match=r"stage a run step instead: `pb.propose.run_cell"):
         stage(plan, notebook, DeleteCell(cell_id="c1"), run_at_approval=True)
     assert plan.steps == []
 

@@ -241,7 +241,24 @@ class CellReviewLink:
             self.send_error(f"the step failed: {step.error or 'see the plan panel'}", step_id)
         self.send_plan()
 
-    def close(self) -> None:
+    def follow(self, session: Session) -> None:
+        """The kernel's session is now ``session`` (a switch, or a fresh start): leave the old
+        one, and show the page the new one's plan at once."""
+        if self._unsubscribe is None or session is self.session:
+            return
+        heard = self.heard_from_page
+        self._leave()
+        self.session, self.heard_from_page = session, False
+        self._unsubscribe = session.subscribe(self._on_event)
+        _LINKS.add(self)
+        follow_outside_changes(session, self._home)
+        if heard:
+            self.heard()
+        self.send_plan()
+        self.ask_for_cells()
+
+    def _leave(self) -> None:
+        _LINKS.discard(self)
         document = self.page_document()
         if document is not None:
             document.detach(self)
@@ -250,13 +267,27 @@ class CellReviewLink:
             self._unsubscribe = None
         self.session.page_advice.page_left(self)
 
+    def close(self) -> None:
+        self._leave()
+
+
+#: The open pages' links: they follow the kernel's session when it is replaced.
+_LINKS: set[CellReviewLink] = set()
+
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
+    _LINKS.add(link)
     follow_outside_changes(session, link._home)
     link.send_plan()
     link.ask_for_cells()
     return link
+
+
+def _follow_kernel_session(session: Session) -> None:
+    """Every open page shows the kernel's new session (called on the thread that made it)."""
+    for link in list(_LINKS):
+        link.follow(session)
 
 
 def register(ipython: Any) -> None:
@@ -277,6 +308,7 @@ def register(ipython: Any) -> None:
             comm.close({"type": "error", "message": str(exc), "step_id": None})
 
     get_comm_manager().register_target(TARGET, on_open)
+    api.follow_kernel_session(_follow_kernel_session)
     try:
         session = api.session()
     except PlanbookError:
