@@ -145,7 +145,8 @@ print(run.status, [step.reason for step in pb.current_plan().steps])
         ),
         code(
             "approve",
-            "# %approve runs what %plan just showed you, and nothing changed since\n%plan text\n%approve",
+            "# %approve runs what %plan just showed you, and nothing changed since\n"
+            "%plan text\n%approve",
         ),
         code(
             "result",
