@@ -255,6 +255,8 @@ class Executor(Recovery, LateMerges):
             plan, step = self._mine(plan_id, step_id)
             found = self.document.find_cell(cell_id)
             if found is not None:
+                # kept until a save holds them: a room that misses them gets them back
+                self.outputs.keep(step_id, found.cell, run)
                 self.document.replace_cell(
                     found.cell.model_copy(
                         update={"outputs": run.outputs, "execution_count": run.execution_count}
@@ -330,3 +332,5 @@ class Executor(Recovery, LateMerges):
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
+        elif runs:
+            self.outputs.saved()  # the saved file holds them
