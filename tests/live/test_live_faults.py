@@ -673,3 +673,37 @@ def test_a_code_step_whose_outputs_the_room_missed_is_done_and_never_runs_again(
     finally:
         runner.shell.user_ns.pop("break_the_network", None)
         trial.close()
+
+
+def test_a_code_step_whose_server_was_killed_gets_its_outputs_back(
+    server: RunningServer, runner: IPythonRunner
+) -> None:
+    """The server is killed while a step's code runs (the code does it) and started again
+    before the code ends: the room is rebuilt from the file, saved before the code ran, so
+    without its outputs. The step is done, its code ran once, and its cell gets the outputs
+    back from the session, in the room and on disk."""
+    trial = Trial(server, runner)
+
+    def kill_and_start() -> None:
+        server.kill()
+        server.start()
+
+    runner.shell.user_ns["kill_and_start"] = kill_and_start
+    try:
+        anchor = trial.doc.cells()[0].id
+        sources = [
+            "v1 = 1",
+            f"kill_and_start(); open({str(trial.ran)!r}, 'a').write('s2\\n')",
+            "v3 = 3",
+        ]
+        for number, source in enumerate(sources, 1):
+            step = trial.session.propose.insert_cell(source, after=anchor, run=number == 2)
+            assert isinstance(step.operation, InsertCell)
+            anchor = step.operation.cell_id
+        trial.approve()
+        found = trial.audit(finished=trial.finish())
+        assert found == Audit(), str(found)
+        assert trial.ran.read_text() == "s2\n"
+    finally:
+        runner.shell.user_ns.pop("kill_and_start", None)
+        trial.close()
