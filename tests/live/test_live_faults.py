@@ -643,6 +643,16 @@ def test_a_save_another_change_cancelled_is_not_taken_as_saved(server: RunningSe
     assert not wrong, f"saves taken as done without the change on disk: {wrong} ({answers})"
 
 
+def three_steps(trial: Trial, fault: str) -> None:
+    """Stage three chained inserts; the second runs ``fault`` and then logs its run."""
+    anchor = trial.doc.cells()[0].id
+    sources = ["v1 = 1", f"{fault}; open({str(trial.ran)!r}, 'a').write('s2\\n')", "v3 = 3"]
+    for number, source in enumerate(sources, 1):
+        step = trial.session.propose.insert_cell(source, after=anchor, run=number == 2)
+        assert isinstance(step.operation, InsertCell)
+        anchor = step.operation.cell_id
+
+
 def test_a_code_step_whose_outputs_the_room_missed_is_done_and_never_runs_again(
     server: RunningServer, proxy: TcpProxy, runner: IPythonRunner
 ) -> None:
@@ -652,16 +662,7 @@ def test_a_code_step_whose_outputs_the_room_missed_is_done_and_never_runs_again(
     trial = Trial(server, runner, proxy)
     runner.shell.user_ns["break_the_network"] = lambda: proxy.outage(3.0)
     try:
-        anchor = trial.doc.cells()[0].id
-        sources = [
-            "v1 = 1",
-            f"break_the_network(); open({str(trial.ran)!r}, 'a').write('s2\\n')",
-            "v3 = 3",
-        ]
-        for number, source in enumerate(sources, 1):
-            step = trial.session.propose.insert_cell(source, after=anchor, run=number == 2)
-            assert isinstance(step.operation, InsertCell)
-            anchor = step.operation.cell_id
+        three_steps(trial, "break_the_network()")
         said = trial.approve()
         assert "its change is in the notebook and its code ran" in said, said
         assert "nothing was applied" not in said.splitlines()[1], said
@@ -690,16 +691,7 @@ def test_a_code_step_whose_server_was_killed_gets_its_outputs_back(
 
     runner.shell.user_ns["kill_and_start"] = kill_and_start
     try:
-        anchor = trial.doc.cells()[0].id
-        sources = [
-            "v1 = 1",
-            f"kill_and_start(); open({str(trial.ran)!r}, 'a').write('s2\\n')",
-            "v3 = 3",
-        ]
-        for number, source in enumerate(sources, 1):
-            step = trial.session.propose.insert_cell(source, after=anchor, run=number == 2)
-            assert isinstance(step.operation, InsertCell)
-            anchor = step.operation.cell_id
+        three_steps(trial, "kill_and_start()")
         trial.approve()
         found = trial.audit(finished=trial.finish())
         assert found == Audit(), str(found)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planbook.documents.base import NotebookDocument
+from planbook.documents.live.convert import json_ints
 from planbook.engine.runner import CellRun
 from planbook.model.cell import Cell
 
@@ -37,20 +38,8 @@ class RunOutputs:
 
 
 def _plain(outputs: list[dict[str, Any]]) -> str:
-    """Outputs compared as JSON (a shared document stores integral numbers as floats, and a
-    saved file may split text into lines)."""
-
-    def norm(value: Any) -> Any:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, dict):
-            return {k: norm(v) for k, v in value.items()}
-        if isinstance(value, list):
-            items = [norm(v) for v in value]
-            return "".join(items) if items and all(isinstance(v, str) for v in items) else items
-        return value
-
-    return json.dumps(norm(outputs), sort_keys=True)
+    """Outputs compared as JSON (a shared document stores integral numbers as floats)."""
+    return json.dumps(json_ints(outputs), sort_keys=True)
 
 
 class KeptOutputs:
@@ -85,7 +74,7 @@ class KeptOutputs:
         self._saved_at.pop(step_id, None)
 
     def _state(self, kept: RunOutputs) -> tuple[str, Cell | None]:
-        """"before" (the cell is as it was before the run: its outputs are missing, it is
+        """ "before" (the cell is as it was before the run: its outputs are missing, it is
         returned), "holds" (it has them) or "moot" (changed otherwise, or gone)."""
         found = self.document.find_cell(kept.cell_id)
         if found is None or found.cell.cell_type != "code" or found.cell.source != kept.source:
