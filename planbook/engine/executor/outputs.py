@@ -125,6 +125,12 @@ class KeptOutputs:
             elif state == "moot":
                 self._forget(step_id)
 
+    def saved_with(self, step_id: str) -> None:
+        """After a confirmed save that followed the commit of ``step_id``'s outputs: the file
+        holds them (nothing is read: a step's end must not fail on a read)."""
+        if step_id in self._kept:
+            self._saved_at[step_id] = self._reloads()
+
     def restorable(self) -> bool:
         """Whether some outputs may be missing (cheap: no cell is read)."""
         reloads = self._reloads()

@@ -41,8 +41,6 @@ class Recovery(StepRecords):
                 warning = make_durable(self.document)
                 if warning:
                     report.notes.append(warning)
-                else:
-                    self.outputs.saved()  # the saved file holds them
                 return
             except Exception as exc:
                 if retryable(exc) and attempt == 1 and self._reloaded():

@@ -332,5 +332,5 @@ class Executor(Recovery, LateMerges):
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
-        elif runs:
-            self.outputs.saved()  # the saved file holds them
+        elif runs and outcome.step_id not in self.unrecorded:  # its outputs were committed
+            self.outputs.saved_with(outcome.step_id)  # the saved file holds them
