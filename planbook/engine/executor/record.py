@@ -128,14 +128,17 @@ class StepRecords:
         step recorded done or failed has its outputs in its cell: whole or nothing), and note
         when a save holds them. Only while the document is reachable; whatever fails is tried
         again at the next read of the record (the outputs stay kept)."""
-        if not self.outputs.restorable() or not getattr(self.document, "connected", True):
+        if not self.outputs.restorable():
             return
-        try:
-            self.outputs.restore(self._ran)
-            if not make_durable(self.document):
-                self.outputs.saved()
-        except PlanbookError:
-            return
+        if getattr(self.document, "connected", True):
+            try:
+                self.outputs.restore(self._ran)
+                if not make_durable(self.document):
+                    self.outputs.saved()
+                    return
+            except PlanbookError:
+                pass
+        self.unsaved = True  # not done: the session looks again once the run is over
 
     def _ran(self, step_id: str) -> bool:
         """Whether the record shows the step settled after its code ran (done or failed)."""
