@@ -45,7 +45,7 @@ def test_saved_outputs_cleared_by_a_person_stay_cleared_until_a_reload() -> None
     doc = Reloading([Cell(id="c1", source="x = 1")])
     kept = KeptOutputs(doc)
     cell = ran(doc, kept)
-    kept.saved()
+    kept.saved_with("s1")
     doc.replace_cell(cell)  # the person clears the outputs, no fault
     assert not kept.restorable()
     assert kept.restore(lambda _step: True) == []

@@ -125,20 +125,24 @@ class StepRecords:
 
     def restore_outputs(self) -> None:
         """Put the kept outputs of code steps back into cells that lack them after a fault (a
-        step recorded done or failed has its outputs in its cell: whole or nothing), and note
-        when a save holds them. Only while the document is reachable; whatever fails is tried
-        again at the next read of the record (the outputs stay kept)."""
+        step recorded done or failed has its outputs in its cell: whole or nothing). Only
+        while the document is reachable; an attempt that fails leaves the executor unsaved,
+        so the session looks again once the run is over (the outputs stay kept).
+
+        A cell that still holds its outputs after a reload stays watched: the server reloads
+        a file changed on disk in pieces (its notice can come before the cells change)."""
         if not self.outputs.restorable():
             return
         if getattr(self.document, "connected", True):
             try:
-                self.outputs.restore(self._ran)
-                if not make_durable(self.document):
-                    self.outputs.saved()
+                restored = self.outputs.restore(self._ran)
+                if not restored or not make_durable(self.document):
+                    for step_id in restored:
+                        self.outputs.saved_with(step_id)
                     return
             except PlanbookError:
                 pass
-        self.unsaved = True  # not done: the session looks again once the run is over
+        self.unsaved = True
 
     def _ran(self, step_id: str) -> bool:
         """Whether the record shows the step settled after its code ran (done or failed)."""

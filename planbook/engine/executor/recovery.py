@@ -41,8 +41,6 @@ class Recovery(StepRecords):
                 warning = make_durable(self.document)
                 if warning:
                     report.notes.append(warning)
-                if self.outputs.restorable():  # outputs a fault may have lost: look again
-                    self.unsaved = True
                 return
             except Exception as exc:
                 if retryable(exc) and attempt == 1 and self._reloaded():
