@@ -8,7 +8,7 @@ kept here with what the cell showed before them, and whenever the record is read
 found as it was before the run gets them back (``restore``) if they may have been lost: no save
 held them yet, or the room was reloaded since one did. A cell changed otherwise since (its
 code edited, run again in the page, deleted) is left as it is: the outputs are moot then.
-What the last run made is kept (at most KEEP_AT_MOST steps).
+The last KEEP_AT_MOST code steps' outputs are kept.
 """
 
 from __future__ import annotations
@@ -113,11 +113,6 @@ class KeptOutputs:
                         )
                     )
         return [step_id for step_id, _, _ in todo]
-
-    def clear(self) -> None:
-        """A new run begins: what earlier runs made was saved or reconciled since."""
-        self._kept.clear()
-        self._saved_at.clear()
 
     def saved_with(self, step_id: str) -> None:
         """After a confirmed save that followed the commit of ``step_id``'s outputs: the file

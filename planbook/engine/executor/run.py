@@ -63,7 +63,6 @@ class Executor(Recovery, LateMerges):
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
         self._reloads_at_start = self.watch.count()
-        self.outputs.clear()  # an earlier run's outputs were saved or reconciled since
         try:
             with owner.running_here(own):
                 try:
