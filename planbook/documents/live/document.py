@@ -386,6 +386,9 @@ class LiveNotebook:
         try:
             self._room.confirm(last, max(0.1, deadline - time.monotonic()))
         except LiveConnectionError as exc:
+            # its fate is decided: the room reloads on reconnect and is reconciled, so the
+            # next save waits for no ticket that can never be confirmed
+            self._unconfirmed = None
             return str(exc)
         return ""
 

@@ -216,8 +216,9 @@ class Room(SharedCopy):
             if ticket.done:
                 return
             # Unknown whether the server has it: reload on reconnect rather than push, later,
-            # a change the caller was told failed.
-            self._tickets.remove(ticket)
+            # a change the caller was told failed (asked twice: already taken out)
+            if ticket in self._tickets:
+                self._tickets.remove(ticket)
             self._reset_next = True
             self._drop_connection()
         raise LiveConnectionError(

@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
-from planbook.documents.base import NotebookDocument
+from planbook.documents.base import NotebookDocument, make_durable
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
+from planbook.engine.executor.outputs import KeptOutputs
 from planbook.engine.executor.report import StepOutcome
 from planbook.engine.mcp_calls import McpCaller, NoMcpCaller
 from planbook.engine.reconcile import ReloadWatch
@@ -60,6 +61,10 @@ class StepRecords:
         #: step id): only this process knows them. Put back on every fresh read of the record
         #: until the room's record has them (see ``put_back_unrecorded``).
         self.unrecorded: dict[str, StepResult] = {}
+        #: Outputs of code steps that the saved notebook may lack (the room was dropped or the
+        #: server stopped before it saved them): written back into their cells whenever the
+        #: record is read again, until a save holds them (see engine/executor/outputs.py).
+        self.outputs = KeptOutputs(document)
         self._reloads_at_start = self.watch.count()
         #: Log entries of the record read at the start of the current step (all saved).
         self._log_saved = 0
@@ -116,6 +121,33 @@ class StepRecords:
             step.error = None if result.status == "done" else result.message
             step.run_by = None
             plan.results.append(result.model_copy())
+        self.restore_outputs()
+
+    def restore_outputs(self) -> None:
+        """Put the kept outputs of code steps back into cells that lack them after a fault (a
+        step recorded done or failed has its outputs in its cell: whole or nothing). Only
+        while the document is reachable; an attempt that fails leaves the executor unsaved,
+        so the session looks again once the run is over (the outputs stay kept).
+
+        A cell that still holds its outputs after a reload stays watched: the server reloads
+        a file changed on disk in pieces (its notice can come before the cells change)."""
+        if not self.outputs.restorable():
+            return
+        if getattr(self.document, "connected", True):
+            try:
+                restored = self.outputs.restore(self._ran)
+                if not restored or not make_durable(self.document):
+                    for step_id in restored:
+                        self.outputs.saved_with(step_id)
+                    return
+            except PlanbookError:
+                pass
+        self.unsaved = True
+
+    def _ran(self, step_id: str) -> bool:
+        """Whether the record shows the step settled after its code ran (done or failed)."""
+        _, step = _find(self.store.state.plans, step_id)
+        return step is not None and step.status in ("done", "failed")
 
     def _tell(self, event: Event) -> None:
         """Surfaces only observe: one that raises never changes what a run does."""

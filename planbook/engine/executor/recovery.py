@@ -151,9 +151,9 @@ class Recovery(StepRecords):
         # applied of the outputs' write, which is all it knows)
         message = (
             f"its change is in the notebook and its code ran"
-            f"{'' if run.error is None else ' and raised ' + run.error}, but its outputs could "
-            "not be written (the collaboration room was unreachable): run the cell again to "
-            "see them"
+            f"{'' if run.error is None else ' and raised ' + run.error}; its outputs could "
+            "not be written yet (the collaboration room was unreachable): they are kept and "
+            "written into the cell when the room is back"
         )
         result = StepResult(
             step_id=step.id,

@@ -269,6 +269,8 @@ class Executor(Recovery, LateMerges, ShellLayers):
             plan, step = self._mine(plan_id, step_id)
             found = self.document.find_cell(cell_id)
             if found is not None:
+                # kept until a save holds them: a room that misses them gets them back
+                self.outputs.keep(step_id, found.cell, run)
                 self.document.replace_cell(
                     found.cell.model_copy(
                         update={"outputs": run.outputs, "execution_count": run.execution_count}
@@ -376,3 +378,5 @@ class Executor(Recovery, LateMerges, ShellLayers):
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
+        elif runs and outcome.step_id not in self.unrecorded:  # its outputs were committed
+            self.outputs.saved_with(outcome.step_id)  # the saved file holds them
