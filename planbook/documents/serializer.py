@@ -79,12 +79,18 @@ class Encoder:
         self._cache: dict[int, tuple[object, Text]] = {}
         self._added = 0
         self._live = 0
-        self._string = encode_basestring_ascii if style.ensure_ascii else encode_basestring
+        self._string = encode_basestring_ascii if style.ensure_ascii else _utf8_string
         #: How many containers the last ``encode`` had to encode afresh (for tests, benchmarks).
         self.encoded = 0
         #: (id of its first item, depth) -> (a long list, its text): a list that is appended
         #: to (a plan's results grow by one at every step) starts with the same items.
         self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
+
+    def prepare(self, nb: dict[str, Any]) -> None:
+        """Encode what changed and keep it, without joining the file's text: a change the file
+        could not hold (a lone surrogate in UTF-8) raises UnicodeEncodeError here."""
+        self.encoded = 0
+        self._value(nb, 0)
 
     def encode(self, nb: dict[str, Any]) -> str:
         """The file's text."""
@@ -235,6 +241,14 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.append(part)
 
 
+def _utf8_string(value: str) -> str:
+    """A JSON string as written unescaped; UnicodeEncodeError when UTF-8 cannot hold it (a
+    lone surrogate), so a change is refused where it is made, not when the file is joined."""
+    if not value.isascii():
+        value.encode("utf-8")
+    return encode_basestring(value)
+
+
 def _scalar(value: Any) -> str:
     # Same spelling as json.dumps (True -> true, None -> null, floats by repr, NaN as NaN).
     if value is None:
@@ -264,8 +278,11 @@ def detect(text: str, nb: dict[str, Any]) -> tuple[Style, Encoder] | None:
     )
     for style in (base, replace(base, sort_keys=False)):
         encoder = Encoder(style)
-        if encoder.encode(nb) == text:
-            return style, encoder
+        try:
+            if encoder.encode(nb) == text:
+                return style, encoder
+        except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
+            return None
     return None
 
 

@@ -14,7 +14,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from planbook.documents.base import NotebookDocument, catch_up, close_document, make_durable
+from planbook.documents.base import (
+    NotebookDocument,
+    catch_up,
+    close_document,
+    coalesced_saves,
+    make_durable,
+)
 from planbook.documents.headless import HeadlessNotebook
 from planbook.documents.page import PageNotebook
 from planbook.engine import approval_checks, ask_first, planning
@@ -384,7 +390,8 @@ class Session:
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
         check_selection_argument(steps, first)
-        with self._lock:
+        # coalesced: the approval is written with the first step's save (documents/file.py)
+        with self._lock, coalesced_saves(self.document):
             with self._editing():
                 plan = self._require_plan()
                 if self.executor.active:
