@@ -111,6 +111,8 @@ class Session:
         self._attached: dict[type, object] = {}
         self._attached_lock = threading.Lock()
         self._lock = threading.RLock()
+        #: Staging extends the projection of the steps staged before (engine/planning.py).
+        self._projections = planning.ProjectionCache()
         self._install_rules()
 
     def close(self) -> None:
@@ -349,6 +351,7 @@ class Session:
                 workspace=self.workspace,
                 run_at_approval=run,
                 origin=origin,
+                cache=self._projections,
             )
             self.store.log("staged", f"{step.id} {op.kind}" + (f" from {origin}" if origin else ""))
             self.store.save()
