@@ -27,8 +27,27 @@ from typing import Any
 from planbook.documents.file_stat import Look, look, probe_fine_grained
 from planbook.documents.lock import notebook_lock
 from planbook.documents.nbnode import NodeNotebook, assign_ids, check_cell_types, normalize
-from planbook.documents.serializer import JUPYTER, Encoder, detect
+from planbook.documents.serializer import (
+    JUPYTER,
+    Encoder,
+    detect,
+    detect_bytes,
+    guess_style,
+    same_bytes,
+)
 from planbook.errors import MetadataError, UsageMistake
+
+#: The text a file was read from (or its bytes) and its tree as parsed.
+_Unsettled = tuple[str | bytes, dict[str, Any]] | None
+
+
+class _EncodedPieces(dict[str, bytes]):
+    """Pieces of the file's text and their UTF-8 bytes; a piece seen for the first time is
+    encoded (a string's hash is kept in it, so an unchanged piece is found at once)."""
+
+    def __missing__(self, piece: str) -> bytes:
+        data = self[piece] = piece.encode("utf-8")
+        return data
 
 
 class FileNotebook(NodeNotebook):
@@ -39,10 +58,17 @@ class FileNotebook(NodeNotebook):
         self._lock = notebook_lock(self.path)
         seen = self._look()
         data = self._read_bytes()
-        nb, self._encoder = self._parse(data)
-        self._bytes = data
-        #: The file as planbook last read or wrote it (``_bytes``), by stat.
+        nb, self._encoder, self._unsettled = self._parse(data)
+        #: The file as planbook last read or wrote it, by stat.
         self._seen: Look | None = seen
+        #: The file's bytes as read, until planbook first writes it (a save that would write
+        #: them again writes nothing).
+        self._read: bytes | None = data
+        #: The pieces of text planbook last wrote and their bytes (None: unknown since).
+        self._written: list[str] | None = None
+        self._chunks: list[bytes] = []
+        #: piece -> its UTF-8 bytes: a piece written before is not encoded again.
+        self._encoded_pieces = _EncodedPieces()
         #: How deep ``coalesced`` blocks are; whether a save is kept in memory (and held).
         self._coalescing = 0
         self._pending = False
@@ -67,7 +93,9 @@ class FileNotebook(NodeNotebook):
                 f"{self.path.name} cannot be read ({exc.strerror}); fix its permissions or path"
             ) from None
 
-    def _parse(self, data: bytes) -> tuple[dict[str, Any], Encoder]:
+    def _parse(self, data: bytes) -> tuple[dict[str, Any], Encoder, _Unsettled]:
+        """The tree, an encoder in the style the file looks written in, and what
+        ``_settle_style`` needs to confirm that style (None: nothing to confirm)."""
         name = self.path.name
         try:
             text = data.decode("utf-8")
@@ -79,17 +107,45 @@ class FileNotebook(NodeNotebook):
             ) from None
         if not isinstance(nb, dict):
             raise MetadataError(f"{name} is not a readable notebook (not a JSON object)")
+        unsettled: _Unsettled = (data, dict(nb))  # decoded again only when needed
         if nb.get("nbformat") != 4:
             nb, text = _converted(text, name)
+            unsettled = (text, dict(nb))
         check_cell_types(nb, name)
-        found = detect(text, nb)
-        if found is None:
+        guess = guess_style(text, nb)
+        if guess is None:
             # Not in one consistent style: the first save writes it as Jupyter would.
-            nb, encoder = normalize(nb), Encoder(JUPYTER)
+            nb, encoder, unsettled = normalize(nb), Encoder(JUPYTER), None
         else:
-            encoder = found[1]
+            encoder = Encoder(guess)
         assign_ids(nb)
-        return nb, encoder
+        return nb, encoder, unsettled
+
+    def _settle_style(self) -> None:
+        """Before the first save: the style that writes the file as it was read, byte for byte
+        (``detect``, which encodes it whole and so fills the encoder's cache), or Jupyter's
+        when none does. Done here, not when the file is opened: opening costs a parse only."""
+        if self._unsettled is None:
+            return
+        text, original = self._unsettled
+        self._unsettled = None
+        if isinstance(text, bytes):
+            found_bytes = detect_bytes(text, original)
+            if found_bytes is not None:
+                self._encoder, pieces, chunks = found_bytes
+                # the unchanged pieces of the first save are not encoded again, and the file
+                # is known as these pieces: its bytes as read need not be kept
+                self._encoded_pieces = _EncodedPieces(zip(pieces, chunks, strict=True))
+                self._written, self._chunks, self._read = pieces, chunks, None
+            found = None if found_bytes is None else found_bytes[0]
+        else:
+            detected = detect(text, original)
+            found = None if detected is None else detected[1]
+        if found is None:
+            self._nb, self._encoder = normalize(self._nb), Encoder(JUPYTER)
+        else:
+            self._encoder = found
+        self.style = self._encoder.style
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -110,14 +166,14 @@ class FileNotebook(NodeNotebook):
         if seen is not None and seen.unchanged_since(self._seen):
             return
         data = self._read_bytes()
-        if data == self._bytes:
+        if (self._written is not None and same_bytes(data, self._chunks)) or data == self._read:
             self._seen = seen  # exact now, unless read in the tick of the last change
             return
         self._drop_pending()  # someone else's save wins over the one kept in memory
-        self._nb, self._encoder = self._parse(data)
+        self._nb, self._encoder, self._unsettled = self._parse(data)
         self.style = self._encoder.style
-        self._bytes = data
-        self._seen = seen
+        self._written, self._chunks, self._encoded_pieces = None, [], _EncodedPieces()
+        self._read, self._seen = data, seen
 
     @contextmanager
     def coalesced(self) -> Iterator[None]:
@@ -140,7 +196,7 @@ class FileNotebook(NodeNotebook):
         except BaseException:
             # memory goes back to the file: nothing kept there is taken as saved
             self._drop_pending()
-            self._seen, self._bytes = None, b""
+            self._seen, self._written = None, None
             with contextlib.suppress(Exception):
                 self._load()
             raise
@@ -152,6 +208,7 @@ class FileNotebook(NodeNotebook):
             self._lock.release()
 
     def _commit(self) -> None:
+        self._settle_style()
         if not self._coalescing:
             self._write()
             return
@@ -163,18 +220,26 @@ class FileNotebook(NodeNotebook):
             self._lock.acquire()  # kept until written: no other process reads a lagging file
             self._pending = True
 
-    def _encoded(self) -> bytes:
+    def _write(self) -> None:
+        """The file's text goes to disk as the encoder's pieces, never joined: a long piece
+        (a cell, an output) keeps its bytes from the save that first wrote it, so a save
+        copies the file's bytes once, into the file (joining and encoding the whole text
+        made a save cost three times the write)."""
+        # Loops over the pieces run in C (map, zip, list ==): a plan's history is thousands
+        # of pieces, and a Python loop over them made a save grow with it.
         try:
-            return self._encoder.encode(self._nb).encode("utf-8")
+            pieces = self._encoder.pieces(self._nb)
+            if pieces == self._written:  # unchanged pieces are the same objects: a quick look
+                return
+            chunks = list(map(self._encoded_pieces.__getitem__, pieces))
         except UnicodeEncodeError as exc:
             raise _unencodable(exc) from None
-
-    def _write(self) -> None:
-        data = self._encoded()
-        if data == self._bytes:
-            return
-        self._seen = atomic_write(self.path, data)
-        self._bytes = data
+        if not (self._read is not None and same_bytes(self._read, chunks)):
+            self._seen = atomic_write(self.path, chunks)
+        self._written, self._chunks = pieces, chunks
+        # only what the file holds now
+        self._encoded_pieces = _EncodedPieces(zip(pieces, chunks, strict=True))
+        self._read = None
 
 
 def _unencodable(exc: UnicodeEncodeError) -> UsageMistake:
@@ -201,14 +266,26 @@ def _converted(text: str, name: str) -> tuple[dict[str, Any], str]:
     return normalize(json.loads(text)), text + "\n"
 
 
-def atomic_write(path: Path, data: bytes) -> Look:
-    """Write to a temporary file beside ``path``, make it durable, then rename it over; the
-    look at the file taken right after (``file_stat``), through the written file itself."""
+def _write_all(fd: int, chunks: list[bytes]) -> None:
+    """All of ``chunks`` to ``fd``, gathered by the kernel (writev), in order."""
+    batch = 512  # under IOV_MAX (1024 on Linux)
+    for start in range(0, len(chunks), batch):
+        group = chunks[start : start + batch]
+        written = os.writev(fd, group)
+        if written != sum(map(len, group)):  # a short write (a signal, a full disk): the rest
+            rest = memoryview(b"".join(group))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest) :]
+
+
+def atomic_write(path: Path, data: bytes | list[bytes]) -> Look:
+    """Write ``data`` (or its pieces, in order) to a temporary file beside ``path``, make it
+    durable, then rename it over; the look at the file taken right after (``file_stat``),
+    through the written file itself."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        with os.fdopen(fd, "wb", buffering=0) as handle:
+            _write_all(handle.fileno(), [data] if isinstance(data, bytes) else data)
             os.fsync(handle.fileno())
             try:
                 mode = path.stat().st_mode & 0o7777
