@@ -11,10 +11,8 @@ shared machine than calibration; the JSON written here holds every raw figure in
 
 from __future__ import annotations
 
-import base64
 import gc
 import os
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -22,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from bench_core import open_session, write_notebook
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+__all__ = ["durable_save", "interleaved", "nbformat_save", "notebook", "open_session", "row"]
+
 Row = dict[str, Any]
 
 
@@ -120,35 +120,5 @@ def nbformat_save(nb: nbformat.NotebookNode, path: Path) -> float:
 def notebook(path: Path, cells: int, megabytes: float = 0.0, seed: int = 0) -> Path:
     """``cells`` code cells, each with a stream output and, when ``megabytes``, an image
     output of incompressible base64 (what a PNG looks like), the file about that size."""
-    rng = random.Random(seed)
     png = int(megabytes * 1e6 / cells / 1.37) if megabytes else 0
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    for i in range(cells):
-        cell = nbformat.v4.new_code_cell(f"v{i} = {i} * 2\nprint('cell', {i}, v{i})")
-        cell["id"] = f"c{i}"
-        if png:
-            cell.outputs = [
-                nbformat.v4.new_output("stream", name="stdout", text=f"cell {i} {i * 2}\n"),
-                nbformat.v4.new_output(
-                    "display_data",
-                    data={
-                        "image/png": base64.b64encode(rng.randbytes(png)).decode(),
-                        "text/plain": "<Figure>",
-                    },
-                ),
-            ]
-            cell.execution_count = i + 1
-        nb.cells.append(cell)
-    nbformat.write(nb, path)
-    return path
-
-
-def open_session(path: Path) -> Any:
-    from planbook.documents.file import FileNotebook
-    from planbook.sessions.session import Session
-    from planbook.workspace.files import Workspace
-
-    return Session(
-        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
-    )
+    return write_notebook(path, cells, png_bytes=png, seed=seed)

@@ -157,9 +157,14 @@ class FileNotebook(NodeNotebook):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Read, change and save under the lock, so no other process saves in between."""
-        with self.locked(), super().transaction():
-            yield
+        """Read, change and save under the lock, so no other process saves in between. The
+        style is settled before the first change (not inside it: a change that fails then
+        goes back to a tree in the settled style)."""
+        with self.locked():
+            if self._depth == 0:
+                self._settle_style()
+            with super().transaction():
+                yield
 
     def _load(self) -> None:
         seen = self._look()  # before the read: a change after it is seen next time

@@ -327,18 +327,11 @@ def same_bytes(data: bytes, chunks: list[bytes]) -> bool:
 def detect(text: str, nb: dict[str, Any]) -> tuple[Style, Encoder] | None:
     """The style that writes ``nb`` (parsed from ``text``) back as exactly ``text``, with an
     encoder that already holds the text of every container; None when no style does."""
-    guess = guess_style(text, nb)
-    if guess is None:
+    try:
+        found = detect_bytes(text.encode("utf-8"), nb)
+    except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
         return None
-    base = replace(guess, ensure_ascii=text.isascii() and not _all_ascii(nb))
-    for style in (base, replace(base, sort_keys=False)):
-        encoder = Encoder(style)
-        try:
-            if encoder.encode(nb) == text:
-                return style, encoder
-        except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
-            return None
-    return None
+    return None if found is None else (found[0].style, found[0])
 
 
 def _indent_of(text: str) -> str | None:
