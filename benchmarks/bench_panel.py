@@ -144,12 +144,13 @@ def _staged_view(cells: list[Cell], root: Path, steps: int, panel: Any) -> dict[
     return view
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """From ``benchmarks/run.py`` (no ``argv``): 1,000 steps, and the goal row."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=300 if argv is not None else 1000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args()
+    args = parser.parse_args([] if argv is None else argv)
 
     from playwright.sync_api import sync_playwright
 
@@ -189,10 +190,23 @@ def main() -> None:
     }
     if args.json:
         print(json.dumps(result))
-        return
+        return []
     for key, value in result.items():
         print(f"{key:32} {value}")
+    from benchmarks.floors import row
+
+    ms = [v / 1000 for v in raw["panel"]]
+    return [
+        row(
+            f"panel's first render of {args.steps:,} steps (Chromium)",
+            ms,
+            [v / 1000 for v in raw["table"]],
+            "a plain HTML table of the same rows",
+            300.0,
+            absolute=True,
+        )
+    ]
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

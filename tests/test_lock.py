@@ -13,8 +13,13 @@ from pathlib import Path
 import pytest
 
 from planbook.documents import lock as lock_module
+from planbook.documents.file import FileNotebook
 from planbook.documents.lock import notebook_lock
 from planbook.errors import MetadataError
+from planbook.model.events import Event
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
+from tests.conftest import make_notebook
 
 
 def test_reentrant_and_leaves_no_lock_file_behind(tmp_path: Path) -> None:
@@ -119,3 +124,47 @@ def test_notebooks_of_one_folder_take_turns_and_nest_in_one_thread(tmp_path: Pat
     with a.hold(), b.hold():  # one transaction reading another notebook of its folder
         assert a.held and b.held
     assert not a.held and not b.held
+
+
+HOLDER_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except BlockingIOError:
+    print("held")
+"""
+
+
+def test_a_save_kept_in_memory_holds_the_notebook_until_it_is_written(tmp_path: Path) -> None:
+    """The approval is written with the first step's save (documents/file.py, coalesced):
+    between the two the file lags memory, and the notebook stays locked, so no other process
+    reads the lagging file or approves the same steps; once the step's save is written both
+    are on disk and the lock is free."""
+    path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2"])
+    session = Session(
+        FileNotebook(path), Workspace(tmp_path, protected=(path,)), notebook_path=path
+    )
+    session.propose.edit_cell("c1", "a = 10", reason="r")
+    seen: list[tuple[str, bool]] = []
+
+    def probe() -> tuple[str, bool]:
+        holder = subprocess.run(
+            [sys.executable, "-c", HOLDER_PROBE, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+        return holder, '"approved"' in path.read_text()
+
+    def on_event(event: Event) -> None:
+        if event.kind == "plan_changed" and not seen:  # just approved
+            seen.append(probe())
+
+    session.subscribe(on_event)
+    assert session.approve().ok
+    assert seen == [("held", False)]  # approved in memory, not yet on disk, and held
+    assert probe() == ("free", True)
+    assert '"a = 10"' in path.read_text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -120,6 +120,23 @@ def replaced_by_holder(document: NotebookDocument) -> int:
     older than the one in memory is the truth, not a rewind to undo: what it lacks never
     happened there. The file and the live room are never replaced this way."""
     return int(getattr(document, "replaced", 0))
+
+
+def coalesced_saves(document: NotebookDocument) -> AbstractContextManager[None]:
+    """Inside: a backend that can (the file) keeps each transaction's save in memory, the
+    notebook held, until ``write_pending`` or the block's end writes them in one durable save.
+    Others save as usual."""
+    coalesced = getattr(document, "coalesced", None)
+    return coalesced() if callable(coalesced) else nullcontext()
+
+
+def write_pending(document: NotebookDocument) -> None:
+    """Write the save ``coalesced_saves`` kept in memory, if any, and release its hold: before
+    code runs (its step must be on disk as running), before a file step writes its file (its
+    checkpoint first) and where a step or a run ends. It raises what the write raises."""
+    write = getattr(document, "write_pending", None)
+    if callable(write):
+        write()
 
 
 def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0) -> str:

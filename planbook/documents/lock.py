@@ -121,13 +121,21 @@ class NotebookLock:
 
     @contextmanager
     def hold(self, wait: float | None = None) -> Iterator[None]:
-        self._folder.acquire(WAIT_SECONDS if wait is None else wait, self.notebook.name)
-        self._depth += 1  # only ever changed under the folder's mutex
+        self.acquire(wait)
         try:
             yield
         finally:
-            self._depth -= 1
-            self._folder.release()
+            self.release()
+
+    def acquire(self, wait: float | None = None) -> None:
+        """One more hold by this thread, until ``release``: for a hold that outlives the block
+        that took it (a save kept in memory holds the notebook until it is written)."""
+        self._folder.acquire(WAIT_SECONDS if wait is None else wait, self.notebook.name)
+        self._depth += 1  # only ever changed under the folder's mutex
+
+    def release(self) -> None:
+        self._depth -= 1
+        self._folder.release()
 
 
 _folders: dict[Path, _FolderLock] = {}

@@ -79,12 +79,30 @@ class Encoder:
         self._cache: dict[int, tuple[object, Text]] = {}
         self._added = 0
         self._live = 0
-        self._string = encode_basestring_ascii if style.ensure_ascii else encode_basestring
+        self._string = encode_basestring_ascii if style.ensure_ascii else _utf8_string
         #: How many containers the last ``encode`` had to encode afresh (for tests, benchmarks).
         self.encoded = 0
         #: (id of its first item, depth) -> (a long list, its text): a list that is appended
         #: to (a plan's results grow by one at every step) starts with the same items.
         self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
+
+    def prepare(self, nb: dict[str, Any]) -> None:
+        """Encode what changed and keep it, without joining the file's text: a change the file
+        could not hold (a lone surrogate in UTF-8) raises UnicodeEncodeError here."""
+        self.encoded = 0
+        self._value(nb, 0)
+
+    def pieces(self, nb: dict[str, Any]) -> list[str]:
+        """The file's text in pieces, in order, not joined (long ones are the very strings
+        held for unchanged containers)."""
+        self.encoded = 0
+        value = self._value(nb, 0)
+        if self._added > max(1000, self._live):
+            self._prune(nb)
+        if self.style.newline != "\n":  # rare (a file checked out on Windows): joined
+            return [self.encode(nb)]
+        end = "\n" if self.style.final_newline else ""
+        return [*value.pieces, end] if isinstance(value, Rope) else [value + end]
 
     def encode(self, nb: dict[str, Any]) -> str:
         """The file's text."""
@@ -235,6 +253,14 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.append(part)
 
 
+def _utf8_string(value: str) -> str:
+    """A JSON string as written unescaped; UnicodeEncodeError when UTF-8 cannot hold it (a
+    lone surrogate), so a change is refused where it is made, not when the file is joined."""
+    if not value.isascii():
+        value.encode("utf-8")
+    return encode_basestring(value)
+
+
 def _scalar(value: Any) -> str:
     # Same spelling as json.dumps (True -> true, None -> null, floats by repr, NaN as NaN).
     if value is None:
@@ -248,25 +274,64 @@ def _scalar(value: Any) -> str:
     return json.dumps(value)
 
 
+def guess_style(text: str | bytes, nb: dict[str, Any]) -> Style | None:
+    """The style ``text`` (or the file's bytes) looks written in, from its first line, its
+    end and how its cells store their sources, without encoding anything (what a change
+    needs before the first save, when ``detect`` confirms it); None when it is not in any
+    consistent style."""
+    head = text[:200].decode("utf-8", "replace") if isinstance(text, bytes) else text[:200]
+    newline = "\r\n" if head.startswith("{\r\n") else "\n"
+    indent = _indent_of(head.replace("\r\n", "\n") if newline != "\n" else head)
+    if indent is None:
+        return None
+    return Style(
+        indent=indent,
+        newline=newline,
+        final_newline=text[-1:] in (b"\n", "\n"),
+        split_lines=not _has_unsplit_source(nb),
+    )
+
+
+def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], list[bytes]] | None:
+    """``detect`` for a file's bytes, compared piece by piece (nothing the size of the file
+    is made: no decoded text, no joined one): the encoder, its pieces of the file's text
+    and their bytes; None when no style writes ``nb`` back as exactly ``data``."""
+    guess = guess_style(data, nb)
+    if guess is None:
+        return None
+    base = replace(guess, ensure_ascii=data.isascii() and not _all_ascii(nb))
+    for style in (base, replace(base, sort_keys=False)):
+        encoder = Encoder(style)
+        try:
+            pieces = encoder.pieces(nb)
+            chunks = [piece.encode("utf-8") for piece in pieces]
+        except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
+            return None
+        if same_bytes(data, chunks):
+            return encoder, pieces, chunks
+    return None
+
+
+def same_bytes(data: bytes, chunks: list[bytes]) -> bool:
+    """``data`` is ``chunks`` joined (compared in place, nothing copied)."""
+    if len(data) != sum(map(len, chunks)):
+        return False
+    view, at = memoryview(data), 0
+    for chunk in chunks:
+        if view[at : at + len(chunk)] != chunk:
+            return False
+        at += len(chunk)
+    return True
+
+
 def detect(text: str, nb: dict[str, Any]) -> tuple[Style, Encoder] | None:
     """The style that writes ``nb`` (parsed from ``text``) back as exactly ``text``, with an
     encoder that already holds the text of every container; None when no style does."""
-    newline = "\r\n" if text.startswith("{\r\n") else "\n"
-    indent = _indent_of(text.replace("\r\n", "\n") if newline != "\n" else text)
-    if indent is None:
+    try:
+        found = detect_bytes(text.encode("utf-8"), nb)
+    except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
         return None
-    base = Style(
-        indent=indent,
-        newline=newline,
-        final_newline=text.endswith("\n"),
-        split_lines=not _has_unsplit_source(nb),
-        ensure_ascii=text.isascii() and not _all_ascii(nb),
-    )
-    for style in (base, replace(base, sort_keys=False)):
-        encoder = Encoder(style)
-        if encoder.encode(nb) == text:
-            return style, encoder
-    return None
+    return None if found is None else (found[0].style, found[0])
 
 
 def _indent_of(text: str) -> str | None:

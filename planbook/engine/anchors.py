@@ -20,6 +20,11 @@ MIN_PREFIX = 4
 _POSITION = re.compile(r"^#(\d+)$")
 
 
+def is_position(token: str) -> bool:
+    """``#N``: a position, which only ever names a cell of the notebook as it is."""
+    return _POSITION.match(token.strip()) is not None
+
+
 def describe(cells: Sequence[Cell], cell_id: str) -> str:
     """``#3 a1b2c3d4 (df.describe())``: how a person recognises a cell."""
     for number, cell in enumerate(cells, start=1):

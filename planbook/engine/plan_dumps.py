@@ -30,7 +30,7 @@ class PlanDumps:
         #: ids of the parts dumped since the last ``prune``
         self._used: set[int] = set()
         #: id -> (a list of frozen parts, the parts it held, their dumps); see ``_grown``
-        self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any]]] = {}
+        self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any], int]] = {}
         self._lists_used: set[int] = set()
 
     def seed(self, plan: Plan, raw: Any) -> None:
@@ -62,25 +62,28 @@ class PlanDumps:
 
     def _revision(self, revision: Revision) -> dict[str, Any]:
         head = revision.model_dump(mode="json", exclude={"steps"})
-        steps = [self._part(s) for s in revision.steps]
+        # a step changes in place (its status): its dump is reused as is only while no step
+        # was assigned to since (Step.changes), which is how staging a step leaves them
+        steps = self._grown(revision.steps, Step.changes)
         return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
 
-    def _grown(self, items: Sequence[Approval | StepResult]) -> list[Any]:
-        """A plan's approvals or results: frozen, and appended to (or cut back at the end), so
-        the dumps of the items it held last time, in the same places, are reused without a
-        look at each (a plan's results grow with every step)."""
+    def _grown(self, items: Sequence[Step | Approval | StepResult], changes: int = 0) -> list[Any]:
+        """A plan's approvals or results (frozen), or a revision's steps while ``changes`` is
+        what it was: appended to (or cut back at the end), so the dumps of the items it held
+        last time, in the same places, are reused without a look at each (a plan's results
+        grow with every step, its steps with every staged one)."""
         hit = self._lists.get(id(items))
         self._lists_used.add(id(items))
-        if hit is not None and hit[0] is items:
+        if hit is not None and hit[0] is items and hit[3] == changes:
             seen, dumps = hit[1], hit[2]
             n = len(seen)
             if len(items) >= n and all(map(operator.is_, items[:n], seen)):
                 if len(items) > n:
                     dumps = dumps + [self._part(x) for x in items[n:]]
-                    self._lists[id(items)] = (items, list(items), dumps)
+                    self._lists[id(items)] = (items, list(items), dumps, changes)
                 return dumps
         dumps = [self._part(x) for x in items]
-        self._lists[id(items)] = (items, list(items), dumps)
+        self._lists[id(items)] = (items, list(items), dumps, changes)
         return dumps
 
     def _part(self, part: Step | Approval | StepResult) -> Any:
@@ -101,12 +104,17 @@ class PlanDumps:
         return dumped
 
     def prune(self) -> None:
-        """Forget the parts no plan held in this round (now and then: when they are many).
-        Items of a list reused whole were not looked at: forgetting them costs nothing, the
-        list's own entry keeps their dumps."""
-        if len(self._parts) > 2 * len(self._used) + 64:
-            self._parts = {k: v for k, v in self._parts.items() if k in self._used}
-            self._seeds = {k: v for k, v in self._seeds.items() if k in self._used}
+        """Forget the parts no plan held in this round (now and then: when they are many);
+        the items of a list reused whole count as held."""
+        held = sum(len(self._lists[k][1]) for k in self._lists_used if k in self._lists)
+        if len(self._parts) > 2 * (len(self._used) + held) + 64:
+            # the items of a list reused whole stay: a later change of one of them looks at
+            # each item again, and finds the others' dumps (the saved objects) here
+            used = self._used.union(
+                *(map(id, self._lists[k][1]) for k in self._lists_used if k in self._lists)
+            )
+            self._parts = {k: v for k, v in self._parts.items() if k in used}
+            self._seeds = {k: v for k, v in self._seeds.items() if k in used}
         if len(self._lists) > 2 * len(self._lists_used) + 16:
             self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
         self._used = set()

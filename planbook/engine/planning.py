@@ -6,6 +6,8 @@ starts as a copy, so every approval keeps naming exactly what it approved.
 
 from __future__ import annotations
 
+import operator
+
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.engine.rules.runs_later import reason as runs_later_reason
@@ -13,6 +15,7 @@ from planbook.errors import UnknownStep, UsageMistake
 from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
+    CellType,
     DeleteCell,
     EditCell,
     InsertCell,
@@ -21,7 +24,7 @@ from planbook.model.operations import (
     anchors_of,
     target_of,
 )
-from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step
+from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step, StepStatus
 from planbook.workspace.files import Workspace
 
 #: Steps whose effect the projection replays: what will exist once the plan runs.
@@ -38,6 +41,47 @@ def projection(
             if step.status in PROJECTED and _still_applies(proj, step.operation):
                 proj.apply(step.operation, step.id)
     return proj
+
+
+class ProjectionCache:
+    """The projection a plan's staging built last time, extended by the steps staged since
+    instead of replayed from the first (staging step 500 replayed 499 steps). Reused only
+    while it is certain to equal a fresh replay: the same plan and revision, the steps it
+    replayed still the first ones, with the same statuses, and the same cells; files are read
+    from disk again each time."""
+
+    def __init__(self) -> None:
+        self._proj: Projection | None = None
+        self._revision: object = None
+        self._workspace: Workspace | None = None
+        self._steps: list[Step] = []
+        self._statuses: list[StepStatus] = []
+        self._cells: list[tuple[str, CellType, str]] = []
+
+    def projection(self, plan: Plan, cells: list[Cell], workspace: Workspace | None) -> Projection:
+        steps = plan.steps
+        seen = [(c.id, c.cell_type, c.source) for c in cells]
+        done = len(self._steps)
+        proj = self._proj
+        if (
+            proj is None
+            or self._revision is not plan.current
+            or self._workspace is not workspace
+            or len(steps) < done
+            or not all(map(operator.is_, steps[:done], self._steps))
+            or [s.status for s in steps[:done]] != self._statuses
+            or seen != self._cells
+        ):
+            proj, done = Projection(cells, workspace), 0
+        else:
+            proj.forget_reads()
+        for step in steps[done:]:
+            if step.status in PROJECTED and _still_applies(proj, step.operation):
+                proj.apply(step.operation, step.id)
+        self._proj, self._revision, self._workspace = proj, plan.current, workspace
+        self._steps, self._statuses = list(steps), [s.status for s in steps]
+        self._cells = seen
+        return proj
 
 
 def _still_applies(proj: Projection, op: AnyOperation) -> bool:
@@ -89,8 +133,13 @@ def stage(
     workspace: Workspace | None,
     run_at_approval: bool = False,
     origin: str | None = None,
+    cache: ProjectionCache | None = None,
 ) -> Step:
-    proj = projection(plan, cells, workspace)
+    proj = (
+        projection(plan, cells, workspace)
+        if cache is None
+        else cache.projection(plan, cells, workspace)
+    )
     proj.check(op)
     if run_at_approval:
         _check_runs_code(proj, op)

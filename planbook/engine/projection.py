@@ -65,6 +65,8 @@ class Projection:
         self._valid = 0
         self.workspace = workspace
         self._files: dict[str, str | None] = {}
+        #: paths whose text in ``_files`` a step gave (the others were read from disk)
+        self._applied: set[str] = set()
         #: target key -> id of the last open step that touched it
         self.touched_by: dict[str, str] = {}
         #: cell id -> id of the open step that inserts that cell
@@ -119,6 +121,10 @@ class Projection:
         if i is None:
             raise UnknownCell(cell_id)
         return i
+
+    def forget_reads(self) -> None:
+        """Read files from disk again when next asked: they may have changed since."""
+        self._files = {p: t for p, t in self._files.items() if p in self._applied}
 
     def file_text(self, path: str) -> str | None:
         if path not in self._files:
@@ -242,10 +248,13 @@ class Projection:
                 self._insert(at, moving)
             case WriteFile():
                 self._files[op.path] = op.content
+                self._applied.add(op.path)
             case EditFile():
                 self._files[op.path] = self.before_after(op)[1]
+                self._applied.add(op.path)
             case DeleteFile():
                 self._files[op.path] = None
+                self._applied.add(op.path)
             case RunCell() | Shell() | McpCall():
                 pass
         if step_id is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -135,6 +135,14 @@ class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    #: How many assignments steps have had, all steps together: lets a save reuse the dumps
+    #: of a revision's steps without a look at each when none changed (ClassVar: not stored).
+    changes: ClassVar[int] = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        Step.changes += 1
 
     id: str = Field(default_factory=new_id)
     operation: Operation

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from planbook.documents.base import NotebookDocument, new_cell_id
 from planbook.engine import planning
-from planbook.engine.anchors import resolve
+from planbook.engine.anchors import is_position, resolve
 from planbook.engine.projection import Projection
 from planbook.engine.rules.preview_fit import auto_preview_on, is_short_and_local
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake, invalid_as
@@ -127,12 +127,15 @@ class Proposer:
             # An exact id of a cell in the notebook wins before anything else (``resolve``):
             # no need to replay the open steps, which costs more as the plan grows.
             return token.strip()
+        if isinstance(token, str) and is_position(token):
+            # a position names a cell of the notebook as it is: no open step is replayed
+            return self._resolve(token, None)
         return self._resolve(token, self._projection())
 
-    def _resolve(self, token: str, proj: Projection) -> str:
+    def _resolve(self, token: str, proj: Projection | None) -> str:
         cells = self._document.cells()
         try:
-            return resolve(token, cells, [c.id for c in proj.cells])
+            return resolve(token, cells, [c.id for c in proj.cells] if proj else [])
         except (UnknownCell, UsageMistake) as exc:
             raise self._advice.unknown_cell(exc, token) from None
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from planbook.documents.base import NotebookDocument
+from planbook.documents.base import NotebookDocument, coalesced_saves
 from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
     StepSelection,
@@ -67,6 +67,8 @@ class Session(ReadingSession):
         notebook_path: Path | None = None,
     ) -> None:
         super().__init__(document, workspace, runner=runner, notebook_path=notebook_path)
+        #: Staging extends the projection of the steps staged before (engine/planning.py).
+        self._projections = planning.ProjectionCache()
         self.propose = self.proposing_as(None)
 
     def proposing_as(self, origin: str | None) -> Proposer:
@@ -125,6 +127,7 @@ class Session(ReadingSession):
                 workspace=self.workspace,
                 run_at_approval=run,
                 origin=origin,
+                cache=self._projections,
             )
             self.store.log("staged", f"{step.id} {op.kind}" + (f" from {origin}" if origin else ""))
             self.store.save()
@@ -170,7 +173,8 @@ class Session(ReadingSession):
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
         check_selection_argument(steps, first)
-        with self._lock:
+        # coalesced: the approval is written with the first step's save (documents/file.py)
+        with self._lock, coalesced_saves(self.document):
             with self._editing():
                 plan = self._require_plan()
                 if self.executor.active:

@@ -33,6 +33,7 @@ from tests.conftest import make_notebook
 
 LAYERS: dict[str, tuple[type, str]] = {
     "document commit": (FileNotebook, "_commit"),
+    "document write": (FileNotebook, "_write"),
     "document read": (FileNotebook, "find_cell"),
     "store save": (Store, "save"),
     "workspace read": (Workspace, "read_bytes"),

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
-from planbook.documents.base import NotebookDocument, make_durable
+from planbook.documents.base import NotebookDocument, make_durable, write_pending
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
 from planbook.engine.executor.outputs import KeptOutputs
@@ -70,6 +70,8 @@ class StepRecords:
         self._log_saved = 0
         #: Finds a run's steps without a scan from the plan's top at each one.
         self._steps = StepIndex()
+        #: The last step of the run under way: its save waits for the run's end.
+        self._last_of_run: str | None = None
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -207,7 +209,10 @@ class StepRecords:
         return StepOutcome(number, step.id, step.operation.kind, status, message)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
-        """Tell the surfaces, once what the step did is saved."""
+        """Tell the surfaces, once what the step did is saved: written now, unless it is the
+        run's last step, whose save carries the run's end (``_end_run``)."""
+        if outcome.step_id != self._last_of_run:
+            write_pending(self.document)
         if checkpoint is not None:
             self._tell(
                 Event(

@@ -12,7 +12,7 @@ import time
 from contextlib import suppress
 from typing import Literal
 
-from planbook.documents.base import make_durable
+from planbook.documents.base import make_durable, write_pending
 from planbook.engine import owner
 from planbook.engine.executor.record import StepRecords, retryable
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
@@ -36,6 +36,7 @@ class Recovery(StepRecords):
                     plan = self.store.plan_by_id(plan_id)
                     self._wrap_up(plan, report, set(own))
                     self.store.save()
+                write_pending(self.document)  # with the last step's record, if it waits
                 self.unsaved = False
                 self.unrecorded.clear()  # confirmed: the room's record holds them now
                 warning = make_durable(self.document)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from planbook.documents.base import make_durable
+from planbook.documents.base import make_durable, write_pending
 from planbook.engine import ask_first, owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -63,6 +63,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         report = RunReport()
         self.stop_requested = False
         own = tuple(approval.step_ids)
+        self._last_of_run = own[-1] if own else None
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
         self._reloads_at_start = self.watch.count()
@@ -153,8 +154,9 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 outcome = self._start(plan, step, started)
             if outcome is not None:
                 return self._announce(plan_id, outcome, step.checkpoint)
-            # "running" and the checkpoint must survive a server stop before code runs: a
-            # step whose record a stop lost would otherwise run again
+            # "running" and the checkpoint must survive a crash or a server stop before code
+            # runs: a step whose record a stop lost would otherwise run again
+            write_pending(self.document)
             warning = make_durable(self.document)
             if warning:
                 raise NotDurable(f"its code was not run: {warning}")
@@ -226,6 +228,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 snap = self.checkpoints.snapshot_files([op.path])[0]
                 checkpoint.files = [snap.model_copy(update={"after_hash": bytes_hash(data)})]
                 self._record_checkpoint(step, checkpoint)
+            write_pending(self.document)  # the checkpoint on disk before the file changes
             write_file_bytes(self.workspace, op.path, data)
             return self._record(plan, step, "done", "", started, checkpoint.id)
         if isinstance(op, Shell | McpCall):  # the label says what rollback cannot undo

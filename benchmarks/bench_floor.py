@@ -1,0 +1,364 @@
+"""planbook against the physical floor (issue 25): each row measured beside the least work that
+does the same job, in the same run, rounds interleaved; see ``floors.py``.
+
+1. approve + run one step on notebooks of about 11 and 50 MB (images in outputs), against one
+   durable save (write, fsync, rename) of the same bytes, and nbformat.write (with fsync): an
+   edit step (one save), and a step that runs code (two saves: before and after its code, so
+   a crash never runs it twice) against two durable saves.
+2. Staging: step 500 against step 10 of one plan, naming cells by id and by position, on 10
+   and 2,000 cells; and one staged step on 2,000 cells against one durable save of the file.
+3. ``%load_ext planbook`` in a fresh kernel on notebooks of 10 KB, 11 MB and 50 MB, against
+   ``%load_ext`` of a trivial extension (compiled modules, as an installed package has them).
+4. Peak memory (tracemalloc) opening a session on an 11 MB notebook, staging and approving
+   one step, against ``nbformat.read`` of it.
+5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells.
+
+Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import nbformat  # noqa: E402
+from floors import (  # noqa: E402
+    Row,
+    durable_save,
+    interleaved,
+    nbformat_save,
+    notebook,
+    open_session,
+    row,
+    text,
+)
+
+QUICK = os.environ.get("PLANBOOK_BENCH_QUICK") == "1"
+
+
+class _Printed:
+    def run(self, source: str) -> Any:
+        from planbook.engine.runner import CellRun
+
+        return CellRun(
+            outputs=[{"output_type": "stream", "name": "stdout", "text": "ran\n"}],
+            execution_count=1,
+        )
+
+
+# --- 1. one step on a large notebook ---------------------------------------------------------
+def one_step(folder: Path, megabytes: float, rounds: int) -> list[Row]:
+    path = notebook(folder / f"big{megabytes:g}.ipynb", 1200, megabytes)
+    size = path.stat().st_size / 1e6
+    floor_path, nbf_path = folder / "floor.ipynb", folder / "nbformat.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    session = open_session(path)
+    session.executor.runner = _Printed  # a step that "runs code" without a kernel
+    turn = [0]
+
+    def edit() -> float:
+        turn[0] += 1
+        session.propose.edit_cell(f"c{turn[0] * 7 % 1200}", f"x = {turn[0]}", reason="bench")
+        start = time.perf_counter()
+        assert session.approve().ok
+        return time.perf_counter() - start
+
+    def code() -> float:
+        turn[0] += 1
+        session.propose.run_cell(f"c{turn[0] * 11 % 1200}", reason="bench")
+        start = time.perf_counter()
+        assert session.approve().ok
+        return time.perf_counter() - start
+
+    def floor() -> float:
+        return durable_save(floor_path, path.read_bytes())
+
+    def floor_twice() -> float:
+        data = path.read_bytes()
+        return durable_save(floor_path, data) + durable_save(floor_path, data)
+
+    times = interleaved(
+        {
+            "edit": edit,
+            "floor": floor,
+            "nbformat": lambda: nbformat_save(nb, nbf_path),
+            "code": code,
+            "floor x2": floor_twice,
+        },
+        rounds,
+    )
+    session.close()
+    print(f"1. approve + run one step, {size:.1f} MB (min / median / max ms)")
+    for name, values in times.items():
+        print(f"   {name:<10}: {text(values)}")
+    where = {"plot": "size", "mb": size}
+    return [
+        row(
+            f"approve + run one edit step, {size:.0f} MB",
+            times["edit"],
+            times["floor"],
+            "one durable save",
+            1.5,
+            baseline=times["nbformat"],
+            baseline_name="nbformat.write + fsync",
+            x={**where, "series": "approve + edit step"},
+        ),
+        row(
+            f"approve + run one code step, {size:.0f} MB",
+            times["code"],
+            times["floor x2"],
+            "two durable saves",
+            1.5,
+            x={**where, "series": "approve + code step"},
+        ),
+    ]
+
+
+# --- 2. staging ------------------------------------------------------------------------------
+MARKS = (10, 100, 500)
+
+
+def staging_plan(folder: Path, cells: int, by: str, name: str) -> dict[int, float]:
+    """One plan of 510 staged edits; step N's cost is the median of steps N-8..N+8 (a
+    staged step is saved: one fsync each, the noisiest part on a shared disk)."""
+    path = notebook(folder / name, cells)
+    session = open_session(path)
+    ids = [c.id for c in session.cells()]
+    per_step = []
+    for k in range(max(MARKS) + 10):
+        token = ids[k % len(ids)] if by == "id" else f"#{k % len(ids) + 1}"
+        start = time.perf_counter()
+        session.propose.edit_cell(token, f"v = {k}", reason="bench")
+        per_step.append(time.perf_counter() - start)
+    session.close()
+    path.unlink()
+    return {m: statistics.median(per_step[m - 9 : m + 8]) for m in MARKS}
+
+
+def staging(folder: Path, rounds: int) -> list[Row]:
+    configs = [(cells, by) for cells in (10, 2000) for by in ("id", "position")]
+    runs: dict[tuple[int, str], list[dict[int, float]]] = {c: [] for c in configs}
+    floor: list[float] = []
+    big = notebook(folder / "floor-2000.ipynb", 2000)
+    for r in range(rounds):  # configurations interleaved, the floor between them
+        for cells, by in configs:
+            runs[(cells, by)].append(staging_plan(folder, cells, by, f"s-{cells}-{by}-{r}.ipynb"))
+            floor.append(durable_save(folder / "floor.ipynb", big.read_bytes()))
+    rows = []
+    print("2. staging: step N of a plan of 510 (min / median / max ms)")
+    for (cells, by), plans in runs.items():
+        at = {m: [p[m] for p in plans] for m in MARKS}
+        for m in MARKS:
+            print(f"   {cells:>5} cells, by {by:<8} step {m:<4}: {text(at[m])}")
+        rows.append(
+            row(
+                f"staging step 500 / step 10, {cells:,} cells, by {by}",
+                at[500],
+                at[10],
+                "staging step 10",
+                1.2,
+                x={"plot": "length", "series": f"stage by {by}, {cells} cells", "marks": at},
+            )
+        )
+        if cells == 2000 and by == "id":
+            rows.append(
+                row(
+                    "staging one step, 2,000 cells",
+                    at[10],
+                    floor,
+                    "one durable save",
+                    1.5,
+                )
+            )
+    return rows
+
+
+# --- 3. %load_ext ----------------------------------------------------------------------------
+def load_ext(folder: Path, rounds: int) -> list[Row]:
+    from bench_core import run_in_kernel
+
+    (folder / "trivial_ext.py").write_text("def load_ipython_extension(ip):\n    pass\n")
+    code = (
+        "import time\nt = time.perf_counter()\n"
+        "get_ipython().run_line_magic('load_ext', {name!r})\n"
+        "print('SECONDS', time.perf_counter() - t)\n"
+    )
+    sizes = (0.01, 11.0) if QUICK else (0.01, 11.0, 50.0)
+    books = {mb: notebook(folder / f"ext{mb:g}.ipynb", 1200 if mb > 1 else 20, mb) for mb in sizes}
+    base_env = {
+        "PYTHONPATH": os.pathsep.join([str(folder), *sys.path]),
+        "PYTHONDONTWRITEBYTECODE": "",
+        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
+    }
+
+    def side(name: str, book: Path) -> Any:
+        def measure() -> float:
+            env = {**base_env, "JPY_SESSION_NAME": str(book)}
+            out = run_in_kernel(folder, code.format(name=name), env)
+            return float(out.split("SECONDS")[1].split()[0])
+
+        return measure
+
+    sides = {"trivial": side("trivial_ext", books[sizes[0]])}
+    sides.update({f"planbook {mb:g} MB": side("planbook", book) for mb, book in books.items()})
+    times = interleaved(sides, rounds)
+    print("3. %load_ext in a fresh kernel (min / median / max ms)")
+    for name, values in times.items():
+        print(f"   {name:<18}: {text(values)}")
+    rows = []
+    for mb in sizes:
+        rows.append(
+            row(
+                f"%load_ext planbook, {mb:g} MB notebook",
+                times[f"planbook {mb:g} MB"],
+                times["trivial"],
+                "%load_ext of a trivial extension",
+                30.0,
+                absolute=True,
+                x={"plot": "size", "series": "%load_ext planbook", "mb": mb},
+            )
+        )
+    small, large = times[f"planbook {sizes[0]:g} MB"], times[f"planbook {sizes[-1]:g} MB"]
+    rows.append(
+        row(
+            f"%load_ext planbook, {sizes[-1]:g} MB / 10 KB notebook",
+            large,
+            small,
+            "%load_ext planbook on 10 KB",
+            1.2,
+        )
+    )
+    return rows
+
+
+# --- 4. peak memory --------------------------------------------------------------------------
+MEMORY = """
+import sys, tracemalloc
+sys.path[:0] = {paths!r}
+from pathlib import Path
+import nbformat
+from floors import open_session
+path = Path({path!r})
+import planbook.sessions.session, planbook.documents.file  # imported before measuring
+tracemalloc.start()
+if {ours!r}:
+    s = open_session(path)
+    s.propose.edit_cell("c3", "x = 1", reason="bench")
+    assert s.approve().ok
+else:
+    nb = nbformat.read(path, as_version=4)
+print("PEAK", tracemalloc.get_traced_memory()[1])
+"""
+
+
+def memory(folder: Path, rounds: int) -> list[Row]:
+    path = notebook(folder / "memory.ipynb", 1200, 11.0)
+
+    def peak(ours: bool) -> Any:
+        def measure() -> float:
+            script = MEMORY.format(paths=[str(HERE), str(HERE.parent)], path=str(path), ours=ours)
+            out = subprocess.run(
+                [sys.executable, "-c", script], capture_output=True, text=True, check=True
+            ).stdout
+            return float(out.split("PEAK")[1].split()[0])
+
+        return measure
+
+    times = interleaved({"planbook": peak(True), "nbformat.read": peak(False)}, rounds, 0)
+    print("4. peak memory (tracemalloc), 11 MB notebook (min / median / max MB)")
+    for name, values in times.items():
+        print(f"   {name:<14}: {text(values, 1e-6)}")
+    return [
+        row(
+            "peak memory: open + stage + approve one step, 11 MB",
+            times["planbook"],
+            times["nbformat.read"],
+            "nbformat.read",
+            1.3,
+            unit="MB",
+            scale=1e-6,
+        )
+    ]
+
+
+# --- 5. the text of a plan -------------------------------------------------------------------
+def plan_text(folder: Path, rounds: int) -> list[Row]:
+    from planbook.model.operations import EditCell
+    from planbook.model.plan import Plan, Step
+
+    rows = []
+    for steps in (1_000, 10_000):
+        path = notebook(folder / f"text{steps}.ipynb", steps)
+        session = open_session(path)
+        cells = session.cells()
+        plan = session.new_plan("bench")
+        plan.current.steps = [
+            Step(operation=EditCell(cell_id=c.id, source=c.source + f"\nprint({i})"), base="x")
+            for i, c in enumerate(cells)
+        ]
+        plan.fire("stage")
+        pairs = [(c.source, c.source + f"\nprint({i})") for i, c in enumerate(cells)]
+
+        def ours(plan: Plan = plan, session: Any = session) -> float:
+            start = time.perf_counter()
+            session.render_text()
+            return time.perf_counter() - start
+
+        def floor(pairs: list[tuple[str, str]] = pairs) -> float:
+            start = time.perf_counter()
+            "".join(
+                "".join(
+                    difflib.unified_diff(
+                        a.splitlines(keepends=True), b.splitlines(keepends=True), n=3
+                    )
+                )
+                for a, b in pairs
+            )
+            return time.perf_counter() - start
+
+        times = interleaved({"planbook": ours, "difflib": floor}, rounds if steps < 5000 else 3)
+        print(f"5. the text of a plan of {steps:,} edit steps (min / median / max ms)")
+        for name, values in times.items():
+            print(f"   {name:<9}: {text(values)}")
+        rows.append(
+            row(
+                f"text of a {steps:,}-step plan",
+                times["planbook"],
+                times["difflib"],
+                "difflib over the same cells",
+                2.0,
+                x={"plot": "length", "series": "plan text", "steps": steps},
+            )
+        )
+        session.close()
+    return rows
+
+
+def main() -> list[Row]:
+    rows: list[Row] = []
+    rounds = 3 if QUICK else 7
+    with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
+        folder = Path(tmp)
+        for mb in (11.0,) if QUICK else (11.0, 50.0):
+            rows += one_step(folder, mb, rounds if mb < 20 else 5)
+        rows += staging(folder, 2 if QUICK else 3)
+        rows += load_ext(folder, 3 if QUICK else 5)
+        rows += memory(folder, 3)
+        rows += plan_text(folder, rounds)
+    return rows
+
+
+if __name__ == "__main__":
+    for r in main():
+        print(f"{r['name']:<60} {r['goal']:<14} {r['measured']:<12} met {r['met']}")
