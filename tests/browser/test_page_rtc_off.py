@@ -20,6 +20,7 @@ from tests.support.browser import chromium_context
 from tests.support.jupyter_server import JupyterServerError, RunningServer
 from tests.support.labextension import expose_labextension
 from tests.support.notebook_page import (
+    doc_shot,
     editor,
     first_run,
     no_file_changed_dialog,
@@ -27,6 +28,7 @@ from tests.support.notebook_page import (
     output,
     run_cell,
     saved,
+    use_doc_theme,
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
@@ -41,6 +43,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     )
     try:
         expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
+        use_doc_theme(running)
         running.start()
         yield running
     finally:
@@ -84,6 +87,8 @@ def test_with_collaboration_switched_off_the_page_is_the_notebook(
         expect(out.first).to_contain_text("step 2")
         expect(editor(panel, 3)).to_have_text("z = 'new'")
         no_file_changed_dialog(page)
+        cells = panel.locator(".jp-Cell")
+        doc_shot("rtc-off", cells.nth(0), cells.nth(4))
         # the person's save: no "File Changed", and every cell they typed is in the file
         page.keyboard.press("Escape")
         page.keyboard.press("ControlOrMeta+s")

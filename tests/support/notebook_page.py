@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
@@ -64,7 +66,10 @@ def first_run(panel: Any) -> None:
     sometimes drops a Shift+Enter although the kernel shows idle (the cell stays "[ ]:"), so
     this one is pressed again; every later run goes to a kernel that has answered."""
     prompt = panel.locator(".jp-Cell").first.locator(".jp-InputPrompt")
+    dialog = panel.page.locator(".jp-Dialog")
     for _ in range(3):
+        if dialog.count():
+            raise AssertionError(f"a dialog covers the page: {dialog.first.inner_text()!r}")
         editor(panel, 0).click()
         panel.page.keyboard.press("Shift+Enter")
         with contextlib.suppress(AssertionError):
@@ -79,3 +84,38 @@ def no_file_changed_dialog(page: Any) -> None:
 
 def saved(server: RunningServer, notebook: str) -> dict[str, Any]:
     return dict(json.loads((server.root / notebook).read_text()))
+
+
+#: A folder for the pictures docs/in-the-page.md shows: set, the page tests save them there
+#: (`PLANBOOK_DOC_THEME=dark` for the dark ones); unset, nothing is saved.
+DOC_SHOTS = os.environ.get("PLANBOOK_DOC_SHOTS")
+DOC_THEME = os.environ.get("PLANBOOK_DOC_THEME", "light")
+
+
+def use_doc_theme(server: RunningServer) -> None:
+    """Before the server starts: JupyterLab's dark theme when the pictures are the dark ones."""
+    if DOC_THEME != "dark":
+        return
+    settings = Path(server.env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": "JupyterLab Dark"}))
+
+
+def doc_shot(name: str, *parts: Any) -> None:
+    """Save the smallest picture holding ``parts`` (locators) as docs' ``name``-<theme>.png."""
+    if not DOC_SHOTS or not parts:
+        return
+    boxes = [box for part in parts if (box := part.bounding_box()) is not None]
+    if not boxes:
+        return
+    left = min(b["x"] for b in boxes)
+    top = min(b["y"] for b in boxes)
+    right = max(b["x"] + b["width"] for b in boxes)
+    bottom = max(b["y"] + b["height"] for b in boxes)
+    page = parts[0].page
+    page.wait_for_timeout(300)  # let a redraw settle
+    Path(DOC_SHOTS).mkdir(parents=True, exist_ok=True)
+    page.screenshot(
+        path=str(Path(DOC_SHOTS) / f"{name}-{DOC_THEME}.png"),
+        clip={"x": left, "y": top, "width": right - left, "height": bottom - top},
+    )

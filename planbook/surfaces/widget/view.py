@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planbook.model.cell import SHORT_ID, WHOLE_ID, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
@@ -48,7 +49,22 @@ def first_line(source: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def step_json(text: StepView) -> dict[str, Any]:
+def cell_names(ids: Sequence[str]) -> dict[str, str]:
+    """How a person reads a cell in the panel: its position and short id ("#5 7f3a9c21"),
+    as `%plan cells` lists them; never a 36-character id pushing the code off the row."""
+    short = short_ids(list(ids))
+    return {cell_id: f"#{n} {short[cell_id]}" for n, cell_id in enumerate(ids, start=1)}
+
+
+def _named(target: str, cell_id: str, names: dict[str, str]) -> str:
+    """``target`` (the cell id, then maybe ": first line") with the id as a person reads it."""
+    name = names.get(cell_id) or (cell_id[:SHORT_ID] if len(cell_id) > WHOLE_ID else cell_id)
+    return name + target[len(cell_id) :] if target.startswith(cell_id) else target
+
+
+def step_json(text: StepView, names: dict[str, str] | None = None) -> dict[str, Any]:
+    """``names``: each cell's name for people (``cell_names``)."""
+    cell_id = text.target.split(":")[0] if text.kind.endswith("_cell") else None
     out: dict[str, Any] = {
         "id": text.id,
         "number": text.number,
@@ -66,13 +82,15 @@ def step_json(text: StepView) -> dict[str, Any]:
         "run_at_approval": text.run_at_approval,
         "origin": text.origin,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
-        "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
+        "cell_id": cell_id,
     }
     if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
         out["target"] = f"{text.target} ({MCP_NOTE})"
     if text.kind == "insert_cell" and ":" not in text.target:
         head = first_line(text.after)
         out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
+    if cell_id is not None:
+        out["target"] = _named(out["target"], cell_id, names or {})
     if text.kind in SHOW_AS_CELL:
         # A shell step's text is its command, which the core gives as the target.
         out["cell"] = text.after or (text.target if text.kind == "shell" else "")
@@ -131,10 +149,11 @@ def build_view(
     offer: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     checkpoint_names: dict[str, str] | None = None,
+    cell_names: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
     ``checkpoint_names``: each checkpoint's name for people
-    (``planbook.present.checkpoint_names``)."""
+    (``planbook.present.checkpoint_names``); ``cell_names``: each cell's (``cell_names``)."""
     numbers = {s.id: s.number for s in steps}
     return {
         "header": {
@@ -148,7 +167,7 @@ def build_view(
             "counts": counts(steps),
             "warnings": list(warnings),
         },
-        "steps": [step_json(s) for s in steps],
+        "steps": [step_json(s, cell_names) for s in steps],
         "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
