@@ -21,6 +21,7 @@ from typing import Any
 from planbook.documents.lock import notebook_lock
 from planbook.documents.nbnode import NodeNotebook, assign_ids, check_cell_types, normalize
 from planbook.documents.serializer import JUPYTER, Encoder, detect
+from planbook.documents.trust import KeptTrust
 from planbook.errors import MetadataError, UsageMistake
 
 
@@ -33,6 +34,7 @@ class FileNotebook(NodeNotebook):
         data = self._read_bytes()
         nb, self._encoder = self._parse(data)
         self._bytes = data
+        self._trust = KeptTrust()
         super().__init__(nb, self._encoder.style)
         self.description = description or f"file: {self.path.name} (saved by planbook on disk)"
 
@@ -108,6 +110,7 @@ class FileNotebook(NodeNotebook):
         if data == self._bytes:
             return
         atomic_write(self.path, data)
+        self._trust.carry_over(self._bytes, data)
         self._bytes = data
 
 
