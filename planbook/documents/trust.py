@@ -60,21 +60,17 @@ def _notary() -> object | None:
 
 
 def _check(data: bytes) -> bool:
-    notary = _notary()
-    if notary is None:
-        return False
-    try:
-        # heavy: nbformat
-        import nbformat
-
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-        return bool(notary.check_signature(nb))  # type: ignore[attr-defined]
-    except Exception as exc:
-        log.debug("planbook: the notebook's trust could not be checked (%s)", exc)
-        return False
+    return _with_notary(data, "check_signature") is True
 
 
 def _sign(data: bytes) -> bool:
+    # as Jupyter reads the file when it opens it, so its check finds this signature
+    return _with_notary(data, "sign") is not False
+
+
+def _with_notary(data: bytes, action: str) -> object:
+    """The notary's ``action`` on the notebook in ``data`` (read as Jupyter reads it); False
+    when there is no notary or it failed (a save never fails for it)."""
     notary = _notary()
     if notary is None:
         return False
@@ -82,10 +78,8 @@ def _sign(data: bytes) -> bool:
         # heavy: nbformat
         import nbformat
 
-        # as Jupyter reads the file when it opens it, so its check finds this signature
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-        notary.sign(nb)  # type: ignore[attr-defined]
-        return True
+        return getattr(notary, action)(nb)
     except Exception as exc:
-        log.warning("planbook: the notebook could not be signed as trusted again (%s)", exc)
+        log.warning("planbook: the notebook's trust could not be kept (%s: %s)", action, exc)
         return False

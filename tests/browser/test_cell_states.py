@@ -21,18 +21,17 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
 from tests.support.notebook_page import (
     RAN,
     doc_shot,
     editor,
     first_run,
+    notebook_page,
     open_notebook,
     output,
+    page_server,
     run_cell,
-    use_doc_theme,
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
@@ -42,14 +41,8 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = RunningServer(tmp_path_factory.mktemp("states-root"), collaboration=False)
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        use_doc_theme(running)
-        running.start()
+    with page_server(tmp_path_factory.mktemp("states-root"), collaboration=False) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
@@ -70,8 +63,8 @@ def notebook(server: RunningServer) -> Iterator[str]:
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1400) as context:
-        yield context.new_page()
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 #: JupyterLab's "modified since it ran" marker on a cell.

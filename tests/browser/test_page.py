@@ -21,15 +21,15 @@ from playwright.sync_api import expect
 from planbook import Session
 from planbook.documents.file import FileNotebook
 from planbook.workspace.files import Workspace
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
 from tests.support.notebook_page import (
     editor,
     first_run,
     no_file_changed_dialog,
+    notebook_page,
     open_notebook,
     output,
+    page_server,
     run_cell,
     saved,
     type_into,
@@ -42,13 +42,8 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = RunningServer(tmp_path_factory.mktemp("page-root"), collaboration=False)
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        running.start()
+    with page_server(tmp_path_factory.mktemp("page-root"), collaboration=False) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
@@ -63,8 +58,8 @@ def notebook(server: RunningServer) -> Iterator[str]:
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1400) as context:
-        yield context.new_page()
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(

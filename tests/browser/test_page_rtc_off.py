@@ -16,19 +16,18 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import JupyterServerError, RunningServer
-from tests.support.labextension import expose_labextension
 from tests.support.notebook_page import (
     doc_shot,
     editor,
     first_run,
     no_file_changed_dialog,
+    notebook_page,
     open_notebook,
     output,
+    page_server,
     run_cell,
     saved,
-    use_doc_theme,
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
@@ -38,22 +37,16 @@ RTC_OFF = "--YDocExtension.disable_rtc=True"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = RunningServer(
+    with page_server(
         tmp_path_factory.mktemp("rtc-off-root"), collaboration=True, extra_args=[RTC_OFF]
-    )
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        use_doc_theme(running)
-        running.start()
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1400) as context:
-        yield context.new_page()
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 def test_with_collaboration_switched_off_the_page_is_the_notebook(

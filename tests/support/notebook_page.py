@@ -7,12 +7,15 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
+from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
+from tests.support.labextension import expose_labextension
 
 #: A cell's prompt once it ran ("[ ]:" before, "[*]:" while it runs).
 RAN = re.compile(r"\[\d+\]:")
@@ -119,3 +122,24 @@ def doc_shot(name: str, *parts: Any) -> None:
         path=str(Path(DOC_SHOTS) / f"{name}-{DOC_THEME}.png"),
         clip={"x": left, "y": top, "width": right - left, "height": bottom - top},
     )
+
+
+@contextlib.contextmanager
+def page_server(root: Path, **options: Any) -> Iterator[RunningServer]:
+    """A Jupyter server (``RunningServer`` options) whose pages load this tree's in-cell
+    review extension, in the docs' theme; closed afterwards."""
+    running = RunningServer(root, **options)
+    try:
+        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
+        use_doc_theme(running)
+        running.start()
+        yield running
+    finally:
+        running.close()
+
+
+@contextlib.contextmanager
+def notebook_page(profile: Path) -> Iterator[Any]:
+    """A Chromium page tall enough for a notebook of a dozen cells."""
+    with chromium_context(profile, width=1100, height=1400) as context:
+        yield context.new_page()
