@@ -479,7 +479,7 @@ export class CellReview {
       note.textContent = trans.__('This cell will be run.');
       node.append(note);
     }
-    if (step.runs && step.kind !== 'run_cell') {
+    if (step.runs && step.kind !== 'run_cell' && step.status === 'pending') {
       const note = document.createElement('div');
       note.className = 'pb-cell-review-note';
       note.textContent = trans.__('Runs once approved.');
