@@ -125,6 +125,10 @@ def test_cells_planbook_ran_look_like_cells_the_person_ran(
 ) -> None:
     panel = open_notebook(page, server, notebook, 5)
     first_run(panel)
+    # the person ran c2 and c3 already: JupyterLab marks a cell whose code changed after its
+    # run as modified, until it runs again
+    run_cell(panel, 1, "print(x)")
+    run_cell(panel, 3, "z = 'old'")
     run_cell(panel, 4, "%load_ext planbook")
     out = run_cell(panel, 5, "%%propose --replace c2 --run\nx + 41")
     expect(out).to_contain_text("staged step 1")
