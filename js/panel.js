@@ -21,7 +21,7 @@ export const SCROLL_FROM = 8;
  *   revisions: import("./sections.js").RevisionJSON[],
  *   revision_diff: import("./sections.js").RevisionDiff | null,
  *   progress: import("./sections.js").Progress, error: string | null,
- *   offer?: { kind: string, checkpoint: string } | null,
+ *   offer?: { kind: string, checkpoint: string, writes?: string[], force?: boolean } | null,
  *   agent: import("./sections.js").AgentJSON | null }} View
  * @typedef {{ get(name: string): any, on(name: string, cb: Function): void,
  *   off(name: string, cb: Function): void, send(msg: object): void,
@@ -131,6 +131,13 @@ export function createPanel({ model, el }) {
       ui.focus = id;
       send({ action: "retry", step_id: id, revision: revision() });
     },
+    /** @param {string} id */
+    preview(id) {
+      if (busy()) return;
+      ui.focus = id;
+      ui.openChoice.set(id, true);
+      send({ action: "preview", step_id: id, revision: revision() });
+    },
     /** @param {string} checkpoint */
     rollBackStep(checkpoint) {
       if (busy()) return;
@@ -183,6 +190,15 @@ export function createPanel({ model, el }) {
     },
   };
 
+  /** Each rendered step's hash as the kernel computed it: an approval carries what the
+   * person saw, so a step rewritten since is refused instead of run. */
+  const shownHashes = () => {
+    /** @type {Record<string, string>} */
+    const out = {};
+    for (const s of view().steps || []) if (s.hash) out[s.id] = s.hash;
+    return out;
+  };
+
   const approveSelected = () => {
     if (busy()) return;
     const ids = selectedIds();
@@ -191,7 +207,7 @@ export function createPanel({ model, el }) {
       render();
       return;
     }
-    send({ action: "approve", step_ids: ids, revision: revision() });
+    send({ action: "approve", step_ids: ids, revision: revision(), shown: shownHashes() });
   };
 
   /** JSON of each step object seen (a step object is never changed, only replaced). */
@@ -216,7 +232,7 @@ export function createPanel({ model, el }) {
       "pb-btn pb-primary");
     approve.title = "Ctrl+Enter";
     const all = button(doc, "Approve all", "action:approve_all",
-      () => send({ action: "approve_all", revision: revision() }));
+      () => send({ action: "approve_all", revision: revision(), shown: shownHashes() }));
     const reject = button(doc, "Reject", "action:reject",
       () => send({ action: "reject", revision: revision() }), "pb-btn pb-danger");
     for (const b of [approve, all, reject]) b.disabled = busy() || !open;
@@ -309,6 +325,17 @@ export function createPanel({ model, el }) {
           "pb-btn pb-small pb-danger");
         force.setAttribute("aria-label", "Roll back anyway, overwriting the later changes");
         box.append(force);
+      }
+      if (offer && offer.kind === "confirm_rollback") {
+        // A received notebook's checkpoint: say what it writes before it is restored.
+        const writes = (offer.writes || []).join(", ") || "nothing";
+        box.append(h(doc, "span", "pb-confirm-writes", ` It writes: ${writes}.`));
+        const restore = button(doc, "Restore anyway", "action:confirm_rollback",
+          () => send({ action: "rollback", checkpoint: offer.checkpoint, force: !!offer.force,
+            confirm: true }),
+          "pb-btn pb-small pb-danger");
+        restore.setAttribute("aria-label", `Restore the received checkpoint: writes ${writes}`);
+        box.append(restore);
       }
       box.append(button(doc, "Dismiss", "action:dismiss", () => {
         if (ui.localError) ui.localError = null; else send({ action: "dismiss" });

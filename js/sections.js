@@ -10,7 +10,7 @@ import { button } from "./step-row.js";
  * @typedef {{ running: boolean, total: number, done: number, current: string | null,
  *   stopping: boolean, message: string }} Progress
  * @typedef {{ id: string, seq: number, kind: string, label: string, step: number | null,
- *   at: string, active: boolean }} CheckpointJSON
+ *   at: string, active: boolean, writes?: string[] }} CheckpointJSON
  * @typedef {{ number: number, summary: string, feedback: string | null, steps: number }}
  *   RevisionJSON
  * @typedef {{ change: string, kind: string, target: string,
@@ -99,6 +99,8 @@ export function renderTimeline(doc, checkpoints, opts) {
       ask.setAttribute("aria-label", "Confirm rollback");
       ask.append(h(doc, "span", "", `Roll back to “${cp.label}”? Cells and files changed `
         + "since then return to how they were; variables in the kernel stay as they are."));
+      const writes = (cp.writes || []).join(", ") || "nothing";
+      ask.append(h(doc, "span", "pb-confirm-writes", ` It writes: ${writes}.`));
       const yes = button(doc, "Roll back", `cp:${cp.id}:yes`, () => opts.rollback(cp.id),
         "pb-btn pb-danger");
       const no = button(doc, "Cancel", `cp:${cp.id}:no`, () => opts.ask(null));

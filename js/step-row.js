@@ -9,7 +9,8 @@ import { icon } from "./icons.js";
  *   cell: string | null, diff: import("./diff-view.js").Diff | null,
  *   cell_id?: string | null, checkpoint?: string | null,
  *   run_at_approval?: boolean, runs_later?: string | null,
- *   origin?: string | null }} StepJSON
+ *   origin?: string | null, preview?: string | null, preview_off?: string,
+ *   hash?: string | null, approved_elsewhere?: string | null }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
  * @typedef {{ toggleSelect: (id: string) => void, toggleSkip: (id: string) => void,
@@ -17,6 +18,7 @@ import { icon } from "./icons.js";
  *   move: (id: string, delta: number) => void, focus: (id: string) => void,
  *   drop: (dragged: string, target: string, after: boolean) => void,
  *   goToCell: (cellId: string) => void, retry: (id: string) => void,
+ *   preview: (id: string) => void,
  *   rollBackStep: (checkpoint: string) => void }} RowActions
  */
 
@@ -144,17 +146,33 @@ export function renderStep(doc, step, st, act) {
   down.setAttribute("aria-label", `Move step ${step.number} down`);
   down.disabled = st.last || !pending || st.busy;
 
+  // A pending shell step can be run once in an overlay to see what it would change.
+  const extra = [];
+  if (step.kind === "shell" && pending) {
+    const again = step.preview ? "Preview again" : "Preview";
+    const pv = button(doc, again, `step:${step.id}:preview`, () => act.preview(step.id),
+      "pb-btn pb-small");
+    pv.setAttribute("aria-label", `${again}: what step ${step.number} would change`);
+    pv.disabled = st.busy || Boolean(step.preview_off);
+    if (step.preview_off) pv.title = step.preview_off;
+    extra.push(pv);
+  }
   if (step.diff && step.diff.kind !== "same") {
     const stat = h(doc, "span", "pb-stat");
     stat.append(h(doc, "span", "pb-stat-add", `+${step.diff.added}`), " ",
       h(doc, "span", "pb-stat-del", `−${step.diff.removed}`));
     stat.setAttribute("aria-label", `${step.diff.added} lines added, ${step.diff.removed} removed`);
-    head.append(grip, label, num, kind, target, stat, risk, status, skip, toggle, up, down);
+    head.append(grip, label, num, kind, target, stat, risk, status, skip, ...extra, toggle, up,
+      down);
   } else {
-    head.append(grip, label, num, kind, target, risk, status, skip, toggle, up, down);
+    head.append(grip, label, num, kind, target, risk, status, skip, ...extra, toggle, up, down);
   }
   li.append(head);
   if (step.origin) li.append(h(doc, "p", "pb-origin", `from ${step.origin}`));
+  if (step.approved_elsewhere) {
+    li.append(h(doc, "p", "pb-origin",
+      `approved elsewhere by ${step.approved_elsewhere}: not run until you approve it here`));
+  }
   if (step.reason) li.append(h(doc, "p", "pb-reason", step.reason));
   // A file that runs code later (a shadowing module, git's settings): why it waits for review.
   if (step.runs_later) li.append(h(doc, "p", "pb-reason", `runs code later: ${step.runs_later}`));
@@ -179,6 +197,13 @@ export function renderStep(doc, step, st, act) {
         language: step.language, mode: st.mode, expanded: st.expanded,
         onShowMore: () => act.showMore(step.id),
       }));
+    }
+    if (step.preview) {
+      const pre = h(doc, "pre", "pb-preview", step.preview);
+      pre.setAttribute("aria-label", `Preview of step ${step.number}`);
+      body.append(pre);
+    } else if (step.preview_off) {
+      body.append(h(doc, "p", "pb-reason", step.preview_off));
     }
     li.append(body);
   }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal, TypeVar
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -22,6 +22,8 @@ Surface = Literal["magics", "api", "cli"]
 #: The surface whose words ``str(error)`` uses: Python until the magics are loaded in this
 #: process (then the person is in a notebook, where the magics are the shortest fix to type).
 _spoken: list[Surface] = ["api"]
+#: The notebook as the person can paste it where they are (the CLI knows it), for ``{nb}``.
+_spoken_notebook: list[str | None] = [None]
 
 #: Messages name their fix as a magic; the same fix on the other surfaces. ``{nb}`` is the
 #: notebook as the person can paste it (the CLI knows it). A magic not listed stays as it is.
@@ -38,6 +40,8 @@ _FIXES: dict[str, dict[str, str]] = {
         "cli": "planbook rollback {nb} --force",
     },
     "%plan revise": {"api": "pb.revise(...)", "cli": "%plan revise"},
+    # not a magic: an option the magics and the command share, a keyword in Python
+    "--first N": {"api": "first=N", "cli": "--first N"},
 }
 #: Fixes with an argument: the magic's pattern and the API call it becomes.
 _FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [
@@ -45,12 +49,25 @@ _FIX_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"%%propose --after (.+)"), r"pb.propose.insert_cell(source, after=\1)"),
     (re.compile(r"%rollback (\S+)"), r'pb.rollback("\1")'),
 ]
-_BACKTICKED = re.compile(r"`(%%?[^`]+)`")
+_BACKTICKED = re.compile(r"`((?:%%?|--)[^`]+)`")
 
 
-def speak_as(surface: Surface) -> None:
-    """From now on ``str(error)`` in this process names fixes for ``surface``."""
+def speak_as(surface: Surface, *, notebook: str | None = None) -> None:
+    """From now on ``str(error)`` in this process names fixes for ``surface`` (on
+    ``notebook``, as the person can paste it, where a fix names one)."""
     _spoken[0] = surface
+    _spoken_notebook[0] = notebook
+
+
+@contextmanager
+def spoken_as(surface: Surface, *, notebook: str | None = None) -> Iterator[None]:
+    """``speak_as`` for the duration of a block, then back to what was spoken before."""
+    before = _spoken[0], _spoken_notebook[0]
+    speak_as(surface, notebook=notebook)
+    try:
+        yield
+    finally:
+        _spoken[0], _spoken_notebook[0] = before
 
 
 def speak(message: str, surface: Surface, *, notebook: str | None = None) -> str:
@@ -122,7 +139,7 @@ class PlanbookError(Exception):
     """
 
     def __str__(self) -> str:
-        return self.said_to(_spoken[0])
+        return self.said_to(_spoken[0], notebook=_spoken_notebook[0])
 
     def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
         return speak(super().__str__(), surface, notebook=notebook)
@@ -212,8 +229,35 @@ class ConflictError(PlanbookError):
     """The target changed after the step was staged; nothing was applied."""
 
 
+class TargetDrifted(ConflictError):
+    """A step's target or anchor is not as it was when the step was staged: the step has to be
+    made again, and how depends on where the person is (the command cannot revise a plan)."""
+
+    #: What the person can do, in each surface's words (``{nb}``: the notebook).
+    FIXES: ClassVar[dict[Surface, str]] = {
+        "magics": 'revise the plan (`%plan revise "..."`) or reject this step and propose it again',
+        "api": "revise the plan (`pb.revise(...)`) or reject this step and propose it again",
+        "cli": "reject this step (`planbook reject {nb} --steps N`) and propose it again, or "
+        "revise it in Jupyter (`%plan revise`) and approve it then",
+    }
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+    def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
+        fix = self.FIXES[surface].replace("{nb}", notebook or "NB")
+        return f"{self.what}; nothing was applied: {fix}"
+
+
 class ApprovalMismatch(PlanbookError):
-    """The plan changed after approval; the executor refuses to run it."""
+    """The plan changed after approval, or after it was shown to the person who approves:
+    nothing runs."""
+
+
+class NeedsConfirmation(PlanbookError):
+    """What is asked for rests on records made elsewhere (a received notebook's checkpoint):
+    the message says what it would write; nothing was changed until the person confirms."""
 
 
 class PlanStateError(PlanbookError):
@@ -277,6 +321,12 @@ class CliError(PlanbookError):
 
     def said_to(self, surface: Surface, *, notebook: str | None = None) -> str:
         return Exception.__str__(self)
+
+
+class LayerRefused(PlanbookError):
+    """A shell command's overlay layer holds what planbook will not apply (a FIFO, a device, a
+    symlink out of the workspace, a hard link to outside, a protected setting, too many
+    entries or bytes): nothing of it was applied."""
 
 
 class PolicyDenied(PlanbookError):

@@ -123,6 +123,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     factory: pytest.TempPathFactory = session.config._tmp_path_factory  # type: ignore[attr-defined]
     redirected = factory.mktemp("system-tmp", numbered=False)
     os.environ["TMPDIR"] = str(redirected)
+    # planbook's signing key (engine/signing.py): one for the run, its kernels and servers
+    # (they get their own JUPYTER_DATA_DIR), never the user's own
+    os.environ["PLANBOOK_SECRET_FILE"] = str(redirected / "planbook_secret")
     tempfile.tempdir = None  # gettempdir() caches its answer: ask again
 
 

@@ -275,3 +275,21 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return sorted(found)
+
+
+def test_the_map_in_docs_names_every_module_as_its_docstring_says() -> None:
+    """docs/architecture.md's module map is what tools/make_architecture.py writes from the
+    package as it is now: a module added, removed or redescribed without the map fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_architecture", PACKAGE.parent / "tools" / "make_architecture.py"
+    )
+    assert spec is not None and spec.loader is not None
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    page = maker.PAGE.read_text(encoding="utf-8")
+    assert "NO DOCSTRING" not in maker.module_map(), "every module says its one job"
+    assert page == maker.rewritten(page), (
+        "docs/architecture.md's module map is out of date: run `python tools/make_architecture.py`"
+    )

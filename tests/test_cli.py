@@ -279,7 +279,9 @@ def test_approve_runs_in_a_real_kernel_and_writes_outputs_and_checkpoints(planne
         timeout=300,
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
-    assert result.stdout.splitlines()[:2] == [
+    # the plan it approves is printed first (what was shown is what runs), then the report
+    assert result.stdout.startswith("plan ")
+    assert [line for line in result.stdout.splitlines() if line.startswith("step ")][:2] == [
         "step 1 (insert_cell): done",
         "step 3 (write_file): done",
     ]
@@ -360,7 +362,8 @@ def test_demo_stages_reviews_approves_and_rolls_back(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == cli.EXIT_OK, result.stderr
-    assert result.stdout.startswith("step 3 (write_file): done\n")
+    assert result.stdout.startswith("plan ")  # shown first, then approved as shown
+    assert "\nstep 3 (write_file): done\n" in result.stdout
     (line,) = result.stderr.splitlines()  # one calm line, no "raised"
     assert re.fullmatch(
         r"planbook: re-running \d+ code cells? of demo/quickstart\.ipynb in a fresh kernel, so "
@@ -413,6 +416,7 @@ def test_ctrl_c_interrupts_the_running_step_and_leaves_the_rest_pending(tmp_path
         proc.kill()
     assert proc.returncode == cli.EXIT_INTERRUPTED, (out, err)
     assert "interrupted" in err
+    assert all(line.startswith("planbook: ") for line in err.splitlines()), err
     assert state_of_step(path, 0) == "failed"
     assert state_of_step(path, 1) == "pending"
     assert cells(path)["title"]["source"] == "# Analysis"
@@ -438,7 +442,7 @@ def test_demo_says_what_it_needs_when_the_data_set_is_missing(
         lambda name, *a: None if name == "palmerpenguins" else real(name, *a),
     )
     code, _, err = run(["demo", "--dir", str(tmp_path)], capsys)
-    assert code == cli.EXIT_USAGE
+    assert code == cli.EXIT_DEPENDENCY
     assert err == (
         "planbook: the demo's data set needs palmerpenguins: pip install palmerpenguins "
         "(or the planbook[examples] extra)\n"
@@ -615,7 +619,10 @@ def test_exit_codes_command_by_command(
 
 
 def test_every_documented_code_is_exercised() -> None:
-    tested = {c[2] for c in EXIT_CASES} | {cli.EXIT_KERNEL, cli.EXIT_INTERRUPTED, cli.EXIT_PIPE}
+    # A read-only folder (8) is tested in tests/surfaces/test_cli_refusals.py, a missing
+    # package (9) by the demo's test above and in tests/surfaces/test_cli_mcp.py.
+    own_tests = {cli.EXIT_KERNEL, cli.EXIT_INTERRUPTED, cli.EXIT_PIPE, cli.EXIT_UNWRITABLE}
+    tested = {c[2] for c in EXIT_CASES} | own_tests | {cli.EXIT_DEPENDENCY}
     assert tested == {code for code, _ in cli.EXIT_CODES}
 
 

@@ -144,7 +144,12 @@ def test_a_page_sees_the_plan_on_its_cells_and_approves_one_step(nb: Path) -> No
         assert lines == [("del", "x * 2"), ("add", "print(x * 3)")]
         assert insert["kind"] == "insert_cell" and insert["anchor"] == {"after": "c1"}
 
-        page.decide(action="approve", step_id=edit["id"], revision=shown["plan"]["revision"])
+        page.decide(
+            action="approve",
+            step_id=edit["id"],
+            revision=shown["plan"]["revision"],
+            shown=edit["hash"],
+        )
         after = page.plan(
             lambda m: (
                 [s["id"] for s in m["steps"]] == [insert["id"]]
@@ -175,8 +180,14 @@ def test_bad_decisions_get_one_line_and_change_nothing(nb: Path) -> None:
         before = nb.read_bytes()
 
         cases = [
-            ({"action": "approve", "step_id": "nope", "revision": 1}, "no step 'nope'"),
-            ({"action": "approve", "step_id": step["id"], "revision": 7}, "revision 7"),
+            (
+                {"action": "approve", "step_id": "nope", "revision": 1, "shown": "x"},
+                "no step 'nope'",
+            ),
+            (
+                {"action": "approve", "step_id": step["id"], "revision": 7, "shown": "x"},
+                "revision 7",
+            ),
             ({"action": "launch", "step_id": step["id"], "revision": 1}, "cannot read"),
             ({"action": "reject", "step_id": step["id"]}, "cannot read"),
         ]
@@ -191,7 +202,7 @@ def test_bad_decisions_get_one_line_and_change_nothing(nb: Path) -> None:
         saved = json.loads(nb.read_text())
         saved["cells"][2]["source"] = "x * 2  # edited by hand"
         nb.write_text(json.dumps(saved, indent=1))
-        page.decide(action="approve", step_id=step["id"], revision=1)
+        page.decide(action="approve", step_id=step["id"], revision=1, shown=step["hash"])
         error = page.error()
         assert error["step_id"] == step["id"] and "\n" not in error["message"]
         assert [s for _, s in sources(nb)][2] == "x * 2  # edited by hand"
@@ -208,7 +219,7 @@ def test_a_failed_step_is_retried_from_its_cell_and_leaves_the_cell_as_history(
         page.plan()
         page.run("%%propose --replace c3 --run\nprint(ready)")
         (step,) = page.plan(lambda m: len(m["steps"]) == 1)["steps"]
-        page.decide(action="approve", step_id=step["id"], revision=1)
+        page.decide(action="approve", step_id=step["id"], revision=1, shown=step["hash"])
         failed = page.plan(lambda m: [s["status"] for s in m["steps"]] == ["failed"])
         assert failed["stale"] == {}
         page.run("ready = 'yes'")
@@ -234,6 +245,7 @@ def test_a_failed_step_is_retried_from_its_cell_and_leaves_the_cell_as_history(
         page.run("%%propose --replace c3\nprint('later')")
         shown = page.plan(lambda m: len(m["steps"]) == 1)
         (edit,) = shown["steps"]
-        page.decide(action="approve", step_id=edit["id"], revision=shown["plan"]["revision"])
+        revision = shown["plan"]["revision"]
+        page.decide(action="approve", step_id=edit["id"], revision=revision, shown=edit["hash"])
         stale = page.plan(lambda m: m["steps"] == [] and m.get("stale"))
         assert stale["stale"] == {"c3": 1}  # step 1 of the next plan

@@ -75,6 +75,7 @@ def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
         assert "> show doubled\n" in markdown and '"show doubled"' not in markdown
 
         before = nb.read_bytes()
+        k.run("%plan text")  # %approve approves what this kernel showed
         dry = k.run("%approve --dry-run")
         assert "step 1 (insert_cell): would run" in dry.stdout
         assert "step 2 (edit_cell): would run" in dry.stdout and "nothing was applied" in dry.stdout
@@ -107,6 +108,7 @@ def test_run_cell_outputs_and_a_failure_that_stops_the_run(nb: Path) -> None:
             "pb.propose.edit_cell('c1', 'raise ValueError(\"bad data\")', reason='break', run=True)"
         )
         k.run("pb.propose.edit_cell('c2', 'x = 0', reason='after the failure')")
+        k.run("%plan text")  # %approve approves what this kernel showed
         result = k.run("%approve")
         assert "step 3 (edit_cell): failed" in result.stdout, result.text
         assert "raised ValueError: bad data" in result.stdout
@@ -161,6 +163,7 @@ def test_the_pending_plan_survives_a_kernel_restart(nb: Path) -> None:
         k.restart()
         loaded = k.run("%load_ext planbook")
         assert "restored with 1 pending step" in loaded.stdout
+        k.run("%plan text")  # %approve approves what this kernel showed
         assert "step 1 (edit_cell): done" in k.run("%approve").stdout
     assert cell(nb, "c2").source == "x = 100"
 
@@ -199,6 +202,7 @@ def test_a_kernel_interrupt_mid_run_leaves_the_rest_pending(nb: Path) -> None:
 
         thread = threading.Thread(target=interrupt_when_running)
         thread.start()
+        k.run("%plan text")  # %approve approves what this kernel showed
         result = k.run("%approve", timeout=60)
         thread.join()
         assert "step 1 (edit_cell): failed" in result.stdout and "interrupted" in result.stdout, (
@@ -222,6 +226,7 @@ def test_a_cell_step_leaves_the_kernel_display_machinery_working(nb: Path) -> No
             "from IPython.display import display, Markdown\\n"
             'display(Markdown("**shown**"))\\nprint("after")\', reason=\'display\', run=True)'
         )
+        k.run("%plan text")  # %approve approves what this kernel showed
         result = k.run("%approve")
         assert "step 1 (edit_cell): done" in result.stdout, result.text
         outputs = cell(nb, "c1").outputs

@@ -173,15 +173,17 @@ def test_reorder_becomes_the_fewest_moves_and_refuses_a_bad_order():
 
 
 def test_messages_parse_into_actions_and_bad_ones_say_what_is_wrong():
-    assert parse({"action": "approve", "step_ids": ["a"], "revision": 2}) == Approve(
-        action="approve", step_ids=("a",), revision=2
+    approve = {"action": "approve", "step_ids": ["a"], "revision": 2, "shown": {"a": "h"}}
+    assert parse(approve) == Approve(
+        action="approve", step_ids=("a",), revision=2, shown={"a": "h"}
     )
     shown = parse({"action": "show_revision_diff", "from": 1, "to": 2})
     assert isinstance(shown, ShowRevisionDiff) and (shown.from_, shown.to) == (1, 2)
     for bad, where in [
         ({"action": "launch"}, "does not match"),
-        ({"action": "approve", "step_ids": [], "revision": 1}, "approve.step_ids"),
-        ({"action": "approve", "step_ids": ["a"]}, "approve.revision"),
+        ({"action": "approve", "step_ids": [], "revision": 1, "shown": {}}, "approve.step_ids"),
+        ({"action": "approve", "step_ids": ["a"], "shown": {}}, "approve.revision"),
+        ({"action": "approve", "step_ids": ["a"], "revision": 1}, "approve.shown"),
         ({"action": "revise", "feedback": "", "revision": 1}, "revise.feedback"),
         ({"action": "stop", "now": True}, "stop.now"),
         ("approve", "valid dictionary"),

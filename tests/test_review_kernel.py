@@ -5,6 +5,7 @@ execute request's metadata)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,14 @@ def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
             "panel = pb.review()"
         )
         step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
-        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        shown = json.loads(
+            k.run("import json; print(json.dumps(pb.step_hashes(pb.current_plan().steps)))").stdout
+        )
+        send_to_panel(
+            k,
+            "panel",
+            {"action": "approve", "revision": 1, "step_ids": [step_id], "shown": shown},
+        )
         assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'done'") == "True"
 
         outputs = cell_outputs(nb, "c2")
@@ -86,7 +94,14 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
             "panel = pb.review()"
         )
         step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
-        send_to_panel(k, "panel", {"action": "approve", "revision": 1, "step_ids": [step_id]})
+        shown = json.loads(
+            k.run("import json; print(json.dumps(pb.step_hashes(pb.current_plan().steps)))").stdout
+        )
+        send_to_panel(
+            k,
+            "panel",
+            {"action": "approve", "revision": 1, "step_ids": [step_id], "shown": shown},
+        )
         assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'failed'") == "True"
         outputs = cell_outputs(nb, "c2")
         assert [o["output_type"] for o in outputs] == ["stream", "error"]
@@ -160,6 +175,7 @@ def test_a_step_run_honours_a_trailing_semicolon_and_its_prompts_agree(tmp_path:
             "pb.propose.edit_cell('c1', 'x = 41\\nx + 1;', run=True)\n"
             "pb.propose.edit_cell('c2', 'x + 1', run=True)"
         )
+        k.run("%plan")  # what %approve approves: the plan as shown
         assert "step 2" in k.run("%approve").text
         quiet, loud = nbformat.read(nb, as_version=4).cells
         assert quiet.outputs == [], quiet.outputs

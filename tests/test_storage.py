@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from planbook.documents.file import FileNotebook
 from planbook.engine.hashing import canonical_json, sha256
 from planbook.engine.store import METADATA_KEY
-from planbook.errors import UsageMistake
+from planbook.errors import NeedsConfirmation, UsageMistake
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook, sources
@@ -90,7 +90,7 @@ def test_a_checkpoint_stores_nothing_the_file_holds_elsewhere(tmp_path: Path) ->
     assert session.approve().ok
     stored = json.loads(path.read_text())["metadata"][METADATA_KEY]["checkpoints"]["0000"]
     ((key, entry),) = stored.items()
-    assert set(entry) == {"at", "cells", "seq", "step"}
+    assert set(entry) == {"at", "cells", "seq", "step", "signature"}
     assert set(entry["cells"][0]) == {"cell_id", "index", "after_hash", "parts"}
     z = entry["cells"][0]["parts"]["source"]["z"]
     assert z.startswith("brotli:")  # smaller than zlib on code
@@ -258,7 +258,10 @@ def test_schema_1_metadata_is_read_rolled_back_and_migrated(tmp_path: Path) -> N
     schema_1(path)
     old = open_session(path)
     assert [s.status for s in old.current_plan().steps] == ["done"]
-    old.rollback()
+    # its checkpoint was rewritten (whole-cell blobs): no longer what this key signed
+    with pytest.raises(NeedsConfirmation, match="not signed here"):
+        old.rollback()
+    old.rollback(confirm=True)
     assert nbformat.read(path, as_version=4).cells[0].source == "x = 1"
     saved = nbformat.read(path, as_version=4).metadata[METADATA_KEY]
     assert saved["schema_version"] == 2 and isinstance(saved["plans"], dict)
@@ -408,6 +411,6 @@ def test_a_pending_step_whose_cell_a_rollback_removed_refuses_only_itself(
     assert not report.ok
     assert report.lines()[0] == (
         f"step 1 (delete_cell): conflict: cell {inserted!r} no longer exists; nothing was "
-        "applied: revise or re-stage this step"
+        "applied: revise the plan (`pb.revise(...)`) or reject this step and propose it again"
     )
     assert [c.source for c in session.cells()] == ["x = 1", "y = 2"]

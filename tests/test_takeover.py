@@ -21,7 +21,10 @@ import pytest
 from IPython.core.error import UsageError
 
 from planbook.engine import owner
+from planbook.engine.approval import approval_hash
+from planbook.engine.received import signed_approval
 from planbook.errors import NothingToDo, UsageMistake
+from planbook.model.plan import Approval, Step
 from planbook.surfaces import plan_verbs
 from planbook.surfaces.cli.main import EXIT_OK, EXIT_USAGE, main
 from tests.attack.mp_workers import open_session
@@ -54,6 +57,10 @@ def _left_running(path: Path, token: str, status: str = "running") -> None:
     plan["state"] = "executing"
     step = plan["revisions"][-1]["steps"][0]
     step["status"], step["run_by"] = status, token
+    # approved by this same person (their signing key shared with that host): a received
+    # approval would send the step back to pending (tests/attack/test_received_notebooks.py)
+    approval = Approval(revision=1, step_ids=(step["id"],), sha256=approval_hash([Step(**step)]))
+    plan["approvals"].append(signed_approval(plan["id"], approval).model_dump(mode="json"))
     path.write_text(json.dumps(data, indent=1))
 
 

@@ -38,6 +38,11 @@ def statuses(panel: ReviewPanel) -> list[str]:
     return [s["status"] for s in panel.state["steps"]]
 
 
+def shown(panel: ReviewPanel) -> dict[str, str]:
+    """Each step's hash as the panel's view carries it: what the page sends with Approve."""
+    return {s["id"]: s["hash"] for s in panel.state["steps"]}
+
+
 def rev(panel: ReviewPanel) -> int:
     return int(panel.state["header"]["revision"])
 
@@ -68,7 +73,14 @@ def test_approve_runs_exactly_the_selected_steps(
     staged: Session, panel: ReviewPanel, nb_path: Path
 ):
     edit, _, insert = ids(panel)
-    panel.handle({"action": "approve", "step_ids": [insert, edit], "revision": rev(panel)})
+    panel.handle(
+        {
+            "action": "approve",
+            "step_ids": [insert, edit],
+            "revision": rev(panel),
+            "shown": shown(panel),
+        }
+    )
     assert panel.state["error"] is None
     assert statuses(panel) == ["done", "pending", "done"]
     assert not (nb_path.parent / "notes.txt").exists()
@@ -81,7 +93,7 @@ def test_approve_all_then_rollback_puts_everything_back(
     staged: Session, panel: ReviewPanel, nb_path: Path
 ):
     before = sources(nb_path)
-    panel.handle({"action": "approve_all", "revision": rev(panel)})
+    panel.handle({"action": "approve_all", "revision": rev(panel), "shown": shown(panel)})
     assert statuses(panel) == ["done", "done", "done"]
     assert (nb_path.parent / "notes.txt").read_text() == "hello\n"
     first = panel.state["checkpoints"][0]["id"]
@@ -138,11 +150,17 @@ def test_revision_switcher_shows_what_changed(staged: Session, panel: ReviewPane
 @pytest.mark.parametrize(
     ("message", "error"),
     [
-        ({"action": "approve", "step_ids": ["nope"], "revision": 1}, "there is no step 'nope'"),
+        (
+            {"action": "approve", "step_ids": ["nope"], "revision": 1, "shown": {}},
+            "there is no step 'nope'",
+        ),
         ({"action": "skip", "step_id": "nope", "revision": 1}, "there is no step 'nope'"),
-        ({"action": "approve_all", "revision": 7}, "changed while you looked at revision 7"),
+        (
+            {"action": "approve_all", "revision": 7, "shown": {}},
+            "changed while you looked at revision 7",
+        ),
         ({"action": "reorder", "order": ["a"], "revision": 1}, "exactly the plan's steps"),
-        ({"action": "approve", "revision": 1}, "cannot read (approve.step_ids"),
+        ({"action": "approve", "revision": 1, "shown": {}}, "cannot read (approve.step_ids"),
         ({"action": "explode"}, "cannot read"),
         (["not", "an", "object"], "cannot read"),
         ({"action": "stop"}, "nothing is running"),
@@ -165,7 +183,9 @@ def test_bad_messages_show_an_error_and_apply_nothing(
 def test_approving_a_skipped_step_is_refused(panel: ReviewPanel, nb_path: Path):
     _, write, _ = ids(panel)
     panel.handle({"action": "skip", "step_id": write, "revision": 1})
-    panel.handle({"action": "approve", "step_ids": [write], "revision": rev(panel)})
+    panel.handle(
+        {"action": "approve", "step_ids": [write], "revision": rev(panel), "shown": shown(panel)}
+    )
     assert "step 2 is skipped, not pending" in panel.state["error"]
     assert not (nb_path.parent / "notes.txt").exists()
 
@@ -187,12 +207,12 @@ def test_on_the_kernel_loop_the_run_is_a_task_on_the_main_thread_and_stop_works(
     staged.subscribe(listen)
 
     async def click() -> None:
-        panel.handle({"action": "approve_all", "revision": 1})
+        panel.handle({"action": "approve_all", "revision": 1, "shown": shown(panel)})
         # The comm handler returns before any step runs; the steps show as queued.
         assert statuses(panel) == ["approved"] * 3
         assert [s.status for s in staged.current_plan().steps] == ["pending"] * 3
         assert panel.state["progress"]["running"] is True
-        panel.handle({"action": "approve_all", "revision": 1})
+        panel.handle({"action": "approve_all", "revision": 1, "shown": shown(panel)})
         assert "a run is in progress" in panel.state["error"]
         while panel.running:
             await asyncio.sleep(0.01)
@@ -224,7 +244,7 @@ def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPa
 def test_a_failed_step_shows_its_error(staged: Session, panel: ReviewPanel, nb_path: Path):
     (nb_path.parent / "notes.txt").write_text("someone else wrote this\n")
     _, write, _ = ids(panel)
-    panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
+    panel.handle({"action": "approve", "step_ids": [write], "revision": 1, "shown": shown(panel)})
     step = panel.state["steps"][1]
     assert step["status"] == "conflict"
     assert step["error"]
@@ -252,7 +272,8 @@ def test_a_message_handled_on_another_thread_still_runs_steps_on_the_main_thread
     async def main() -> None:
         panel = ReviewPanel(staged)  # made in a cell: on the main thread, inside its loop
         worker = threading.Thread(
-            target=panel.handle, args=({"action": "approve_all", "revision": 1},)
+            target=panel.handle,
+            args=({"action": "approve_all", "revision": 1, "shown": shown(panel)},),
         )
         worker.start()
         await asyncio.to_thread(worker.join)
@@ -299,7 +320,7 @@ def test_agent_activity_and_todos_reach_the_view(staged: Session, panel: ReviewP
 
 def test_a_refused_rollback_can_be_forced(staged: Session, panel: ReviewPanel, nb_path: Path):
     _, write, _ = ids(panel)
-    panel.handle({"action": "approve", "step_ids": [write], "revision": 1})
+    panel.handle({"action": "approve", "step_ids": [write], "revision": 1, "shown": shown(panel)})
     notes = nb_path.parent / "notes.txt"
     notes.write_text("edited by hand\n")
     checkpoint = panel.state["checkpoints"][0]["id"]
@@ -395,7 +416,7 @@ def test_stop_agent_ends_the_agents_run_and_keeps_its_steps(tmp_path: Path):
 def test_during_a_run_only_small_live_updates_are_sent(staged: Session, panel: ReviewPanel):
     sent: list[str] = []
     panel.observe(lambda change: sent.append(change["name"]), names=["view", "live"])
-    panel.handle({"action": "approve_all", "revision": 1})
+    panel.handle({"action": "approve_all", "revision": 1, "shown": shown(panel)})
     assert sent.count("view") == 2, "the whole view: once when the run starts, once at its end"
     assert sent.count("live") > 6, "statuses and progress as they happen"
     assert panel.live == {}, "the final view needs no overrides"
@@ -408,7 +429,9 @@ def test_approving_a_step_without_the_step_it_builds_on_applies_nothing(
     staged.propose.edit_file("notes.txt", [{"search": "hello", "replace": "bye"}], reason="x")
     before = nb_path.read_text()
     *_, edit_file = ids(panel)  # edits the file that step 2 writes
-    panel.handle({"action": "approve", "step_ids": [edit_file], "revision": 1})
+    panel.handle(
+        {"action": "approve", "step_ids": [edit_file], "revision": 1, "shown": shown(panel)}
+    )
     assert "builds on step 2" in panel.state["error"]
     assert nb_path.read_text() == before
     assert not (nb_path.parent / "notes.txt").exists()

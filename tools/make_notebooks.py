@@ -500,10 +500,12 @@ assert not report.ok
             """
 ## 3. What a checkpoint holds
 
-One checkpoint per executed step. For every cell the step touched: its id, its position, and a
-content-addressed blob of the whole cell (source, outputs, metadata) as it was before. For a
-file: its bytes, or that it did not exist. Blobs are compressed and stored once, however many
-checkpoints refer to them.
+One checkpoint per executed step. For every cell the step touched: its id, its position, and
+only the parts the step changed, as they were before: the old source for an edit, the old
+outputs and execution count for a run, the whole cell for a delete, nothing more for a move.
+For a file: its bytes and permission bits, or that it did not exist. Every output item and
+every file's bytes is a content-addressed blob, compressed and stored once however many
+checkpoints refer to it; an old source is kept in the checkpoint itself (compressed when long).
 """,
         ),
         code("list-checkpoints", "%checkpoints"),

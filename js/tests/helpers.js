@@ -25,7 +25,7 @@ export function step(id, number, extra = {}) {
   return {
     id, number, kind: "edit_cell", target: `cell c${number}: x = ${number}`,
     reason: `because ${number}`, risk: "low", status: "pending", error: null,
-    language: "python", cell: null,
+    language: "python", cell: null, hash: `h-${id}`,
     diff: diffOf([
       { type: "del", old: 1, new: null, text: `x = ${number}`, ranges: [[4, 5]] },
       { type: "add", old: null, new: 1, text: `x = ${number}0`, ranges: [[4, 6]] },

@@ -2,6 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { makeView, mount, step } from "./helpers.js";
 
+/** Each step's hash as the view carries it (helpers.step): what Approve sends back. */
+const SHOWN = { s1: "h-s1", s2: "h-s2", s3: "h-s3" };
+
 test("header shows task, state, revision, mode, backend and counts", (t) => {
   const p = mount();
   t.after(p.close);
@@ -45,7 +48,7 @@ test("Approve selected sends the ticked pending steps with the revision seen", (
   p.byKey("step:s2:select").click();
   assert.equal(p.byKey("action:approve").textContent, "Approve selected (2)");
   p.byKey("action:approve").click();
-  assert.deepEqual(p.model.sent, [{ action: "approve", step_ids: ["s1", "s3"], revision: 2 }]);
+  assert.deepEqual(p.model.sent, [{ action: "approve", step_ids: ["s1", "s3"], revision: 2, shown: SHOWN }]);
 });
 
 test("with nothing selected, Approve selected explains instead of sending", (t) => {
@@ -85,7 +88,7 @@ test("Approve all, Reject and Revise send their messages; revise carries the fee
   box.dispatchEvent(new p.window.Event("input"));
   p.byKey("action:revise").click();
   assert.deepEqual(p.model.sent, [
-    { action: "approve_all", revision: 2 },
+    { action: "approve_all", revision: 2, shown: SHOWN },
     { action: "reject", revision: 2 },
     { action: "revise", feedback: "use polars instead", revision: 2 },
   ]);
@@ -161,7 +164,7 @@ test("keyboard: j/k move, a toggles approval, s skips, Alt+Down reorders, Ctrl+E
     assert.deepEqual(p.model.sent.at(-1).order, ["s1", "s3", "s2"]);
     p.key(row("s2"), "Enter", { ctrlKey: true });
     assert.deepEqual(p.model.sent.at(-1), { action: "approve", step_ids: ["s1", "s3"],
-      revision: 2 });
+      revision: 2, shown: SHOWN });
   });
 
 test("show more unfolds a long diff; Hide folds the step away", (t) => {

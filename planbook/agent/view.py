@@ -10,6 +10,7 @@ from typing import Protocol
 
 from planbook.agent.activity import Activity
 from planbook.agent.context import decisions_of
+from planbook.present.safe import md_code, md_prose, md_text, visible
 from planbook.sessions.session import Session
 
 
@@ -39,25 +40,28 @@ SHOWN = 25
 
 
 def markdown(run: Shown) -> str:
-    lines = [f"**planbook agent** · {run.status}"]
+    """The run as markdown: the model's lines keep their formatting but never HTML, links or
+    images (``md_prose``); ids, options and errors are plain words or code."""
+    lines = [f"**planbook agent** · {md_text(run.status)}"]
     for a in run.activity[-SHOWN:]:
-        lines.append(f"- `{ICONS.get(a.type, '-')}` {a.message}")
+        lines.append(f"- `{ICONS.get(a.type, '-')}` {md_prose(a.message, prefix='  ')}")
     for d in decisions_of(run.session).pending():
-        choices = " / ".join(f"`{o}`" for o in d.options) or "free text"
+        choices = " / ".join(md_code(o) for o in d.options) or "free text"
         lines.append(
-            f"\n**waiting for you ({d.id}):** {d.question}  \n"
-            f"answer with `%answer {d.id} <choice>` ({choices}) or in the panel"
+            f"\n**waiting for you ({md_text(d.id)}):** {md_prose(d.question)}  \n"
+            f"answer with {md_code(f'%answer {d.id} <choice>')} ({choices}) or in the panel"
         )
     if run.error:
-        lines.append(f"\n**{run.error}**")
+        lines.append(f"\n**{md_text(run.error)}**")
     return "\n".join(lines)
 
 
 def text(run: Shown) -> str:
+    """The run for a terminal; control characters in what the model sent show as escapes."""
     lines = [f"planbook agent: {run.status}"]
     lines += [f"  {ICONS.get(a.type, '-')} {a.message}" for a in run.activity[-SHOWN:]]
     for d in decisions_of(run.session).pending():
         lines.append(f"  waiting for you ({d.id}): {d.question} -> %answer {d.id} <choice>")
     if run.error:
         lines.append(f"  {run.error}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))

@@ -6,7 +6,7 @@ from planbook.documents.base import CellPlace, NotebookDocument
 from planbook.engine.checkpoints import Targets, place_hash
 from planbook.engine.hashing import ABSENT, bytes_hash
 from planbook.engine.projection import apply_text_edits
-from planbook.errors import ConflictError, UnknownCell
+from planbook.errors import ConflictError, TargetDrifted, UnknownCell
 from planbook.model.cell import Cell
 from planbook.model.operations import (
     AnyOperation,
@@ -59,13 +59,10 @@ def check_drift(
             what = f"{_name(op)} no longer exists"
         else:
             what = f"{_name(op)} changed after the step was staged"
-        raise ConflictError(f"{what}; nothing was applied: revise or re-stage this step")
+        raise TargetDrifted(what)
     for anchor in anchors_of(op):
         if document.find_cell(anchor) is None:
-            raise ConflictError(
-                f"anchor cell {anchor!r} no longer exists; nothing was applied: "
-                "revise or re-stage this step"
-            )
+            raise TargetDrifted(f"anchor cell {anchor!r} no longer exists")
 
 
 def _name(op: AnyOperation) -> str:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from planbook.engine.hashing import canonical_json, sha256
-from planbook.errors import UnknownStep, UsageMistake
+from planbook.errors import ApprovalMismatch, UnknownStep, UsageMistake
 from planbook.model.plan import Plan, Step
 from planbook.model.words import count, plural
 
 StepSelection = None | int | str | Sequence[int]
 
 _RANGE = re.compile(r"^\s*#?(\d+)\s*(?:-\s*#?(\d+)\s*)?$")
-_HOW = "use 4 (step 4), 1,3-5, first=N for the first N pending, or nothing for all"
+_HOW = "use 4 (step 4), 1,3-5, `--first N` for the first N pending, or nothing for all"
 
 
 def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
@@ -158,3 +158,47 @@ def steps_for(plan: Plan, step_ids: Sequence[str]) -> list[Step]:
     """The approved steps as they stand now in the plan, in plan order (missing ones dropped)."""
     wanted = set(step_ids)
     return [s for s in plan.steps if s.id in wanted]
+
+
+#: What a surface showed the person: step id -> ``approval_hash([step])`` as it was shown.
+Shown = dict[str, str]
+
+
+def step_hashes(steps: Iterable[Step]) -> Shown:
+    """Each step's own approval hash, by id: what a surface keeps of the steps it shows."""
+    return {s.id: approval_hash([s]) for s in steps}
+
+
+def check_shown(plan: Plan, chosen: Sequence[Step], shown: str | Mapping[str, str]) -> None:
+    """Refuse (one line, nothing approved) when ``chosen`` is not what the person was shown:
+    ``shown`` is the hash of exactly the chosen steps, or each shown step's hash by id."""
+    if isinstance(shown, str):
+        if shown != approval_hash(chosen):
+            raise ApprovalMismatch(
+                "the steps changed since they were shown (hash mismatch); nothing was approved "
+                "or run: review them again with `%plan`"
+            )
+        return
+    numbered = _numbered(plan, chosen)
+    changed = [n for n, s in numbered if s.id in shown and shown[s.id] != approval_hash([s])]
+    unseen = [n for n, s in numbered if s.id not in shown]
+    if changed:
+        were = "it was" if len(changed) == 1 else "they were"
+        raise ApprovalMismatch(
+            f"{_steps(changed)} changed since {were} shown; nothing was approved or run: "
+            "review the plan again with `%plan`"
+        )
+    if unseen:
+        raise ApprovalMismatch(
+            f"{_steps(unseen)} {plural('was', len(unseen))} not shown here yet; nothing was "
+            "approved or run: review the plan with `%plan`, then approve"
+        )
+
+
+def _numbered(plan: Plan, chosen: Sequence[Step]) -> list[tuple[int, Step]]:
+    wanted = {id(s) for s in chosen}
+    return [(n, s) for n, s in enumerate(plan.steps, 1) if id(s) in wanted]
+
+
+def _steps(numbers: list[int]) -> str:
+    return ("step " if len(numbers) == 1 else "steps ") + ", ".join(map(str, numbers))

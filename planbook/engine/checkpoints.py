@@ -4,10 +4,11 @@ A checkpoint holds, for each target, only what its step changes: for a cell the 
 differ after the change (the old source for an edit, the old outputs and count for a run, the
 whole cell for a delete, nothing but the position for a move) and its place only when the
 change moved it (or deleted it), for a file its bytes and mode.
-Large parts and every output item are content-addressed blobs, stored once however many
-checkpoints name them. Rolling back restores those parts newest first. Rollback is itself a
-checkpoint, so it can be undone the same way. Schema 1 checkpoints (a blob of the whole cell)
-are still restored.
+Every output item and every file's bytes are content-addressed blobs, stored once however
+many checkpoints name them; the other parts are kept in the checkpoint itself, compressed when
+long (an old source is seldom shared). Rolling back restores those parts newest first.
+Rollback is itself a checkpoint, so it can be undone the same way. Schema 1 checkpoints (a
+blob of the whole cell) are still restored.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.cell import Cell
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.workspace.files import Workspace
+from planbook.workspace.layer_apply import Prior, entry_hash, prior_state, restore_entry
 
 #: Parts whose JSON is at most this long are kept in the checkpoint itself, not as a blob
 #: (a blob's key costs 64 characters, and text this short hardly compresses).
@@ -113,6 +115,35 @@ class CheckpointWriter:
             out.append(FileSnapshot(path=path, exists=True, blob=self.blobs.put(data), mode=mode))
         return out
 
+    def snapshot_entries(self, priors: list[Prior]) -> list[FileSnapshot]:
+        """What a shell step's layer is about to change (workspace/layer_apply.py), in its
+        order (parents first): files, folders and symlinks, with kind and mode."""
+        out = []
+        for prior in priors:
+            if prior.too_big:
+                continue  # named by the caller: rollback cannot put it back
+            blob = None if prior.data is None else self.blobs.put(prior.data)
+            out.append(
+                FileSnapshot(
+                    path=prior.path,
+                    exists=prior.exists,
+                    blob=blob,
+                    mode=prior.mode,
+                    kind=prior.entry or "file",
+                )
+            )
+        return out
+
+    def snapshot_paths(self, snaps: list[FileSnapshot]) -> list[FileSnapshot]:
+        """Where each of ``snaps``'s paths stands now, the same way they were taken."""
+        plain = self.snapshot_files([s.path for s in snaps if s.kind is None])
+        entries = [s for s in snaps if s.kind is not None]
+        entries.sort(key=lambda s: s.path)
+        priors = prior_state(
+            self.workspace.root, [s.path for s in entries], self.workspace.max_bytes
+        )
+        return [*plain, *self.snapshot_entries(priors)]
+
     def with_after_hashes(self, checkpoint: Checkpoint) -> None:
         """Record what each cell held that the change replaced, and what each target looks
         like right after the change (for rollback drift)."""
@@ -130,7 +161,7 @@ class CheckpointWriter:
             snaps.append(snap.model_copy(update=update))
         checkpoint.cells = snaps
         checkpoint.files = [
-            s.model_copy(update={"after_hash": self.file_hash(s.path)}) for s in checkpoint.files
+            s.model_copy(update={"after_hash": self.current_hash(s)}) for s in checkpoint.files
         ]
 
     def _parts(self, before: Cell, after: Cell | None, outputs: bool) -> dict[str, dict[str, Any]]:
@@ -162,6 +193,8 @@ class CheckpointWriter:
     def current_hash(self, target: CellSnapshot | FileSnapshot) -> str:
         if isinstance(target, CellSnapshot):
             return place_hash(self.document.find_cell(target.cell_id))
+        if target.kind is not None:
+            return entry_hash(self.workspace.root, target.path)
         return self.file_hash(target.path)
 
     def restore_cell(self, snap: CellSnapshot) -> None:
@@ -201,6 +234,11 @@ class CheckpointWriter:
         return min(snap.index or 0, len(cells))
 
     def restore_file(self, snap: FileSnapshot) -> None:
+        if snap.kind is not None:  # a shell step's layer: any kind, any size, mode and all
+            data = None if snap.blob is None else self.blobs.get(snap.blob)
+            prior = Prior(snap.path, snap.exists, snap.kind, snap.mode, data)
+            restore_entry(self.workspace.root, prior)
+            return
         if not snap.exists:
             self.workspace.delete(snap.path)
             return

@@ -31,6 +31,13 @@ class Retention:
     keep_checkpoints: int | None = DEFAULT_KEEP_CHECKPOINTS
     keep_plans: int | None = None
 
+    def __post_init__(self) -> None:
+        # A count under 1 would drop every checkpoint (a negative one sliced from the end).
+        for key in ("keep_checkpoints", "keep_plans"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise UsageMistake(f"{key}={value!r}: give a count of 1 or more")
+
     @classmethod
     def load(cls, root: str | Path) -> Retention:
         """The limits configured in ``root`` (pyproject.toml, then planbook.toml), else defaults."""

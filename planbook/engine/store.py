@@ -31,6 +31,7 @@ from typing import Any
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
+from planbook.engine.received import settle_received, sign_checkpoint
 from planbook.errors import MetadataError, invalid_as
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, StepIndex
@@ -208,6 +209,7 @@ class Store:
         self._raw: Any = None
         self._saved = _Saved()
         self.user = user_name()
+        self.received: list[str] = []
         #: How often ``sync`` found the saved record put back to an older copy of this one
         #: (the live server overwrote the room with the file); memory was kept each time and
         #: the record must be reconciled with the cells (engine/reconcile.py).
@@ -219,6 +221,11 @@ class Store:
     def load(self) -> None:
         raw = self.document.get_metadata(METADATA_KEY)
         self.state = parse_state(raw, _where(self.document))
+        #: What the record carried from elsewhere and lost its authority here, one line each
+        #: (engine/received.py): approvals made elsewhere, a mode chosen elsewhere.
+        self.received = settle_received(self.state)
+        for cp in self.state.checkpoints:
+            cp._made_here = False  # its signature (or none) is as the notebook has it
         self._raw = raw
         self._saved = _Saved.of(raw, self.state)
         self._save_failed = False
@@ -272,6 +279,8 @@ class Store:
         whole["checkpoints"] = {}
         numbers: dict[str, StepIndex] = {}
         for c in state.checkpoints:
+            if c._made_here:
+                sign_checkpoint(c)
             whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
                 c, state.plans, numbers
             )
@@ -402,6 +411,8 @@ class _Saved:
             changes[("checkpoints", bucket(self.checkpoints[gone][1].get("seq", 1)), gone)] = DELETE
             del self.checkpoints[gone]
         for cp in fresh:
+            if cp._made_here:
+                sign_checkpoint(cp)  # its content is final once saved with its step
             looks = _looks(cp)
             seen = self.checkpoints.get(cp.id)
             if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:

@@ -9,7 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from planbook.model.base import PlanbookModel
 from planbook.model.plan import new_id, now
@@ -50,6 +56,19 @@ class FileSnapshot(PlanbookModel):
     blob: str | None = None
     mode: int | None = Field(default=None, description="Its permission bits (0o755...).")
     after_hash: str = ""
+    kind: Literal["file", "folder", "symlink"] | None = Field(
+        default=None,
+        description="Set for what a shell step's layer changed (a symlink's blob holds its "
+        "target; a folder has none); its after_hash then covers kind, mode and bytes. Absent "
+        "for file steps, stored as before it existed.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.kind is None:
+            dumped.pop("kind", None)
+        return dumped
 
 
 class Checkpoint(PlanbookModel):
@@ -61,6 +80,8 @@ class Checkpoint(PlanbookModel):
     #: Assignments to this checkpoint, and whether the store has saved it (not stored).
     _version: int = PrivateAttr(default=0)
     _saved: bool = PrivateAttr(default=False)
+    #: Made by this process (signed when saved), not loaded from the notebook (not stored).
+    _made_here: bool = PrivateAttr(default=True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -84,3 +105,9 @@ class Checkpoint(PlanbookModel):
         default_factory=list, description="For a rollback: the checkpoints it undid."
     )
     undone_by: str | None = None
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="This person's signature over what it restores (engine/signing.py); "
+        "absent or foreign: recorded elsewhere, so restoring it needs a confirmation.",
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from planbook.model.base import PlanbookModel
 
@@ -53,6 +53,17 @@ class SavedDecision(PlanbookModel):
     answer: str | None = None
     answer_text: str | None = None
     answer_args: dict[str, Any] | None = None
+    #: This person's signature over the answer (engine/signing.py): an answer recorded
+    #: elsewhere (unsigned or foreign) is asked again, never acted on.
+    signature: str | None = Field(default=None, max_length=200)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored as before the signature existed when it is absent."""
+        dumped: dict[str, Any] = handler(self)
+        if self.signature is None:
+            dumped.pop("signature", None)
+        return dumped
 
 
 class StepQuestion(PlanbookModel):

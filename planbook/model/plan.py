@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
+from planbook.model.preview import ShellPreview
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
@@ -127,7 +128,7 @@ class AskFirst(PlanbookModel):
 
 
 #: Fields added after notebooks were first written, left out of a step that has none.
-_DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later")
+_DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later", "preview")
 
 
 class Step(PlanbookModel):
@@ -171,6 +172,12 @@ class Step(PlanbookModel):
             "installed one, git's settings, a start-up file): auto-edit mode holds it for "
             "review; act mode applies it and this line says so."
         ),
+    )
+
+    preview: ShellPreview | None = Field(
+        default=None,
+        description="For a shell step: what running it once in an overlay changed "
+        "(model/preview.py), when it was previewed.",
     )
 
     @model_serializer(mode="wrap")
@@ -225,6 +232,27 @@ class Approval(PlanbookModel):
     sha256: str
     at: datetime = Field(default_factory=now)
     by: str = ""
+    person: str | None = Field(
+        default=None,
+        max_length=300,
+        description="Who approved, as user@host (the person at the machine, also when a mode "
+        "or rule approved for them).",
+    )
+    signature: str | None = Field(
+        default=None,
+        max_length=200,
+        description="This person's signature over the approval (engine/signing.py); absent or "
+        "foreign: approved elsewhere, so the steps need approving here.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored as before these fields existed when they are absent."""
+        dumped: dict[str, Any] = handler(self)
+        for name in ("person", "signature"):
+            if getattr(self, name) is None:
+                dumped.pop(name, None)
+        return dumped
 
 
 class StepResult(PlanbookModel):

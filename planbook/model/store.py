@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
@@ -40,6 +46,17 @@ class PlanbookState(PlanbookModel):
     #: The agent's conversation (messages, todos, open questions, activity); absent once the
     #: notebook is stripped for sharing, which simply starts a fresh conversation.
     conversation: Conversation | None = None
+    #: This person's signature over the mode (engine/signing.py). A mode other than plan
+    #: without it was chosen elsewhere: the notebook opens in plan mode instead.
+    mode_signature: str | None = Field(default=None, max_length=200)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored as before the signature existed when it is absent."""
+        dumped: dict[str, Any] = handler(self)
+        if self.mode_signature is None:
+            dumped.pop("mode_signature", None)
+        return dumped
 
     @model_validator(mode="after")
     def _questions_onto_steps(self) -> PlanbookState:

@@ -10,9 +10,11 @@ from pydantic import ConfigDict
 
 from planbook.engine.blobs import BlobStore
 from planbook.engine.checkpoints import source_before
+from planbook.engine.executor.shell_layer import overlay_off_reason
 from planbook.engine.owner import describe, on_this_host
 from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
+from planbook.engine.received import approved_elsewhere
 from planbook.errors import PlanbookError
 from planbook.model.base import PlanbookModel
 from planbook.model.cell import Cell, short_ids
@@ -31,6 +33,8 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Plan, Step
+from planbook.model.preview import ShellPreview
+from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
 Language = Literal["python", "markdown", "text", "shell"]
@@ -71,6 +75,13 @@ class StepView(PlanbookModel):
     runner_elsewhere: bool = False
     #: Who proposed it when it came from outside the kernel (an MCP client's name and version).
     origin: str | None = None
+    #: A shell step's preview (model/preview.py), once it was previewed.
+    preview: ShellPreview | None = None
+    #: On the first shell step where overlays are off: why previews and rollback are.
+    shell_note: str = ""
+    #: Who approved it on another machine (a received notebook's approval: not authority
+    #: here, so the step is pending again), or None.
+    approved_elsewhere: str | None = None
 
 
 def language_for_path(path: str) -> Language:
@@ -126,11 +137,14 @@ def step_title(
     step: Step, proj: Projection | None = None, names: dict[str, str] | None = None
 ) -> str:
     """``names``: how to show a cell id, such as "#5 `7f3a9c21`" (its position in the notebook
-    and short id, as `%plan cells` lists them); without it, the id."""
+    and short id, as `%plan cells` lists them); without it, the id.
+
+    Every name, path and command is a code span that nothing inside it can close
+    (``md_code``), so the title is safe to put into markdown as it is."""
     op = step.operation
 
     def cell(cell_id: str) -> str:
-        return (names or {}).get(cell_id) or f"`{cell_id}`"
+        return (names or {}).get(cell_id) or md_code(cell_id)
 
     match op:
         case InsertCell():
@@ -141,7 +155,7 @@ def step_title(
                 if op.before
                 else " at the end"
             )
-            return f"insert {op.cell_type} cell `{op.cell_id}`{where}" + (
+            return f"insert {op.cell_type} cell {md_code(op.cell_id)}{where}" + (
                 " and run it" if step.run_at_approval else ""
             )
         case EditCell():
@@ -155,15 +169,16 @@ def step_title(
         case RunCell():
             return f"run cell {cell(op.cell_id)}"
         case WriteFile():
-            return f"write file `{op.path}`"
+            return f"write file {md_code(op.path)}"
         case EditFile():
-            return f"edit file `{op.path}` ({len(op.edits)} edit{'s' if len(op.edits) > 1 else ''})"
+            edits = f"{len(op.edits)} edit{'s' if len(op.edits) > 1 else ''}"
+            return f"edit file {md_code(op.path)} ({edits})"
         case DeleteFile():
-            return f"delete file `{op.path}`"
+            return f"delete file {md_code(op.path)}"
         case Shell():
-            return f"run shell `{op.command}`"
+            return f"run shell {md_code(op.command)}"
         case McpCall():
-            return f"call {op.name}"
+            return f"call {md_code(op.name)}"
 
 
 def _target(op: AnyOperation, before: str) -> str:
@@ -187,10 +202,12 @@ def step_views(
 ) -> list[StepView]:
     proj = Projection(cells, workspace)
     short = short_ids([c.id for c in cells])
-    names = {c.id: f"#{n} `{short[c.id]}`" for n, c in enumerate(cells, start=1)}
+    names = {c.id: f"#{n} {md_code(short[c.id])}" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
+    elsewhere = approved_elsewhere(plan) if plan.approvals else {}
     views = []
+    off = _shell_off(plan, workspace)
     for number, step in enumerate(plan.steps, start=1):
         op = step.operation
         cp = by_id.get(step.checkpoint or "")
@@ -232,10 +249,23 @@ def step_views(
                 checkpoint=step.checkpoint,
                 run_at_approval=step.run_at_approval,
                 origin=step.origin,
+                approved_elsewhere=elsewhere.get(step.id) if step.status == "pending" else None,
                 cell_type=cell_type,
                 runs_later=step.runs_later,
                 runner=describe(step.run_by) if running and step.run_by else None,
                 runner_elsewhere=running and not on_this_host(step.run_by or ""),
+                preview=step.preview,
+                shell_note=off if isinstance(op, Shell) else "",
             )
         )
+        if isinstance(op, Shell):
+            off = ""
     return views
+
+
+def _shell_off(plan: Plan, workspace: Workspace | None) -> str:
+    """One line for a plan with shell steps where overlays cannot run, else ""."""
+    if workspace is None or not any(isinstance(s.operation, Shell) for s in plan.steps):
+        return ""
+    why = overlay_off_reason(workspace.root)
+    return f"previews and shell rollback are off: {why}" if why else ""

@@ -15,6 +15,7 @@ from planbook.documents.base import NotebookDocument, new_cell_id
 from planbook.engine import planning
 from planbook.engine.anchors import resolve
 from planbook.engine.projection import Projection
+from planbook.engine.rules.preview_fit import auto_preview_on, is_short_and_local
 from planbook.errors import PlanbookError, UnknownCell, UsageMistake, invalid_as
 from planbook.model.operations import (
     AnyOperation,
@@ -69,6 +70,7 @@ class Proposer:
         stage: Stage,
         current_plan: Callable[[], Plan | None],
         advice: PageAdvice,
+        preview: Callable[[int], object],
         origin: str | None = None,
     ) -> None:
         self._document = document
@@ -76,6 +78,8 @@ class Proposer:
         self._stage_op = stage
         self._current_plan = current_plan
         self._advice = advice
+        #: Runs a staged shell step once in an overlay and records what it changed.
+        self._preview = preview
         #: Who proposes through this proposer when not the kernel's person or agent (an MCP
         #: client's name and version): every step it stages carries it.
         self.origin = origin
@@ -174,7 +178,22 @@ class Proposer:
         return self._stage(build(DeleteFile, path=self._path(path)), reason)
 
     def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
-        return self._stage(build(Shell, command=command, timeout=timeout), reason)
+        """Stage a shell command; a short, local one is previewed at once (engine/preview.py,
+        ``[preview] auto`` in planbook.toml)."""
+        step = self._stage(build(Shell, command=command, timeout=timeout), reason)
+        root = self._workspace.root
+        plan = self._current_plan()
+        if (
+            step.status == "pending"
+            and plan is not None
+            and step in plan.steps
+            and auto_preview_on(root)
+            and is_short_and_local(command, root)
+        ):
+            with suppress(PlanbookError):  # a preview that cannot run leaves the step as staged
+                self._preview(plan.steps.index(step) + 1)
+            step = self._current_plan().find_step(step.id) or step  # type: ignore[union-attr]
+        return step
 
     def mcp_call(
         self, server: str, tool: str, arguments: Mapping[str, Any], *, reason: str = ""

@@ -8,42 +8,36 @@ only the executor ever writes, and only approved steps.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from planbook.documents.base import NotebookDocument, catch_up, close_document, make_durable
-from planbook.documents.headless import HeadlessNotebook
-from planbook.documents.page import PageNotebook
+from planbook.documents.base import NotebookDocument
 from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
     StepSelection,
     approval_hash,
     check_selection_argument,
+    check_shown,
     check_step_number,
     select,
 )
 from planbook.engine.checkpoints import CheckpointWriter
-from planbook.engine.executor.report import RunReport, one_line
-from planbook.engine.executor.run import Executor
-from planbook.engine.owner import describe
-from planbook.engine.policy import check_mode, decide
-from planbook.engine.reconcile import choose_record, reconcile
+from planbook.engine.executor.report import RunReport
+from planbook.engine.policy import decide
+from planbook.engine.preview import preview_shell, shell_step
+from planbook.engine.received import locally_approved, signed_approval
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
 from planbook.engine.revisions import restore
-from planbook.engine.rollback import find_checkpoint, rollback
-from planbook.engine.rules.project import ProjectRules
+from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_rollback, rollback
 from planbook.engine.runner import CodeRunner, default_runner
-from planbook.engine.store import Store
+from planbook.engine.signing import who
 from planbook.engine.takeover import Takeover, take_over
-from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
-from planbook.model.cell import Cell
+from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
-from planbook.model.events import Event, EventBus, EventKind, Listener
+from planbook.model.events import Event
 from planbook.model.operations import AnyOperation
 from planbook.model.plan import (
     OPEN_STATUSES,
@@ -54,19 +48,15 @@ from planbook.model.plan import (
     Step,
     approved_by_mode,
 )
-from planbook.model.store import Mode
-from planbook.model.words import count
-from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
-from planbook.present.views import StepView, step_views
-from planbook.sessions.mcp_client import McpClient
-from planbook.sessions.page_advice import PageAdvice
+from planbook.model.preview import ShellPreview
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.reading import ReadingSession
 from planbook.workspace.files import Workspace
 
-Attached = TypeVar("Attached")
 
+class Session(ReadingSession):
+    """One per kernel (or per notebook a tool opens): see the module's docstring."""
 
-class Session:
     def __init__(
         self,
         document: NotebookDocument,
@@ -75,47 +65,8 @@ class Session:
         runner: Callable[[], CodeRunner] = default_runner,
         notebook_path: Path | None = None,
     ) -> None:
-        self.document = document
-        self.notebook_path = notebook_path
-        self.workspace = workspace or Workspace(
-            notebook_path.parent if notebook_path else Path.cwd(),
-            protected=(notebook_path,) if notebook_path else (),
-        )
-        self.events = EventBus()
-        self.store = Store(document)
-        self.executor = Executor(
-            self.store,
-            document,
-            self.workspace,
-            runner,
-            self.events.emit,
-            McpClient(self.workspace.root),  # approved mcp_call steps call through it
-        )
-        #: What was repaired at start: runs cut off by a dead kernel (one line each).
-        self.recovered = self.executor.recover()
-        #: Problems found at start that the person should hear about (one line each).
-        self.warnings: list[str] = []
-        #: Save-and-reload advice for a page that gets no live updates: the floor needs it, as
-        #: every surface's "no such cell" (``propose``) depends on it.
-        self.page_advice = PageAdvice(document, self.warnings)
+        super().__init__(document, workspace, runner=runner, notebook_path=notebook_path)
         self.propose = self.proposing_as(None)
-        #: The project's permission rules (engine/rules/project.py), as its files say now.
-        self.rules = ProjectRules(self.workspace.root, notebook_path)
-        #: Per-session objects of the floors above, by their owner's class (``attached``).
-        self._attached: dict[type, object] = {}
-        self._attached_lock = threading.Lock()
-        self._lock = threading.RLock()
-        self._install_rules()
-
-    def close(self) -> None:
-        """Let go of the document (a live one holds a websocket and a thread) and listeners."""
-        self.request_stop()
-        self.events = EventBus()
-        self.executor.emit = self.events.emit
-        close_document(self.document)
-
-    def __repr__(self) -> str:
-        return f"<planbook.Session mode={self.mode} {self.document.description!r}>"
 
     def proposing_as(self, origin: str | None) -> Proposer:
         """``propose`` for someone other than the kernel's person or agent (an MCP client's
@@ -126,181 +77,9 @@ class Session:
             stage=self.stage,
             current_plan=self.current_plan,
             advice=self.page_advice,
+            preview=self.preview,
             origin=origin,
         )
-
-    @staticmethod
-    def hash_of(steps: Sequence[Step]) -> str:
-        """The approval hash of ``steps`` as they are now: what a surface keeps when it shows
-        them, so that a step changed since is refused instead of run."""
-        return approval_hash(steps)
-
-    @property
-    def headless(self) -> bool:
-        """A run with no page to show anything to (nbconvert, papermill)."""
-        return isinstance(self.document, HeadlessNotebook)
-
-    def page_document(self) -> PageNotebook | None:
-        """Where the page is the notebook (no collaboration): its document, which the page's
-        comm feeds with the page's cells and answers; None for every other backend."""
-        return self.document if isinstance(self.document, PageNotebook) else None
-
-    def attached(self, kind: type[Attached]) -> Attached:
-        """The one ``kind`` object of this session, made by ``kind()`` on first use: how the
-        floors above keep their per-session objects (the agent's state, the review panel)
-        without the Session knowing their types. Keyed by the owner's class, so
-        only code importing it reaches it, and typed by it. Kept here, not in a module-level
-        WeakKeyDictionary, because those objects point back to the session: as values of such
-        a dictionary they would keep every session alive; here they go with it."""
-        with self._attached_lock:  # not the session's lock: a run holds that one for long
-            found = self._attached.get(kind)
-            if not isinstance(found, kind):
-                found = kind()
-                self._attached[kind] = found
-            return found
-
-    def _install_rules(self) -> None:
-        """Read the rules again if their files changed; say what is wrong with them (a broken
-        file fails closed: every change is staged until it is fixed)."""
-        for warning in self.rules.refresh():
-            if warning not in self.warnings:
-                self.warnings.append(warning)
-
-    def _settle_reload(self) -> None:
-        """After the document was reloaded underneath (live room: server restart, file changed
-        on disk) or a run's end could not be saved, settle the record with the cells before
-        believing it (engine/reconcile.py); say what was found."""
-        watch, executor = self.executor.watch, self.executor
-        if executor.active:
-            return
-        if not executor.unsaved:  # (else memory holds what the room lacks: kept below)
-            self.store.sync()  # a record put back to an older copy is noticed here (a rewind)
-        if not (watch.reloaded() or executor.unsaved):
-            return
-        with self._lock:
-            reloaded = watch.reloaded()
-            reason = watch.reason if reloaded else "the room was unreachable at the end of a run"
-            chosen = choose_record(self.store)
-            executor.put_back_unrecorded(fresh=chosen == "room")
-            notes = reconcile(self.store, self.document, reason)
-            notes += executor.recover()
-            try:
-                self.store.save()
-            except PlanbookError as exc:
-                if not getattr(exc, "retryable", False):
-                    raise
-                return  # still unreachable: settled on the next call
-            watch.acknowledge()
-            executor.unsaved = False
-            executor.unrecorded.clear()  # the saved record holds them now
-            make_durable(self.document)
-        for note in notes:
-            self.warnings.append(note)
-            self.events.emit(Event(kind="plan_changed", message=note))
-
-    def _durable(self) -> None:
-        """The server holds what was just saved (live room); else say why not, once."""
-        warning = make_durable(self.document)
-        if warning and warning not in self.warnings:
-            self.warnings.append(warning)
-
-    @contextmanager
-    def _editing(self) -> Iterator[None]:
-        """One operation holding the notebook (across threads and processes) and starting from
-        the saved state; a run a dead process left behind is settled first. If it fails,
-        whatever it changed in memory is dropped: the saved state was never touched."""
-        with self._lock, self.document.locked():
-            catch_up(self.document)  # a reload the reconnect brings is settled just below
-            self._settle_reload()
-            self.store.sync()
-            try:
-                self.executor.recover()
-                yield
-            except (PlanbookError, KeyboardInterrupt):
-                with suppress(Exception):
-                    self.store.load()
-                raise
-            except Exception as exc:
-                with suppress(Exception):
-                    self.store.load()
-                raise TransactionFailed(f"nothing was changed: {one_line(exc)}") from exc
-
-    def _busy(self, plan: Plan) -> str | None:
-        """Who runs steps of ``plan`` now, in a few words, or None when no run is under way."""
-        if self.executor.active:
-            return "this session"
-        if plan.state != "executing":
-            return None
-        owners = {s.run_by for s in plan.steps if s.status in ("approved", "running") and s.run_by}
-        return ", ".join(sorted(describe(o) for o in owners)) or "another process"
-
-    # --- observing ---------------------------------------------------------------------------
-    def _tell(self, event: Event) -> None:
-        """Surfaces observe: whatever fails there never undoes or blocks what was done."""
-        with suppress(Exception):
-            self.events.emit(event)
-
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        return self.events.subscribe(listener)
-
-    def _changed(
-        self,
-        kind: EventKind = "plan_changed",
-        plan: Plan | None = None,
-        message: str = "",
-        **data: Any,
-    ) -> None:
-        self._tell(
-            Event(
-                kind=kind,
-                plan_id=plan.id if plan else None,
-                message=message,
-                data=data,
-            )
-        )
-
-    # --- mode --------------------------------------------------------------------------------
-    @property
-    def mode(self) -> Mode:
-        return self.store.state.mode
-
-    def set_mode(self, mode: str) -> Mode:
-        with self._editing():
-            wanted = check_mode(mode)
-            if wanted == self.store.state.mode:
-                # nothing changes, so nothing is written: `%plan on` in a fresh notebook (plan
-                # is the default) must not make the open page's next save ask "File Changed"
-                return wanted
-            self.store.state.mode = wanted
-            self.store.log("mode", mode)
-            self.store.save()
-        self._changed("mode_changed", message=mode)
-        return self.store.state.mode
-
-    # --- plans -------------------------------------------------------------------------------
-    def current_plan(self) -> Plan | None:
-        """The open plan, or else the most recent one."""
-        self._settle_reload()
-        self.store.sync()
-        plans = self.store.state.plans
-        for plan in reversed(plans):
-            if plan.is_open:
-                return plan
-        return plans[-1] if plans else None
-
-    def _require_plan(self) -> Plan:
-        plan = self.current_plan()
-        if plan is None:
-            raise UsageMistake("there is no plan yet: stage a step with `%%propose` first")
-        return plan
-
-    def _open_plan(self, task: str = "") -> Plan:
-        plan = self.current_plan()
-        if plan is None or not plan.is_open:
-            plan = Plan(task=task)
-            self.store.state.plans.append(plan)
-            self.store.log("plan", f"started {plan.id}" + (f": {task}" if task else ""))
-        return plan
 
     def new_plan(self, task: str) -> Plan:
         """Start a plan for ``task``. An open plan with no steps is reused; one whose steps are
@@ -324,11 +103,13 @@ class Session:
     ) -> Step:
         """Put ``op`` through the policy: staged as a step, or applied now with a checkpoint.
         ``origin``: who proposed it from outside this kernel (an MCP client), kept on the step
-        and in the audit log."""
+        and in the audit log. Such a proposal is always staged, whatever the mode and the rules:
+        the modes and rules are the person's grants to their own agent, not to every client
+        that can reach the notebook."""
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
             verdict = self.rules.verdict(op)
-            decision = decide(self.mode, op, verdict, runs=run)
+            decision = "stage" if origin else decide(self.mode, op, verdict, runs=run)
             plan = self._open_plan()
             busy = self._busy(plan)
             if busy:
@@ -369,7 +150,6 @@ class Session:
             return applied
         return step
 
-    # --- deciding ----------------------------------------------------------------------------
     def approve(
         self,
         steps: StepSelection = None,
@@ -377,9 +157,14 @@ class Session:
         first: int | None = None,
         dry_run: bool = False,
         by: str | None = None,
+        shown: str | Mapping[str, str] | None = None,
     ) -> RunReport:
         """Approve pending steps and run exactly those: all, step n (``4`` or ``"4"``),
         ``"1,3-5"``, ``[1, 3]``, or the first n pending (``first=n``).
+
+        ``shown``: the steps as the person saw them (``hash_of`` the chosen steps, or
+        ``step_hashes`` of what the view showed); any chosen step that differs now, or was
+        not shown, refuses the approval in one line and nothing runs.
 
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
@@ -400,13 +185,19 @@ class Session:
                     )
                 chosen = select(plan, steps, statuses=("pending",), first=first)
                 approval_checks.check_selection(plan, chosen)
+                if shown is not None:
+                    check_shown(plan, chosen, shown)
                 if dry_run:
                     return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
-                approval = Approval(
-                    revision=plan.current.number,
-                    step_ids=tuple(s.id for s in chosen),
-                    sha256=approval_hash(chosen),
-                    by=by or self.store.user,
+                approval = signed_approval(
+                    plan.id,
+                    Approval(
+                        revision=plan.current.number,
+                        step_ids=tuple(s.id for s in chosen),
+                        sha256=approval_hash(chosen),
+                        by=by or self.store.user,
+                        person=who(),
+                    ),
                 )
                 plan.approvals.append(approval)
                 for step in chosen:
@@ -416,7 +207,8 @@ class Session:
                     plan.fire("approve")
                 self.store.log(
                     "approved",
-                    f"{plan.id} steps {','.join(approval.step_ids)} sha256={approval.sha256}",
+                    f"{plan.id} steps {','.join(approval.step_ids)} by {approval.person} "
+                    f"sha256={approval.sha256}",
                 )
                 self.store.save()
                 # Saved before the first step: a server stop during the run then loses no
@@ -533,7 +325,6 @@ class Session:
             self.store.save()
         return conversation
 
-    # --- asking before a step -----------------------------------------------------------------
     def ask_before(self, number: int, question: str, options: Sequence[str] = ()) -> AskFirst:
         """Make pending step ``number`` a decision point: a run that reaches it pauses (it and
         the approved steps after it go back to pending) until ``answer_step`` is called.
@@ -560,6 +351,10 @@ class Session:
             with self._editing():
                 plan = self._require_plan()
                 chosen, again = ask_first.answer(plan, number, choice)
+                # only steps approved here run on an answer: a received plan's question
+                # may name any step as held back
+                local = locally_approved(plan)
+                again = [n for n in again if plan.steps[n - 1].id in local]
                 self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
                 self.store.save()
             self._changed(plan=plan)
@@ -567,17 +362,40 @@ class Session:
                 return None
             return self.approve(again, by="answer to step question")
 
-    def request_stop(self) -> None:
-        """End a run cleanly between steps."""
-        self.executor.stop_requested = True
+    def preview(self, number: int) -> ShellPreview:
+        """Run shell step ``number`` once in the sandbox with the workspace as an overlay (no
+        network, the sandbox's limits; nothing reaches the workspace) and keep on the step
+        what it would change, for every surface's review (engine/preview.py)."""
+        check_step_number(number)
+        with self._editing():
+            step, op = shell_step(self._require_plan(), number)
+        preview = preview_shell(self.workspace, op)
+        with self._editing():
+            plan = self._require_plan()
+            found = plan.find_step(step.id)
+            if found is None:
+                raise UsageMistake(f"step {number} left the plan while it was previewed")
+            found.preview = preview
+            self.store.log("preview", f"{step.id}: {preview.summary}")
+            self.store.save()
+        self._changed(plan=plan)
+        return preview
 
-    # --- checkpoints -------------------------------------------------------------------------
-    def checkpoints(self) -> list[Checkpoint]:
+    def rollback_preview(self, checkpoint: str | None = None) -> RollbackPreview:
+        """What ``rollback(checkpoint)`` would write (files and cells), what it refuses to, and
+        whether it rests on checkpoints recorded elsewhere (then it needs ``confirm=True``):
+        the surfaces show it before rolling back."""
         self.store.sync()
-        return list(self.store.state.checkpoints)
+        if not self.store.state.checkpoints:
+            raise UsageMistake("nothing to roll back: no step has run yet")
+        return preview_rollback(self.store, find_checkpoint(self.store, checkpoint))
 
-    def rollback(self, checkpoint: str | None = None, *, force: bool = False) -> Checkpoint:
-        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable."""
+    def rollback(
+        self, checkpoint: str | None = None, *, force: bool = False, confirm: bool = False
+    ) -> Checkpoint:
+        """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable.
+        A checkpoint recorded elsewhere (not signed here) is restored only with ``confirm``;
+        a snapshot of anything its step's record does not name is never restored."""
         with self._editing():
             if not self.store.state.checkpoints:
                 raise UsageMistake("nothing to roll back: no step has run yet")
@@ -589,7 +407,7 @@ class Session:
                     )
             target = find_checkpoint(self.store, checkpoint)
             writer = CheckpointWriter(self.document, self.workspace, self.store.blobs)
-            record = rollback(self.store, writer, target, force=force)
+            record = rollback(self.store, writer, target, force=force, confirm=confirm)
         self._tell(
             Event(
                 kind="rolled_back",
@@ -614,67 +432,6 @@ class Session:
             self.store.save()
         self._changed()
         return report
-
-    # --- reading -----------------------------------------------------------------------------
-    def cells(self) -> list[Cell]:
-        return self.document.cells()
-
-    def step_views(self, plan: Plan | None = None, revision: int | None = None) -> list[StepView]:
-        plan = plan or self.current_plan()
-        if plan is None:
-            return []
-        if revision is not None and revision != plan.current.number:
-            plan = plan.model_copy(update={"revisions": [plan.revision(revision)]})
-        return step_views(
-            plan,
-            self.document.cells(),
-            self.workspace,
-            self.store.state.checkpoints,
-            self.store.blobs,
-        )
-
-    def render_markdown(self) -> str:
-        plan = self.current_plan()
-        if plan is None:
-            return (
-                f"*no plan yet* · mode: {self.mode} · notebook: {self.document.description}\n\n"
-                "Stage a step with `%%propose` (anchors: `%plan cells`)."
-            )
-        return plan_markdown(
-            plan, self.step_views(plan), mode=self.mode, backend=self.document.description
-        )
-
-    def render_text(self, *, color: bool = False) -> str:
-        plan = self.current_plan()
-        if plan is None:
-            return f"no plan yet (mode: {self.mode}; notebook: {self.document.description})\n"
-        return plan_text(
-            plan,
-            self.step_views(plan),
-            mode=self.mode,
-            backend=self.document.description,
-            color=color,
-        )
-
-    def checkpoints_text(self) -> str:
-        return checkpoints_text(self.checkpoints(), self.store.state.plans)
-
-    def history(self) -> str:
-        plan = self._require_plan()
-        lines = []
-        for rev in plan.revisions:
-            approved = [a for a in plan.approvals if a.revision == rev.number]
-            lines.append(
-                f"revision {rev.number}"
-                + (f" (from {rev.parent})" if rev.parent else "")
-                + f": {count(rev.steps, 'step')}"
-                + (f"; feedback: {rev.feedback}" if rev.feedback else "")
-                + (f"; approved {len(approved)}x" if approved else "")
-            )
-        return "\n".join(lines)
-
-    def diff_revisions(self, a: int, b: int) -> str:
-        return "\n".join(revision_diff(self._require_plan(), a, b))
 
     def take_over(self, number: int, *, confirm: bool = False) -> Takeover:
         """Step ``number``, left approved or running by a process on another host: without

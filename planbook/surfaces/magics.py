@@ -15,10 +15,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces import api, plan_verbs
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import register as register_agent
+from planbook.surfaces.say import say
 
 T = TypeVar("T")
 
@@ -28,7 +30,7 @@ def _as_usage_errors() -> Iterator[None]:
     try:
         yield
     except PlanbookError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 def _session() -> NotebookSession:
@@ -37,9 +39,9 @@ def _session() -> NotebookSession:
 
 
 def show_report(session: Session, report: Any) -> None:
-    print(report)
+    say(report)
     if any(o.status != "done" for o in report.outcomes) or report.stopped:
-        print(
+        say(
             "see `%plan` for the plan as it stands",
             file=sys.stderr if not report.ok else sys.stdout,
         )
@@ -141,15 +143,17 @@ class PlanbookMagics(Magics):
                     cell_type="markdown" if args.markdown else "code",
                 )
         plan = session.current_plan()
+        if step.status == "pending":  # its text is this cell's, which the person just wrote
+            session.mark_shown("magics", [step], adding=True)
         number = plan.steps.index(step) + 1 if plan and step in plan.steps else "?"
         verb = "applied" if step.status == "done" else "staged"
-        print(
+        say(
             f"planbook: {verb} step {number} ({step.operation.kind}, {step.risk} risk)"
             + ("" if verb == "applied" else ": review with `%plan`, run with `%approve`")
         )
         advice = session.page_advice.with_first_staging()
         if advice:
-            print(f"planbook: {advice}")
+            say(f"planbook: {advice}")
 
     @line_magic
     @magic_arguments()
@@ -171,8 +175,18 @@ class PlanbookMagics(Magics):
         """
         args = parse_argstring(self.approve, line)
         session = _session()
+        shown = session.last_shown("magics")
+        if shown is None:  # approve what was seen, never what a file holds unseen
+            print(
+                "planbook: the plan was not shown in this kernel yet; here it is: run "
+                "`%approve` again to approve what you see"
+            )
+            print(session.render_text(shown_to="magics"))
+            return
         with _as_usage_errors():
-            report = session.approve(args.steps, first=args.first, dry_run=args.dry_run)
+            report = session.approve(
+                args.steps, first=args.first, dry_run=args.dry_run, shown=shown
+            )
         show_report(session, report)
 
     @line_magic
@@ -187,12 +201,12 @@ class PlanbookMagics(Magics):
         session = _session()
         with _as_usage_errors():
             rejected = session.reject(args.steps, first=args.first)
-        print(f"planbook: rejected {count(rejected, 'step')}")
+        say(f"planbook: rejected {count(rejected, 'step')}")
 
     @line_magic
     def checkpoints(self, line: str) -> None:
         """List the checkpoints written before each executed step."""
-        print(_session().checkpoints_text())
+        say(_session().checkpoints_text())
 
     @line_magic
     @magic_arguments()
@@ -203,14 +217,22 @@ class PlanbookMagics(Magics):
         help="checkpoint id or number (see %%checkpoints); nothing: undo the last step",
     )
     @argument("--force", action="store_true", help="roll back even over changes made since")
+    @argument(
+        "--confirm",
+        action="store_true",
+        help="restore a checkpoint recorded elsewhere (a received notebook's)",
+    )
     def rollback(self, line: str) -> None:
-        """Undo the last executed step, or everything after a checkpoint (itself undoable)."""
+        """Undo the last executed step, or everything after a checkpoint (itself undoable).
+        What it writes is printed first."""
         args = parse_argstring(self.rollback, line)
         session = _session()
         with _as_usage_errors():
-            record = session.rollback(args.checkpoint, force=args.force)
+            for shown in session.rollback_preview(args.checkpoint).lines():
+                print(f"planbook: {shown}")
+            record = session.rollback(args.checkpoint, force=args.force, confirm=args.confirm)
         name = checkpoint_name(record, session.store.state.plans, session.checkpoints())
-        print(
+        say(
             f"planbook: rolled back {count(record.undid, 'step')} ({name}); undo this with "
             f"`%rollback {record.id}`. Variables in the kernel are not rolled back."
         )
@@ -220,10 +242,10 @@ class PlanbookMagics(Magics):
         """Show or set the mode: plan, ask, auto-edit or act."""
         session = _session()
         if not line.strip():
-            print(f"planbook: mode {session.mode}")
+            say(f"planbook: mode {session.mode}")
             return
         with _as_usage_errors():
-            print(f"planbook: mode {session.set_mode(line.strip())}")
+            say(f"planbook: mode {session.set_mode(line.strip())}")
 
 
 def register(ipython: Any) -> None:
@@ -233,13 +255,13 @@ def register(ipython: Any) -> None:
     try:
         session = api.session()
     except PlanbookError as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        say(f"planbook: {exc}", file=sys.stderr)
         return
     for note in [*session.recovered, *session.warnings]:
-        print(f"planbook: {note}", file=sys.stderr)
+        say(f"planbook: {note}", file=sys.stderr)
     plan = session.current_plan()
     restored = ""
     if plan is not None and plan.is_open:
         pending = sum(1 for s in plan.steps if s.status == "pending")
         restored = f" · plan {plan.id} restored with {count(pending, 'pending step')}"
-    print(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")
+    say(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")

@@ -27,8 +27,10 @@ from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
 from planbook.agent.state import state_of
 from planbook.errors import PlanbookError, UsageMistake
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces import api
+from planbook.surfaces.say import say
 
 if TYPE_CHECKING:
     from planbook.agent.run import AgentRun  # heavy: the agent, loaded when a magic asks
@@ -203,6 +205,11 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
             f"  waiting for you ({decision.id}): {decision.question} -> "
             f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
         )
+    for decision in memory.answered_elsewhere(conversation):
+        out.append(
+            f"  recorded elsewhere ({decision.id}): {decision.question} -> {decision.answer}; "
+            "not acted on here: `%plan continue` asks it again"
+        )
     for line in conversation.activity[-lines:]:
         out.append(f"  {view.ICONS.get(line.type, '-')} {line.message}")
     return "\n".join(out)
@@ -269,14 +276,14 @@ def register(ipython: Any) -> None:
         try:
             start_plan(api.session(), task)
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     def answer(line: str) -> None:
         """%answer [id choice [reason]]: answer a question the agent is waiting on."""
         try:
-            print(answer_line(api.session(), line))
+            say(answer_line(api.session(), line))
         except PlanbookError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
 
     with suppress(PlanbookError):  # magics.register says in one line why no session opens
         decisions_of(api.session())  # the panel offers the questions steps wait on

@@ -18,6 +18,7 @@ from IPython.display import display
 
 from planbook.agent.state import state_of
 from planbook.model.cell import Cell, first_line, short_ids, tags_of
+from planbook.present.text import preview_lines
 from planbook.sessions.page_advice import NO_SAVED_CELLS
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.magics_agent import (
@@ -28,6 +29,7 @@ from planbook.surfaces.magics_agent import (
     start_plan,
     stop_plan,
 )
+from planbook.surfaces.say import say
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,11 @@ def show_plan(session: NotebookSession) -> None:
     """The review panel where widgets render; its bundle carries the plan as markdown and
     text for everywhere else. The agent's saved conversation follows when there is one."""
     session.page_advice.refresh()
+    session.mark_shown("magics")  # what `%approve` compares with (a step changed since: refused)
     display(session.review())  # type: ignore[no-untyped-call]
     conversation = conversation_text(session)
     if conversation:
-        print(conversation)
+        say(conversation)
 
 
 def cells_listing(cells: list[Cell]) -> str:
@@ -117,14 +120,14 @@ def _show(session: NotebookSession, words: list[str]) -> None:
 
 def _text(session: NotebookSession, words: list[str]) -> None:
     _words("text", words, 0, 0)
-    print(session.render_text())
+    say(session.render_text(shown_to="magics"))
 
 
 def _set_mode(verb: str, mode_name: str) -> Callable[[NotebookSession, list[str]], None]:
     def set_mode(session: NotebookSession, words: list[str]) -> None:
         _words(verb, words, 0, 0)
         mode = session.set_mode(mode_name)
-        print(
+        say(
             f"planbook: mode {mode}"
             + (
                 " (changes are staged for your approval)"
@@ -145,19 +148,25 @@ def _revise(session: NotebookSession, words: list[str]) -> None:
         revise(feedback)
     else:
         revision = session.revise(feedback)
-        print(f"revision {revision.number} started from {revision.parent}: {feedback}")
+        say(f"revision {revision.number} started from {revision.parent}: {feedback}")
 
 
 def _skip(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("skip", words, 1, 1)
     number = _number("skip", token, "step number")
-    print(f"step {number} is {session.skip(number).status}")
+    say(f"step {number} is {session.skip(number).status}")
+
+
+def _preview(session: NotebookSession, words: list[str]) -> None:
+    (token,) = _words("preview", words, 1, 1)
+    number = _number("preview", token, "step number")
+    say("\n".join(preview_lines(session.preview(number))))
 
 
 def _unskip(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("unskip", words, 1, 1)
     number = _number("unskip", token, "step number")
-    print(f"step {number} is {session.unskip(number).status}")
+    say(f"step {number} is {session.unskip(number).status}")
 
 
 def _move(session: NotebookSession, words: list[str]) -> None:
@@ -171,26 +180,26 @@ def _move(session: NotebookSession, words: list[str]) -> None:
 
 def _history(session: NotebookSession, words: list[str]) -> None:
     _words("history", words, 0, 0)
-    print(session.history())
+    say(session.history())
 
 
 def _diff(session: NotebookSession, words: list[str]) -> None:
     first, second = _words("diff", words, 2, 2)
     older, newer = _number("diff", first, "revision"), _number("diff", second, "revision")
-    print(session.diff_revisions(older, newer))
+    say(session.diff_revisions(older, newer))
 
 
 def _cells(session: NotebookSession, words: list[str]) -> None:
     _words("cells", words, 0, 0)
     cells = session.cells()
     unsaved = not cells and session.page_advice.flagged()
-    print(NO_SAVED_CELLS if unsaved else cells_listing(cells))
+    say(NO_SAVED_CELLS if unsaved else cells_listing(cells))
 
 
 def _restore(session: NotebookSession, words: list[str]) -> None:
     (token,) = _words("restore", words, 1, 1)
     revision = session.restore_revision(_number("restore", token, "revision number"))
-    print(
+    say(
         f"planbook: revision {revision.number} restores revision {token} "
         f"({len(revision.steps)} steps); the revisions in between are kept"
     )
@@ -203,7 +212,7 @@ def _panel(session: NotebookSession, words: list[str]) -> None:
 
 def _stop(session: NotebookSession, words: list[str]) -> None:
     _words("stop", words, 0, 0)
-    print(stop_plan(session))
+    say(stop_plan(session))
 
 
 def _continue(session: NotebookSession, words: list[str]) -> None:
@@ -213,12 +222,12 @@ def _continue(session: NotebookSession, words: list[str]) -> None:
 
 def _rules(session: NotebookSession, words: list[str]) -> None:
     if not words:
-        print(rules_text(session))
+        say(rules_text(session))
         return
     if words[0] != "revoke":
         raise misuse("rules", words[0], "is not `revoke`")
     _, token = _words("rules", words, 2, 2)
-    print(revoke_rule(session, _number("rules", token, "rule number")))
+    say(revoke_rule(session, _number("rules", token, "rule number")))
 
 
 def _takeover(session: NotebookSession, words: list[str]) -> None:
@@ -228,15 +237,15 @@ def _takeover(session: NotebookSession, words: list[str]) -> None:
     number = _number("takeover", tokens[0], "step number")
     taken = session.take_over(number, confirm=len(tokens) == 2)
     if taken.done:
-        print(f"planbook: {taken.line}")
+        say(f"planbook: {taken.line}")
     else:
-        print(f"planbook: {taken.line}. Confirm with `%plan takeover {number} --yes`")
+        say(f"planbook: {taken.line}. Confirm with `%plan takeover {number} --yes`")
 
 
 def _gc(session: NotebookSession, words: list[str]) -> None:
     tokens = _words("gc", words, 0, 1)
     keep = _number("gc", tokens[0], "number of checkpoints to keep") if tokens else None
-    print(f"planbook: {session.gc(keep_checkpoints=keep)}")
+    say(f"planbook: {session.gc(keep_checkpoints=keep)}")
 
 
 #: Every verb, in the order ``%plan?`` and the docs list them.
@@ -253,6 +262,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("revise", '"feedback"', "start a new revision (the old one is kept)", _revise),
     Verb("skip", "N", 'leave step N out of "approve all"', _skip),
     Verb("unskip", "N", "put step N back", _unskip),
+    Verb("preview", "N", "run shell step N once in an overlay: what it would change", _preview),
     Verb("move", "N before M", "reorder steps (`after M` works too)", _move),
     Verb("history", "", "the revisions", _history),
     Verb("diff", "A B", "what changed between revisions A and B", _diff),

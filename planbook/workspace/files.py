@@ -19,11 +19,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from planbook.errors import OutsideWorkspace, UnreadableFile
+from planbook.workspace.overlay import Layer, run_approved
 from planbook.workspace.sandbox import guarded_argv, run_bounded, run_sandboxed
 from planbook.workspace.settings_guard import SettingsGuard
 from planbook.workspace.shell_result import ShellResult
 
-__all__ = ["DEFAULT_MAX_BYTES", "ShellResult", "Workspace", "decode_text"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ShellResult",
+    "Workspace",
+    "bounded_output",
+    "decode_text",
+    "kind_name",
+]
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 _OUTPUT_LIMIT = 64 * 1024
@@ -183,6 +191,7 @@ class Workspace:
         timeout: float,
         sandboxed: bool = False,
         guard: SettingsGuard | None = None,
+        layer: Layer | None = None,
     ) -> ShellResult:
         """Run ``command`` with /bin/sh in the root; a timeout kills its whole process group.
 
@@ -190,12 +199,18 @@ class Workspace:
         checked that one can start), for commands nobody approved. ``guard``: a command a
         permission rule let run: protected settings cannot change
         (planbook/workspace/settings_guard.py), and what changed anyway is put back and named
-        in ``guarded``. Output is streamed and bounded: a
+        in ``guarded``. ``layer``: an approved step with the workspace as an overlay whose
+        writes land in ``layer`` (workspace/overlay.py; the caller applies it, then puts back
+        what ``guard`` protects). Output is streamed and bounded: a
         sandboxed command is stopped past the cap, an approved step only loses the excess.
         """
+        if layer is not None:
+            return self._run_in_layer(command, timeout, guard, layer)
         if sandboxed:
             result = run_sandboxed(command, self.root, timeout=timeout)
-            return replace(result, stdout=_bounded(result.stdout), stderr=_bounded(result.stderr))
+            return replace(
+                result, stdout=bounded_output(result.stdout), stderr=bounded_output(result.stderr)
+            )
         argv = ["/bin/sh", "-c", command]
         before = guard.snapshot() if guard is not None else None
         held: tuple[str, ...] = ()
@@ -210,10 +225,24 @@ class Workspace:
         put_back = tuple(guard.restore(before)) if guard is not None and before else ()
         return replace(
             result,
-            stdout=_bounded(result.stdout),
-            stderr=_bounded(result.stderr),
+            stdout=bounded_output(result.stdout),
+            stderr=bounded_output(result.stderr),
             guarded=put_back,
             read_only=held,
+        )
+
+    def _run_in_layer(
+        self, command: str, timeout: float, guard: SettingsGuard | None, layer: Layer
+    ) -> ShellResult:
+        held = guard.read_only() if guard is not None else []
+        result = run_approved(command, self.root, layer, timeout=timeout, read_only=held)
+        if result is None:
+            raise UnreadableFile("refused: no sandbox can start here, so no overlay either")
+        return replace(
+            result,
+            stdout=bounded_output(result.stdout),
+            stderr=bounded_output(result.stderr),
+            read_only=tuple(p.relative_to(self.root).as_posix() for p in held),
         )
 
 
@@ -228,7 +257,7 @@ def decode_text(data: bytes, path: str) -> str:
         ) from None
 
 
-def _bounded(text: str) -> str:
+def bounded_output(text: str) -> str:
     if len(text) > _OUTPUT_LIMIT:
         return text[:_OUTPUT_LIMIT] + f"\n[... {len(text) - _OUTPUT_LIMIT:,} more characters]"
     return text
@@ -257,7 +286,8 @@ def _check_lengths(path: str, root: Path) -> None:
         )
 
 
-def _not_regular(path: str, mode: int) -> str:
+def kind_name(mode: int) -> str:
+    """What a file of ``mode`` is, in words: "a FIFO (named pipe)", "a socket"..."""
     kinds = {
         stat.S_IFIFO: "a FIFO (named pipe)",
         stat.S_IFCHR: "a character device",
@@ -266,7 +296,11 @@ def _not_regular(path: str, mode: int) -> str:
         stat.S_IFLNK: "a symlink",
         stat.S_IFDIR: "a folder",
     }
-    kind = kinds.get(stat.S_IFMT(mode), "not a regular file")
+    return kinds.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _not_regular(path: str, mode: int) -> str:
+    kind = kind_name(mode)
     return f"refused: {path!r} is {kind}; planbook reads and writes regular files only"
 
 

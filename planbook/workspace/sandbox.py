@@ -166,15 +166,18 @@ def _filter_fd() -> Iterator[int]:
         os.close(read_end)
 
 
-def _mounts(workspace: Path, cwd: Path, seccomp_fd: int | None) -> list[str]:
+def _mounts(
+    workspace: Path, cwd: Path, seccomp_fd: int | None, *, writable: bool = False
+) -> list[str]:
     args = [
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup: no network among them
         "--die-with-parent",
         "--new-session",
         "--clearenv",
     ]
-    if os.geteuid() == 0:
-        # bwrap keeps a privileged caller's capabilities inside its user namespace.
+    if os.geteuid() == 0 or writable:
+        # bwrap keeps a privileged caller's capabilities inside its user namespace (and inside
+        # the overlay's user namespace, workspace/overlay.py, every caller is root).
         args += ["--cap-drop", "ALL"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
@@ -196,7 +199,9 @@ def _mounts(workspace: Path, cwd: Path, seccomp_fd: int | None) -> list[str]:
     args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     # After /tmp, so a workspace under /tmp is bound on top of the private tmpfs.
     if workspace != Path("/"):
-        args += ["--ro-bind", str(workspace), str(workspace)]
+        # writable: the workspace is an overlay here (workspace/overlay.py), writes land in
+        # planbook's layer, never in the workspace itself.
+        args += ["--bind" if writable else "--ro-bind", str(workspace), str(workspace)]
     if cwd != workspace and cwd != Path("/"):
         args += ["--ro-bind", str(cwd), str(cwd)]
     args += ["--chdir", str(cwd)]
@@ -225,6 +230,7 @@ def sandbox_argv(
     status: SandboxStatus | None = None,
     seccomp_fd: int | None,
     processes: int = Budget().processes,
+    writable: bool = False,
 ) -> list[str]:
     """The bwrap command line that runs ``command`` with /bin/sh inside the sandbox; bwrap
     reads the socket filter from ``seccomp_fd`` (None: no filter, for tests that show what
@@ -242,7 +248,7 @@ def sandbox_argv(
         f"ulimit -u {processes} 2>/dev/null || ulimit -p {processes} 2>/dev/null; "
         'exec /bin/sh -c "$1"'
     )
-    mounts = _mounts(root, here, seccomp_fd)
+    mounts = _mounts(root, here, seccomp_fd, writable=writable)
     return [status.bwrap, *mounts, "--", "/bin/sh", "-c", inner, "sh", command]
 
 
@@ -257,17 +263,27 @@ def run_sandboxed(
     timeout: float,
     cwd: str | os.PathLike[str] | None = None,
     budget: Budget | None = None,
+    overlay: list[str] | None = None,
 ) -> ShellResult:
     """Run a read-only ``command`` in the sandbox, within one budget for all its processes
-    (a cgroup where one can be made, see planbook/workspace/budget.py)."""
+    (a cgroup where one can be made, see planbook/workspace/budget.py). ``overlay``: the
+    command line that mounts the workspace as an overlay in a user namespace and then runs
+    what follows it (workspace/overlay.py): the workspace is then bound writable, its writes
+    landing in the overlay's layer."""
     budget = budget or Budget()
     here = Path(cwd) if cwd is not None else Path(workspace)
     cgroup = make_cgroup(budget)
     try:
         with _filter_fd() as fd:
             argv = sandbox_argv(
-                command, workspace, cwd=here, seccomp_fd=fd, processes=budget.processes
+                command,
+                workspace,
+                cwd=here,
+                seccomp_fd=fd,
+                processes=budget.processes,
+                writable=overlay is not None,
             )
+            argv = [*(overlay or []), *argv]
             if cgroup is not None:
                 argv = ["/bin/sh", "-c", _JOIN_CGROUPS, "sh", *cgroup.procs_files(), "--", *argv]
             result = run_bounded(

@@ -163,7 +163,7 @@ async def test_a_write_is_staged_and_runs_once_when_approved(
     assert "rollback cannot undo it" in review
     assert '"colour": "green"' in review  # the arguments, as pretty JSON
     [view] = session.step_views()
-    assert view.title == "call things.add_thing" and view.risk == "high"
+    assert view.title == "call `things.add_thing`" and view.risk == "high"
 
     report = session.approve()
     assert report.ok, report

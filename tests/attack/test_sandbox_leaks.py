@@ -4,13 +4,11 @@ process's user and, where the machine allows, as an unprivileged user too."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 from planbook.workspace.files import Workspace
 from planbook.workspace.sandbox import BWRAP_ENV, probe, run_bounded, sandbox_argv
 from tests.attack.sandbox_users import can_drop_to_nobody, run_as_nobody
+from tests.support.listeners import CountingListener
 
 pytestmark = pytest.mark.skipif(not probe().available, reason=probe().reason)
 NOBODY_WHY = can_drop_to_nobody()
@@ -84,34 +83,9 @@ def test_read_only_commands_still_read(ws: Path) -> None:
     assert "a.txt" in out.splitlines()[5] and err == ""
 
 
-class UnixListener:
+def UnixListener(address: str | bytes) -> CountingListener:
     """A real AF_UNIX listener (a path in the workspace, or an abstract name) that counts."""
-
-    def __init__(self, address: str | bytes) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(address)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.count += 1
-            with contextlib.suppress(OSError):
-                conn.sendall(b"door-open\n")
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
+    return CountingListener(socket.AF_UNIX, address, greeting=b"door-open\n")
 
 
 def _socket_attacks(path: str, abstract: str) -> list[str]:
@@ -138,7 +112,7 @@ def _socket_attacks(path: str, abstract: str) -> list[str]:
 
 
 @pytest.fixture
-def listeners(ws: Path) -> Iterator[tuple[UnixListener, UnixListener, str, str]]:
+def listeners(ws: Path) -> Iterator[tuple[CountingListener, CountingListener, str, str]]:
     path = str(ws / "db.sock")
     abstract = f"planbook-test-{os.getpid()}"
     by_path, by_name = UnixListener(path), UnixListener(b"\0" + abstract.encode())
@@ -148,7 +122,7 @@ def listeners(ws: Path) -> Iterator[tuple[UnixListener, UnixListener, str, str]]
 
 
 def test_no_socket_outside_the_sandbox_can_be_reached(
-    ws: Path, listeners: tuple[UnixListener, UnixListener, str, str]
+    ws: Path, listeners: tuple[CountingListener, CountingListener, str, str]
 ) -> None:
     by_path, by_name, path, abstract = listeners
     attacks = _socket_attacks(path, abstract)
@@ -164,7 +138,7 @@ def test_no_socket_outside_the_sandbox_can_be_reached(
 
 @as_nobody
 def test_no_socket_can_be_reached_as_an_ordinary_user(
-    ws: Path, listeners: tuple[UnixListener, UnixListener, str, str]
+    ws: Path, listeners: tuple[CountingListener, CountingListener, str, str]
 ) -> None:
     by_path, by_name, path, abstract = listeners
     os.chmod(path, 0o777)  # so only the sandbox, not file modes, can keep nobody out
@@ -175,7 +149,7 @@ def test_no_socket_can_be_reached_as_an_ordinary_user(
 
 
 def test_the_socket_filter_is_what_keeps_a_workspace_socket_closed(
-    ws: Path, listeners: tuple[UnixListener, UnixListener, str, str]
+    ws: Path, listeners: tuple[CountingListener, CountingListener, str, str]
 ) -> None:
     """Without the seccomp filter, the other walls alone: the network namespace hides the
     abstract socket, the read-only bind does not stop a connect to the workspace's socket."""

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
-import threading
 import tomllib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +31,7 @@ from planbook.engine.rules.classifier import classify
 from planbook.workspace.files import Workspace
 from planbook.workspace.sandbox import probe
 from tests.support.attack import tool_context
+from tests.support.listeners import CountingListener
 
 CORPUS = tomllib.loads((Path(__file__).with_name("shell_corpus.toml")).read_text("utf-8"))
 FAMILIES = sorted(CORPUS["write"])
@@ -43,33 +42,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Listener:
-    """A loopback TCP listener that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port: int = self.sock.getsockname()[1]
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.count += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
+Listener = CountingListener
 
 
 @pytest.fixture(scope="module")

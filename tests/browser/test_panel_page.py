@@ -111,9 +111,12 @@ def test_keyboard_moves_focus_and_toggles_in_a_real_browser(page: Any):
     p.keyboard.press("Control+Enter")
     sent = p.evaluate("window.sent")
     ids = p.evaluate("window.model.v.steps.map((s) => s.id)")
+    shown = p.evaluate(
+        "Object.fromEntries(window.model.v.steps.filter((s) => s.hash).map((s) => [s.id, s.hash]))"
+    )
     assert sent == [
         {"action": "skip", "step_id": ids[1], "revision": 1},
-        {"action": "approve", "step_ids": [ids[0], ids[1]], "revision": 1},
+        {"action": "approve", "step_ids": [ids[0], ids[1]], "revision": 1, "shown": shown},
     ]
 
 

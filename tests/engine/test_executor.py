@@ -20,6 +20,7 @@ from planbook.engine.approval import approval_hash
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport
 from planbook.engine.executor.run import Executor
+from planbook.engine.received import signed_approval
 from planbook.engine.rollback import rollback
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
@@ -77,11 +78,15 @@ class Bench:
             self.store.sync()
             plan = self.store.plan_by_id(plan.id)
             chosen = [s for s in plan.steps if s.status == "pending"]
-            approval = Approval(
-                revision=plan.current.number,
-                step_ids=tuple(s.id for s in chosen),
-                sha256=approval_hash(chosen),
-                by="tester",
+            # signed as the person here would (an unsigned approval is a received one)
+            approval = signed_approval(
+                plan.id,
+                Approval(
+                    revision=plan.current.number,
+                    step_ids=tuple(s.id for s in chosen),
+                    sha256=approval_hash(chosen),
+                    by="tester",
+                ),
             )
             plan.approvals.append(approval)
             for step in chosen:

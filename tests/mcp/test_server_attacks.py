@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import nbformat
 
+import planbook
 from planbook.surfaces.mcp.limits import TEXT_CHARS
 from tests.support.mcp_client import connect, ok, refused
 
@@ -162,3 +163,28 @@ def test_two_clients_proposing_at_once_keep_every_step_in_order(tmp_path: Path) 
     for name in ("alpha", "beta"):
         mine = [s["reason"] for s in staged if s["origin"] == f"{name} 1.0 (MCP)"]
         assert mine == [f"{name} {n}" for n in range(each)]
+
+
+def test_act_mode_and_allow_rules_apply_nothing_a_client_proposes(tmp_path: Path) -> None:
+    """The mode and the rules are the person's grants to their own agent: a notebook left in
+    act mode, with a rule allowing every shell command and file write, still only stages what
+    an MCP client proposes; nothing runs and no file is written until the person approves."""
+    path = plain_notebook(tmp_path)
+    (tmp_path / "planbook.toml").write_text(
+        '[permissions]\nshell = "allow"\nwrite_file = "allow"\nedit_cell = "allow"\n'
+    )
+    session = planbook.session(path, live=False, fresh=True)
+    session.set_mode("act")
+    session.close()
+
+    async def main() -> None:
+        async with connect(path) as client:
+            said = await ok(client, "propose_shell", command="touch ran.txt", reason="r")
+            assert said.startswith("Staged")
+            await ok(client, "propose_write_file", path="new.txt", content="x\n", reason="r")
+            await ok(client, "propose_edit_cell", cell="one", source="x = 2", reason="r")
+
+    anyio.run(main)
+    assert [s["status"] for s in steps(path)] == ["pending", "pending", "pending"]
+    assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "new.txt").exists()
+    assert nbformat.read(path, as_version=4).cells[0].source == "x = 1"

@@ -17,6 +17,7 @@ from planbook.engine.approval import approval_hash
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport
 from planbook.engine.executor.run import Executor
+from planbook.engine.received import signed_approval
 from planbook.engine.runner import NoKernelRunner
 from planbook.engine.store import Store
 from planbook.model.checkpoint import Checkpoint
@@ -81,11 +82,15 @@ class Bench:
     def approve(self, steps: list[Step]) -> RunReport:
         """Approve ``steps`` of the open plan (as the person would) and run them."""
         plan = self.plan()
-        approval = Approval(
-            revision=plan.current.number,
-            step_ids=tuple(s.id for s in steps),
-            sha256=approval_hash(steps),
-            by="tester",
+        # signed as the person here would (an unsigned approval is a received one)
+        approval = signed_approval(
+            plan.id,
+            Approval(
+                revision=plan.current.number,
+                step_ids=tuple(s.id for s in steps),
+                sha256=approval_hash(steps),
+                by="tester",
+            ),
         )
         with self.document.transaction():
             plan.approvals.append(approval)

@@ -17,12 +17,18 @@ from mcp_types import CallToolResult, ImageContent, Implementation, TextContent
 
 @asynccontextmanager
 async def connect(
-    target: Path, *, name: str = "test-agent", version: str = "1.0"
+    target: Path,
+    *,
+    name: str = "test-agent",
+    version: str = "1.0",
+    args: list[str] | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A session with planbook's MCP server on ``target``, introduced as ``name version``."""
+    """A session with planbook's MCP server on ``target``, introduced as ``name version``;
+    ``args``: how to start it with ``python`` in ``target``'s folder (default:
+    ``-m planbook.surfaces.mcp TARGET``; the CLI's ``-m planbook mcp ...`` is the other way)."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "planbook.surfaces.mcp", str(target)],
+        args=args if args is not None else ["-m", "planbook.surfaces.mcp", str(target)],
         # the whole environment: PYTHONPATH puts this checkout's planbook first
         env=dict(os.environ),
         cwd=str(target if target.is_dir() else target.parent),

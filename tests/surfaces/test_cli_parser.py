@@ -14,7 +14,7 @@ import pytest
 from planbook import errors
 from planbook.errors import CliError, PlanbookError
 from planbook.sessions.open_file import editing_session
-from planbook.surfaces.cli import commands, demo
+from planbook.surfaces.cli import commands, demo, serve_mcp
 from planbook.surfaces.cli.exit_codes import EXIT_NOT_NOTEBOOK, EXIT_USAGE
 from planbook.surfaces.cli.main import main
 from planbook.surfaces.cli.parser import build_parser
@@ -52,9 +52,12 @@ def test_every_subcommand_runs_its_own_function() -> None:
         "approve": commands.cmd_approve,
         "reject": commands.cmd_reject,
         "rollback": commands.cmd_rollback,
+        "preview": commands.cmd_preview,
+        "takeover": commands.cmd_takeover,
         "log": commands.cmd_log,
         "gc": commands.cmd_gc,
         "strip": commands.cmd_strip,
+        "mcp": serve_mcp.cmd_mcp,
         "demo": demo.cmd_demo,
     }
 
@@ -62,13 +65,15 @@ def test_every_subcommand_runs_its_own_function() -> None:
 def test_every_option_the_docs_show_is_one_the_parser_takes() -> None:
     """The command table of docs/cli.md: `planbook CMD NB [--opt ...]`, one row a command."""
     text = DOCS.read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `planbook (\w+) ([^|`]*(?:\\\|[^|`]*)*)` \|", text, re.M)
+    rows = re.findall(r"^\| `planbook (\w+)([^|`]*(?:\\\|[^|`]*)*)` \|", text, re.M)
     parsers = subparsers()
-    assert {name for name, _ in rows} == set(parsers) - {"gc", "strip"}  # those in storage docs
+    assert {name for name, _ in rows} == set(parsers)
     for name, synopsis in rows:
         taken = set(parsers[name]._option_string_actions)
         shown = set(re.findall(r"--[a-z][a-z-]*", synopsis))
-        assert shown and shown <= taken, (name, shown - taken)
+        assert shown <= taken, (name, shown - taken)
+        # every option the command takes is shown (--color has its --no-color twin)
+        assert taken - {"-h", "--help", "--no-color"} <= shown, (name, taken - shown)
 
 
 def test_approve_takes_each_documented_option() -> None:

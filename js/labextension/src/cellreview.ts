@@ -505,7 +505,8 @@ export class CellReview {
         b.textContent = label;
         b.addEventListener('click', () => {
           actions.querySelectorAll('button').forEach(x => ((x as HTMLButtonElement).disabled = true));
-          if (!this.decide({ action, step_id: step.id, revision })) {
+          const shown = action === 'approve' ? { shown: step.hash ?? '' } : {};
+          if (!this.decide({ action, step_id: step.id, revision, ...shown })) {
             this.showError(step.id, trans.__('The kernel is not listening: is planbook still loaded?'));
           }
         });

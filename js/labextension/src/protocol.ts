@@ -54,6 +54,8 @@ export interface IStep {
   reason: string;
   /** Who proposed it from outside the kernel (an MCP client's name and version), if anyone. */
   origin?: string | null;
+  /** The step's hash as the kernel computed it; Approve sends it back (what was shown). */
+  hash?: string;
   risk: 'low' | 'medium' | 'high';
   error: string | null;
   runs: boolean;
@@ -147,4 +149,6 @@ export interface IDecision {
   action: 'approve' | 'reject' | 'retry';
   step_id: string;
   revision: number;
+  /** For approve: the step's hash as this page showed it; a step rewritten since is refused. */
+  shown?: string;
 }

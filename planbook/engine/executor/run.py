@@ -16,6 +16,7 @@ step fails that step with a one-line reason and ends the run: a plan is never le
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from planbook.documents.base import make_durable
 from planbook.engine import ask_first, owner
@@ -31,17 +32,19 @@ from planbook.engine.executor.late_merges import LateMerges
 from planbook.engine.executor.record import retryable
 from planbook.engine.executor.recovery import Recovery
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
+from planbook.engine.executor.shell_layer import ShellLayers
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.mcp_calls import McpResult, bounded
 from planbook.engine.runner import CellRun
 from planbook.engine.store import UNDONE_NOTES
-from planbook.errors import ConflictError, NotDurable
+from planbook.errors import ConflictError, LayerRefused, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
 from planbook.model.operations import DeleteFile, EditFile, McpCall, RunCell, Shell, WriteFile
 from planbook.model.plan import Approval, Plan, Step
 from planbook.workspace.files import ShellResult
-from planbook.workspace.settings_guard import guard_for
+from planbook.workspace.overlay import Layer, remove_layer
+from planbook.workspace.settings_guard import SettingsGuard, Snapshot, guard_for
 
 #: Seconds between the saves a run of cell-only steps asks for (issue 10 item 8). Such a step's
 #: change and its "done" travel in one room update, so a server stop before the next save
@@ -52,7 +55,7 @@ from planbook.workspace.settings_guard import guard_for
 CELL_ONLY_SAVE_EVERY = 5.0
 
 
-class Executor(Recovery, LateMerges):
+class Executor(Recovery, LateMerges, ShellLayers):
     """Runs exactly the approved steps of one plan, in order (see the module's docstring)."""
 
     # --- a run -------------------------------------------------------------------------------
@@ -165,8 +168,18 @@ class Executor(Recovery, LateMerges):
             op = step.operation
             if isinstance(op, Shell):
                 guard = guard_for(plan, step, self.workspace)
-                result = self.workspace.run_shell(op.command, timeout=op.timeout, guard=guard)
-                return self._finish_shell(plan_id, step_id, op, result, started)
+                ran = self._run_layered(op, guard) if self._layered() else None
+                if ran is None:  # no overlay here: as before
+                    result = self.workspace.run_shell(op.command, timeout=op.timeout, guard=guard)
+                    return self._finish_shell(plan_id, step_id, op, result, started)
+                # The command's writes are still in its layer: the workspace is as before it.
+                before = guard.snapshot() if guard is not None else None
+                try:
+                    return self._finish_shell(
+                        plan_id, step_id, op, ran[0], started, ran[1], guard, before
+                    )
+                finally:
+                    remove_layer(ran[1])
             if isinstance(op, McpCall):
                 called = self.mcp_caller.call(op.server, op.tool, op.args)
                 return self._finish_mcp(plan_id, step_id, op, called, started)
@@ -215,8 +228,9 @@ class Executor(Recovery, LateMerges):
                 self._record_checkpoint(step, checkpoint)
             write_file_bytes(self.workspace, op.path, data)
             return self._record(plan, step, "done", "", started, checkpoint.id)
-        if isinstance(op, Shell | McpCall):  # nothing to snapshot: the label says so
-            checkpoint.label += UNDONE_NOTES[op.kind]
+        if isinstance(op, Shell | McpCall):  # the label says what rollback cannot undo
+            if isinstance(op, McpCall) or not self._layered():
+                checkpoint.label += UNDONE_NOTES[op.kind]
             with self.document.transaction():
                 self._record_checkpoint(step, checkpoint)
             return None
@@ -276,8 +290,43 @@ class Executor(Recovery, LateMerges):
         return self._announce(plan_id, outcome, step.checkpoint)
 
     def _finish_shell(
-        self, plan_id: str, step_id: str, op: Shell, result: ShellResult, started: float
+        self,
+        plan_id: str,
+        step_id: str,
+        op: Shell,
+        result: ShellResult,
+        started: float,
+        lay: Layer | None = None,
+        guard: SettingsGuard | None = None,
+        before: Snapshot | None = None,
     ) -> StepOutcome:
+        """Record a shell step's result; with ``lay``, first apply its layer under the lock
+        (engine/executor/shell_layer.py) and put back what ``guard`` protects."""
+        with self._saved_state():
+            plan, step = self._mine(plan_id, step_id)
+            applied, refused = "", ""
+            if lay is not None and result.timed_out:
+                applied = "nothing of its layer was applied (a command stopped half way)"
+            elif lay is not None:
+                checkpoint = next(
+                    (c for c in self.store.state.checkpoints if c.id == step.checkpoint), None
+                )
+                try:
+                    applied = self._apply(lay, step, checkpoint, reviewed=guard is None)
+                except LayerRefused as exc:
+                    refused = str(exc)
+                if guard is not None and before is not None:
+                    result = replace(result, guarded=tuple(guard.restore(before)))
+            status, message = self._shell_verdict(op, result)
+            if refused:
+                status, message = "failed", refused
+            elif applied:
+                message = "; ".join(part for part in (message, applied) if part)
+            outcome = self._record(plan, step, status, message, started, step.checkpoint)
+        return self._announce(plan_id, outcome, step.checkpoint)
+
+    @staticmethod
+    def _shell_verdict(op: Shell, result: ShellResult) -> tuple[str, str]:
         tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
         if result.timed_out:
             status, message = (
@@ -300,10 +349,7 @@ class Executor(Recovery, LateMerges):
                 )
         else:
             status, message = "done", " | ".join(tail)
-        with self._saved_state():
-            plan, step = self._mine(plan_id, step_id)
-            outcome = self._record(plan, step, status, message, started, step.checkpoint)
-        return self._announce(plan_id, outcome, step.checkpoint)
+        return status, message
 
     def _finish_mcp(
         self, plan_id: str, step_id: str, op: McpCall, result: McpResult, started: float

@@ -48,7 +48,9 @@ from typing import Any
 from planbook.engine.rules.file import append_rule
 from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action, Rule, first_error
-from planbook.engine.rules.shell_parse import TRANSPARENT, WRAPPERS, SimpleCommand, parse
+from planbook.engine.rules.shell_parse import parse
+from planbook.engine.rules.shell_words import SimpleCommand
+from planbook.engine.rules.wrappers import TRANSPARENT, WRAPPERS
 from planbook.errors import RulesError, invalid_as
 from planbook.model.operations import AnyOperation, McpCall, target_of
 

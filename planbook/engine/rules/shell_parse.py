@@ -15,68 +15,16 @@ every caller treats as "ask the person", never as "allow".
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from planbook.engine.rules.shell_words import ParsedShell, Redirect, SimpleCommand, Word
+from planbook.engine.rules.wrappers import scripts, unwrapped
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 __all__ = ["ParsedShell", "Redirect", "SimpleCommand", "Word", "parse"]
-
-
-@dataclass(frozen=True)
-class Word:
-    """One word after quote removal."""
-
-    text: str
-    #: Holds an expansion or substitution: the shell decides its value, we cannot.
-    dynamic: bool = False
-    #: Holds an unquoted ``*``, ``?`` or ``[``: the shell may expand it into file names.
-    globbed: bool = False
-
-
-@dataclass(frozen=True)
-class Redirect:
-    op: str
-    target: Word | None
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    """A program with its arguments, as the shell will run it."""
-
-    words: tuple[Word, ...]
-    assignments: tuple[str, ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-    #: The wrappers peeled off to reach this command (``sudo``, ``env``, ``xargs``...), outermost
-    #: first; empty for a command written as such.
-    wrappers: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> Word | None:
-        return self.words[0] if self.words else None
-
-    @property
-    def text(self) -> str:
-        """Assignments and words joined by single spaces: what rule patterns are matched on."""
-        return " ".join([*self.assignments, *(w.text for w in self.words)])
-
-
-@dataclass(frozen=True)
-class ParsedShell:
-    #: Every simple command, nested ones included (substitutions, subshells, ``sh -c``), and for
-    #: a wrapped command both the wrapper and what it runs.
-    commands: tuple[SimpleCommand, ...] = ()
-    #: Syntax the command uses: redirect, heredoc, substitution, expansion, subshell, group,
-    #: background, control, negation, comment, assignment, function.
-    features: frozenset[str] = frozenset()
-    #: Why the command cannot be read for sure; None when it parsed completely.
-    error: str | None = None
-    #: Every word and redirect target, nested ones included (what the command names).
-    words: tuple[Word, ...] = field(default=(), repr=False)
-    #: Every redirect, wherever it stands (also one with no command, such as `> a.txt`).
-    redirects: tuple[Redirect, ...] = ()
 
 
 _FEATURES = {
@@ -114,7 +62,6 @@ _DYNAMIC = {
     "brace_expression",
 }
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox-sh", "ash"}
 
 
 _local = threading.local()
@@ -310,9 +257,9 @@ class _Walker:
 
     def _add(self, command: SimpleCommand) -> None:
         self.commands.append(command)
-        for inner in _unwrapped(command):
+        for inner in unwrapped(command):
             self.commands.append(inner)
-        for script in _scripts(command):
+        for script in scripts(command):
             nested = _parse(script, depth=self.depth + 1)
             self.commands.extend(nested.commands)
             self.features |= nested.features
@@ -414,103 +361,3 @@ def _unescape_double(text: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
-
-
-# --- wrappers: commands that run another command -----------------------------------------------
-
-#: For each wrapper, its options that take a separate argument.
-_WRAPPER_ARGS: dict[str, set[str]] = {
-    "command": set(),
-    "builtin": set(),
-    "exec": {"-a"},
-    "nohup": set(),
-    "setsid": set(),
-    "time": {"-f", "-o", "--format", "--output"},
-    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
-    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-R", "-T"},
-    "doas": {"-u", "-C"},
-    "nice": {"-n", "--adjustment"},
-    "ionice": {"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"},
-    "timeout": {"-s", "-k", "--signal", "--kill-after"},
-    "stdbuf": {"-i", "-o", "-e", "--input", "--output", "--error"},
-    "xargs": {"-I", "-n", "-L", "-P", "-d", "-E", "-s", "-a", "--arg-file", "--delimiter"},
-    "chroot": set(),
-    "busybox": set(),
-    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
-    "taskset": set(),
-    "unbuffer": set(),
-    "watch": {"-n", "-d", "--interval"},
-}
-WRAPPERS = frozenset(_WRAPPER_ARGS) | _SHELLS | {"eval"}
-#: Wrappers whose first operand is theirs, not the command's.
-_OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1}
-#: Wrappers that only change how a command runs, not what it may do: a rule allowing the
-#: command allows it through these too.
-TRANSPARENT = frozenset(
-    {"command", "builtin", "exec", "nohup", "time", "nice", "timeout", "stdbuf"}
-)
-
-
-def _unwrapped(command: SimpleCommand) -> list[SimpleCommand]:
-    """The commands a wrapper runs: ``sudo -u x rm y`` gives ``rm y``; ``find -exec rm {} +``
-    gives ``rm {} +``. Option arguments the table does not know are taken conservatively: the
-    deny check sees every later word as a possible command (see rules)."""
-    out: list[SimpleCommand] = []
-    words = list(command.words)
-    wrappers = list(command.wrappers)
-    while words and not words[0].dynamic and words[0].text in _WRAPPER_ARGS:
-        name = words[0].text.rsplit("/", 1)[-1]
-        rest = _skip_options(name, words[1:])
-        if not rest:
-            break
-        wrappers.append(name)
-        words = rest
-        out.append(SimpleCommand(tuple(words), (), command.redirects, tuple(wrappers)))
-    if command.words and command.words[0].text == "find":
-        out += _find_exec(command)
-    return out
-
-
-def _skip_options(name: str, words: list[Word]) -> list[Word]:
-    takes_arg = _WRAPPER_ARGS[name]
-    i = 0
-    while i < len(words):
-        t = words[i].text
-        if t == "--":
-            i += 1
-            break
-        if name == "env" and "=" in t and not t.startswith("-"):
-            i += 1
-            continue
-        if not t.startswith("-") or t == "-":
-            break
-        i += 2 if t in takes_arg else 1
-    return words[i + _OPERANDS.get(name, 0) :]
-
-
-def _find_exec(command: SimpleCommand) -> list[SimpleCommand]:
-    out: list[SimpleCommand] = []
-    words = list(command.words)
-    for i, w in enumerate(words):
-        if w.text in ("-exec", "-execdir", "-ok", "-okdir"):
-            end = next(
-                (j for j in range(i + 1, len(words)) if words[j].text in (";", "+")), len(words)
-            )
-            if end > i + 1:
-                out.append(SimpleCommand(tuple(words[i + 1 : end]), (), (), ("find",)))
-    return out
-
-
-def _scripts(command: SimpleCommand) -> list[str]:
-    """Command text a shell or ``eval`` will parse again: ``sh -c 'rm x'`` gives ``rm x``."""
-    words = command.words
-    if not words or words[0].dynamic:
-        return []
-    name = words[0].text.rsplit("/", 1)[-1]
-    if name == "eval":
-        return [" ".join(w.text for w in words[1:])]
-    if name in _SHELLS:
-        for i, w in enumerate(words[1:], start=1):
-            if w.text.startswith("-") and "c" in w.text and not w.text.startswith("--"):
-                return [words[i + 1].text] if i + 1 < len(words) else []
-    return []

@@ -1,0 +1,1 @@
+"""The ``planbook`` command (main.py is its entry point)."""

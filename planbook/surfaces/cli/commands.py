@@ -1,5 +1,5 @@
 """The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
-takeover, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
+takeover, preview, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
 returning its exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
 
 They read the file (``loading``), call a Session and print what happened; ``approve`` hands
@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planbook.errors import CliError, MetadataError, PlanbookError
+from planbook.errors import CliError, MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
+from planbook.present.safe import visible
+from planbook.present.text import color_line, preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.audit import audit_rows
@@ -30,6 +32,8 @@ from planbook.surfaces.cli.exit_codes import (
     EXIT_NOTHING,
     EXIT_OK,
     EXIT_USAGE,
+    cannot_write,
+    unwritable,
 )
 from planbook.surfaces.cli.kernel import run_in_kernel, selection
 from planbook.surfaces.cli.loading import (
@@ -38,8 +42,9 @@ from planbook.surfaces.cli.loading import (
     load,
     planbook_errors,
     read_session,
-    shown,
 )
+from planbook.surfaces.cli.paths import shown
+from planbook.surfaces.say import say
 
 #: What the executor reports when a KeyboardInterrupt ended a run between steps.
 _CLEAN_STOP = "interrupted: the run ended cleanly between steps"
@@ -49,9 +54,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     loaded = load(args.notebook)
     color = args.color if args.color is not None else sys.stdout.isatty()
     session = read_session(loaded)
+    # render_text makes stored text visible itself; only its own colours reach the terminal.
     print(session.render_text(color=color), end="")
     if loaded.state.checkpoints:  # numbered as `planbook rollback NB N` takes them
-        print("\ncheckpoints:\n" + session.checkpoints_text())
+        say("\ncheckpoints:\n" + session.checkpoints_text())
     return EXIT_OK
 
 
@@ -65,17 +71,28 @@ def cmd_reject(args: argparse.Namespace) -> int:
     rejected = planbook_errors(loaded, lambda: session.reject(spec))
     current = session.current_plan()
     numbers = {s.id: n for n, s in enumerate(current.steps if current else [], start=1)}
-    print(f"rejected {count(rejected, 'step')}: {', '.join(str(numbers[s.id]) for s in rejected)}")
+    say(f"rejected {count(rejected, 'step')}: {', '.join(str(numbers[s.id]) for s in rejected)}")
     return EXIT_OK
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     loaded = load(args.notebook, need_plan=False)
     if not loaded.state.checkpoints:
-        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: no step has run yet")
+        ran = any(s.checkpoint for p in loaded.state.plans for s in p.steps)
+        why = (
+            "no checkpoint is left to roll back to (gc removed them)"
+            if ran
+            else "no step has run yet"
+        )
+        raise CliError(EXIT_NOTHING, f"{args.notebook}: nothing to roll back: {why}")
     session = file_session(loaded)
-    record = planbook_errors(loaded, lambda: session.rollback(args.checkpoint, force=args.force))
-    print(
+    for line in planbook_errors(loaded, lambda: session.rollback_preview(args.checkpoint)).lines():
+        say(line)
+    record = planbook_errors(
+        loaded,
+        lambda: session.rollback(args.checkpoint, force=args.force, confirm=args.confirm),
+    )
+    say(
         f"rolled back {count(record.undid, 'step')} ({_checkpoint_name(session, record)}); "
         "undo this with "
         f"`planbook rollback {shown(loaded.path)} {record.id}`"
@@ -94,13 +111,24 @@ def cmd_takeover(args: argparse.Namespace) -> int:
                 f"{asked.line}; confirm with `planbook takeover {shown(loaded.path)} "
                 f"{args.step} --yes`",
             )
-        answer = input(f"{asked.line}.\nTake it over? [y/N] ")
+        answer = input(visible(f"{asked.line}.\nTake it over? [y/N] "))
         if answer.strip().lower() not in ("y", "yes"):
-            print("not taken over; nothing changed")
+            say("not taken over; nothing changed")
             return EXIT_NOTHING
     taken = planbook_errors(loaded, lambda: session.take_over(args.step, confirm=True))
-    print(taken.line)
+    say(taken.line)
     return EXIT_OK
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook)
+    session = file_session(loaded)
+    preview = planbook_errors(loaded, lambda: session.preview(args.step))
+    color = args.color if args.color is not None else sys.stdout.isatty()
+    lines = preview_lines(preview)
+    # preview_lines shows control characters as escapes; only these colours reach the terminal.
+    print("\n".join(color_line(line) if color else line for line in lines))
+    return EXIT_FAILED if preview.problem else EXIT_OK
 
 
 def _checkpoint_name(session: Session, record: Checkpoint) -> str:
@@ -111,17 +139,23 @@ def cmd_log(args: argparse.Namespace) -> int:
     loaded = load(args.notebook, need_plan=False)
     rows = audit_rows(loaded.state)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        say(json.dumps(rows, indent=2))
     elif not rows:
-        print(f"{args.notebook}: no planbook history yet")
+        say(f"{args.notebook}: no planbook history yet")
     else:
         for row in rows:
-            print(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
+            say(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
     return EXIT_OK
 
 
 def step_spec(steps: str | None, first: int | None) -> str | int | None:
     """``--steps 3`` is step 3 (as ``%approve 3``); ``--first 3`` the first three (an int)."""
+    if first is not None and steps is not None:
+        raise CliError(
+            EXIT_USAGE,
+            f"--steps {steps} and --first {first} both choose steps: give one of them "
+            "(--steps names steps by number, --first counts pending steps from the top)",
+        )
     if first is not None:
         if first < 1:
             raise CliError(EXIT_USAGE, f"--first {first}: give a count of 1 or more")
@@ -143,13 +177,19 @@ def cmd_approve(args: argparse.Namespace) -> int:
     dry = planbook_errors(loaded, lambda: preview.approve(**selection(spec), dry_run=True))
     if args.dry_run:
         for o in dry.outcomes:
-            print(
-                f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else "")
-            )
-        print("dry run: nothing was applied")
+            say(f"step {o.number} ({o.kind}): {o.status}" + (f": {o.message}" if o.message else ""))
+        say("dry run: nothing was applied")
         return EXIT_FAILED if any(o.status != "would run" for o in dry.outcomes) else EXIT_OK
+    # What is approved is what this prints: the kernel refuses any step changed since.
+    say(preview.render_text(shown_to="cli"), end="")
     report = run_in_kernel(
-        loaded, spec, rerun=not args.no_rerun, timeout=args.timeout, by=args.by, quiet=args.quiet
+        loaded,
+        spec,
+        rerun=not args.no_rerun,
+        timeout=args.timeout,
+        by=args.by,
+        quiet=args.quiet,
+        shown=preview.last_shown("cli") or {},
     )
     return print_report(loaded, report)
 
@@ -169,39 +209,46 @@ def print_report(loaded: Loaded, report: dict[str, Any]) -> int:
     if "error" in report:
         raise CliError(int(report["code"]), report["error"])
     for o in report["outcomes"]:
-        print(
+        say(
             f"step {o['number']} ({o['kind']}): {o['status']}"
             + (f": {o['message']}" if o["message"] else "")
         )
     if report["stopped"]:
-        print(report["stopped"])
+        say(report["stopped"])
     if report["left_pending"]:
         left = report["left_pending"]
-        print(
+        say(
             f"{count(left, 'approved step')} {plural('was', left)} not run "
             f"and {plural('is', left)} pending again"
         )
     done = [o for o in report["outcomes"] if o["status"] == "done"]
     if done:
-        print(
+        say(
             f"saved to {shown(loaded.path)}; undo the last step with "
             f"`planbook rollback {shown(loaded.path)}`"
         )
     if report.get("interrupted") or report["stopped"] == _CLEAN_STOP:
-        print("interrupted: steps not yet run stay pending", file=sys.stderr)
+        say("planbook: interrupted: steps not yet run stay pending", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if report["ok"] else EXIT_FAILED
 
 
 # --- retention and sharing (storage) -----------------------------------------------------------
 def cmd_gc(args: argparse.Namespace) -> int:
+    for option, value in (("--keep", args.keep), ("--keep-plans", args.keep_plans)):
+        if value is not None and value < 1:
+            # 0 or less would drop every checkpoint (or plan): that is `planbook strip`'s job.
+            raise CliError(
+                EXIT_USAGE,
+                f"{option} {value}: give a count of 1 or more (`planbook strip` removes "
+                "all of planbook's metadata)",
+            )
     loaded = load(args.notebook, need_plan=False)
     session = file_session(loaded)
-    try:
-        report = session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
-    except PlanbookError as exc:
-        raise CliError(EXIT_USAGE, str(exc)) from None
-    print(f"{args.notebook}: {report}")
+    report = planbook_errors(
+        loaded, lambda: session.gc(keep_checkpoints=args.keep, keep_plans=args.keep_plans)
+    )
+    say(f"{args.notebook}: {report}")
     return EXIT_OK
 
 
@@ -221,8 +268,12 @@ def cmd_strip(args: argparse.Namespace) -> int:
         stripped = strip_file(path, args.notebook)
     except MetadataError as exc:
         raise CliError(EXIT_NOT_NOTEBOOK, str(exc)) from None
+    except OSError as exc:
+        if unwritable(exc) is None:
+            raise
+        raise cannot_write(shown(path)) from None
     if stripped:
-        print(f"{args.notebook}: planbook metadata removed (plans, checkpoints, log)")
+        say(f"{args.notebook}: planbook metadata removed (plans, checkpoints, log)")
     else:
-        print(f"{args.notebook}: no planbook metadata; left as it was")
+        say(f"{args.notebook}: no planbook metadata; left as it was")
     return EXIT_OK

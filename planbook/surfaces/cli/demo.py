@@ -14,16 +14,16 @@ from planbook.errors import CliError
 from planbook.model.operations import InsertCell
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.commands import cmd_log, cmd_rollback, print_report
-from planbook.surfaces.cli.exit_codes import EXIT_MISSING, EXIT_USAGE
+from planbook.surfaces.cli.exit_codes import EXIT_DEPENDENCY, EXIT_MISSING
 from planbook.surfaces.cli.kernel import run_in_kernel
 from planbook.surfaces.cli.loading import (
     file_session,
     load,
     read_nb,
     read_session,
-    shown,
     write_nb,
 )
+from planbook.surfaces.cli.paths import shown
 
 
 def quickstart_source() -> Path:
@@ -42,7 +42,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     missing = [m for m in ("pandas", "palmerpenguins") if importlib.util.find_spec(m) is None]
     if missing:
         raise CliError(
-            EXIT_USAGE,
+            EXIT_DEPENDENCY,
             f"the demo's data set needs {' and '.join(missing)}: "
             f"pip install {' '.join(missing)} (or the planbook[examples] extra)",
         )
@@ -63,10 +63,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     title(f"1. a scripted plan, staged on a copy of the quickstart: {target}")
     session = file_session(load(str(target), need_plan=False))
     stage_demo_plan(session)
-    print(session.render_text(color=color), end="")
+    print(session.render_text(color=color, shown_to="cli"), end="")
     title("2. planbook approve --steps 1-2 (a real kernel runs the approved steps)")
     loaded = load(str(target))
-    report = run_in_kernel(loaded, "1-2", rerun=True, timeout=120, by=None, quiet=True)
+    report = run_in_kernel(
+        loaded, "1-2", rerun=True, timeout=120, by=None, quiet=True, shown=session.last_shown("cli")
+    )
     code = print_report(loaded, report)
     new_cell = next(c for c in read_nb(target).cells if c.get("id") == "demo-mass")
     print("output stored in the notebook for step 1:")
@@ -76,7 +78,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     title("3. the plan now (step 3 is still pending)")
     print(read_session(load(str(target))).render_text(color=color), end="")
     title("4. planbook rollback (undo the last step: the markdown note)")
-    cmd_rollback(argparse.Namespace(notebook=str(target), checkpoint=None, force=False))
+    cmd_rollback(
+        argparse.Namespace(notebook=str(target), checkpoint=None, force=False, confirm=False)
+    )
     title("5. planbook log")
     cmd_log(argparse.Namespace(notebook=str(target), json=False))
     print(f"\ntry: planbook show {shown(target)}\n     planbook approve {shown(target)}")

@@ -23,8 +23,10 @@ from planbook.errors import CliError
 from planbook.model.words import count
 from planbook.sessions.open_file import approver
 from planbook.surfaces.cli.exit_codes import EXIT_FAILED, EXIT_KERNEL
-from planbook.surfaces.cli.loading import Loaded, read_nb, shown
+from planbook.surfaces.cli.loading import Loaded, read_nb
+from planbook.surfaces.cli.paths import shown
 from planbook.surfaces.cli.rerun import choose
+from planbook.surfaces.say import say as say_visibly
 
 #: A line the kernel prints with its JSON report; nothing a notebook prints looks like it.
 SENTINEL = "__planbook_report__:"
@@ -35,21 +37,26 @@ def selection(spec: str | int | None) -> dict[str, Any]:
     return {"first": spec} if isinstance(spec, int) else {"steps": spec}
 
 
-def _approve_code(path: Path, spec: str | int | None, by: str) -> str:
+def _approve_code(
+    path: Path, spec: str | int | None, by: str, hashes: dict[str, str] | None = None
+) -> str:
     return "\n".join(
         [
             "import dataclasses as _pb_dc, json as _pb_json, planbook as _pb",
-            "from planbook.surfaces.cli.exit_codes import code_for as _pb_code",
-            "from planbook.errors import PlanbookError as _PbError",
+            "from pathlib import Path as _PbPath",
+            "from planbook.surfaces.cli.exit_codes import as_cli_error as _pb_cli_error",
+            "from planbook.errors import PlanbookError as _PbError, speak_as as _pb_speak",
+            f"_pb_speak('cli', notebook={shown(path)!r})  # step messages in the command's words",
             "try:",
             f"    _pb_s = _pb.session(notebook={str(path)!r}, fresh=True)",
-            f"    _pb_r = _pb_s.approve(**{selection(spec)!r}, by={by!r})",
+            f"    _pb_r = _pb_s.approve(**{selection(spec)!r}, by={by!r}, shown={hashes!r})",
             "    _pb_out = {'ok': _pb_r.ok, 'stopped': _pb_r.stopped,",
             "               'left_pending': _pb_r.left_pending,",
             "               'outcomes': [_pb_dc.asdict(o) for o in _pb_r.outcomes]}",
             "except _PbError as _pb_e:",
-            f"    _pb_out = {{'error': _pb_e.said_to('cli', notebook={shown(path)!r}),",
-            "                'code': _pb_code(_pb_e)}",
+            # paths as the person pastes them where they run `planbook`, not in the kernel
+            f"    _pb_c = _pb_cli_error(_pb_e, _PbPath({str(path)!r}), _PbPath({os.getcwd()!r}))",
+            "    _pb_out = {'error': str(_pb_c), 'code': _pb_c.code}",
             f"print({SENTINEL!r} + _pb_json.dumps(_pb_out))",
         ]
     )
@@ -63,12 +70,15 @@ def run_in_kernel(
     timeout: float,
     by: str | None,
     quiet: bool = False,
+    shown: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Start a kernel in the notebook's folder, re-run its code cells, approve there."""
+    """Start a kernel in the notebook's folder, re-run its code cells, approve there.
+    ``shown``: the steps as the CLI printed them (``Session.step_hashes``): a step changed
+    since is refused, and nothing runs."""
     from jupyter_client.manager import start_new_kernel  # heavy: jupyter_client and zmq
 
     say: Callable[[str], None] = (
-        (lambda _m: None) if quiet else (lambda m: print(m, file=sys.stderr))
+        (lambda _m: None) if quiet else (lambda m: say_visibly(m, file=sys.stderr))
     )
     env = {**os.environ, "JPY_SESSION_NAME": str(loaded.path)}
     try:
@@ -94,7 +104,7 @@ def run_in_kernel(
                     "so nothing was approved (the file is restored); use --no-rerun",
                 )
         lines: list[str] = []
-        code = _approve_code(loaded.path, spec, by or f"{approver()} (planbook CLI)")
+        code = _approve_code(loaded.path, spec, by or f"{approver()} (planbook CLI)", shown)
         reply = _execute(kc, km, code, timeout=None, sink=lines.append)
         for line in "".join(lines).split("\n"):
             if line.startswith(SENTINEL):

@@ -1,8 +1,9 @@
 """Reading the notebook a ``planbook`` command names: every way the file can be wrong becomes a
 ``CliError`` with its exit code, and a Session that shows it or edits it.
 
-Also the two things every command says the same way: a path as the person can paste it, and a
-Session call's error as one line with a ``planbook`` command as its fix.
+Also what every command says the same way: a Session call's error as one line with a
+``planbook`` command as its fix (``shown``, from ``paths``, gives the notebook as the person
+can paste it).
 """
 
 from __future__ import annotations
@@ -22,21 +23,10 @@ from planbook.surfaces.cli.exit_codes import (
     EXIT_MISSING,
     EXIT_NOT_NOTEBOOK,
     EXIT_NOTHING,
-    code_for,
+    as_cli_error,
 )
 
 _T = TypeVar("_T")
-
-
-def shown(path: Path) -> str:
-    """``path`` as the person can paste it here: relative to the current folder when inside it,
-    else absolute; quoted for the shell when it needs to be."""
-    full = path.resolve()
-    try:
-        text = str(full.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        text = str(full)
-    return shlex.quote(text)
 
 
 def _nbformat() -> Any:
@@ -115,5 +105,4 @@ def planbook_errors(loaded: Loaded, action: Callable[[], _T]) -> _T:
     try:
         return action()
     except PlanbookError as exc:
-        message = exc.said_to("cli", notebook=shown(loaded.path))
-        raise CliError(code_for(exc), message) from None
+        raise as_cli_error(exc, loaded.path) from None

@@ -4,8 +4,9 @@ A thin surface like the magics: it reads the notebook, calls a Session and print
 This module is the entry point (the console script and ``python -m planbook``): it parses the
 command line, runs the subcommand and turns how it ended into one line and an exit code. The
 parts: ``parser`` (the arguments), ``commands`` (one ``cmd_*`` per subcommand), ``kernel`` (the
-real kernel ``approve`` runs in), ``demo``, ``loading`` (reading the notebook) and
-``exit_codes`` (the one table the help, docs/cli.md and the README show).
+real kernel ``approve`` runs in), ``serve_mcp`` (``planbook mcp``), ``demo``, ``loading``
+(reading the notebook), ``paths`` (a path as the person pastes it) and ``exit_codes`` (the one
+table the help, docs/cli.md and the README show, and which code an error gets).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
-from planbook.errors import CliError
+from planbook.errors import CliError, spoken_as
 from planbook.surfaces.cli.exit_codes import (
     EXIT_CODES,
+    EXIT_DEPENDENCY,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_KERNEL,
@@ -27,13 +30,17 @@ from planbook.surfaces.cli.exit_codes import (
     EXIT_NOTHING,
     EXIT_OK,
     EXIT_PIPE,
+    EXIT_UNWRITABLE,
     EXIT_USAGE,
 )
 from planbook.surfaces.cli.parser import build_parser
+from planbook.surfaces.cli.paths import shown
+from planbook.surfaces.say import say
 
 # The exit codes are part of this entry point's public face (scripts and tests read them here).
 __all__ = [
     "EXIT_CODES",
+    "EXIT_DEPENDENCY",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_KERNEL",
@@ -43,6 +50,7 @@ __all__ = [
     "EXIT_NOT_NOTEBOOK",
     "EXIT_OK",
     "EXIT_PIPE",
+    "EXIT_UNWRITABLE",
     "EXIT_USAGE",
     "build_parser",
     "main",
@@ -54,14 +62,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     Ctrl-C is 130; a reader that stops early (``| head``) is 141, without a traceback."""
     try:
         args = build_parser().parse_args(argv)
-        code = int(args.run(args))
+        notebook = getattr(args, "notebook", None)
+        where = shown(Path(notebook)) if notebook and notebook != "-" else None
+        # Whatever a step or a check says (a conflict's fix, say) in the command's words.
+        with spoken_as("cli", notebook=where):
+            code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
         return code
     except CliError as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        say(f"planbook: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
-        print("planbook: interrupted", file=sys.stderr)
+        say("planbook: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `planbook show NB | head -2`: the reader has what it wanted. Point stdout at devnull

@@ -11,6 +11,7 @@ from planbook.surfaces.cli.commands import (
     cmd_approve,
     cmd_gc,
     cmd_log,
+    cmd_preview,
     cmd_reject,
     cmd_rollback,
     cmd_show,
@@ -19,6 +20,7 @@ from planbook.surfaces.cli.commands import (
 )
 from planbook.surfaces.cli.demo import cmd_demo
 from planbook.surfaces.cli.exit_codes import exit_codes_text
+from planbook.surfaces.cli.serve_mcp import cmd_mcp
 from planbook.version import __version__
 
 
@@ -109,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         "undo the last step, or everything after a checkpoint",
         cmd_rollback,
         "Undo the last executed step, or everything after CHECKPOINT, restoring cells and files. "
-        "The rollback is recorded and can itself be rolled back. Shell commands are not undone.",
+        "The rollback is recorded and can itself be rolled back. Shell steps are undone where they "
+        "ran in an overlay (Linux with user namespaces); elsewhere their effects stay.",
     )
     rollback.add_argument("notebook", help="the .ipynb file")
     rollback.add_argument(
@@ -118,6 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument(
         "--force", action="store_true", help="roll back even over changes made after the step ran"
     )
+    rollback.add_argument(
+        "--confirm",
+        action="store_true",
+        help="restore checkpoints recorded elsewhere (a received notebook's); what it writes "
+        "is printed first",
+    )
+
+    preview = command(
+        "preview",
+        "run shell step N once in an overlay and show what it would change",
+        cmd_preview,
+        "Run shell step N once in the sandbox with the notebook's folder as an overlay (no "
+        "network, writes kept apart and thrown away) and show the files it would create, change "
+        "or delete, as diffs, with its exit code and output. The preview is kept on the step for "
+        "every review; approving the step later says whether the real run matched it.",
+    )
+    preview.add_argument("notebook", help="the .ipynb file")
+    preview.add_argument("step", type=int, help="the shell step's number (as `planbook show`)")
+    color_flags(preview)
 
     log = command("log", "the audit trail: who approved what, when, with which hash", cmd_log)
     log.add_argument("notebook", help="the .ipynb file")
@@ -147,8 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
         "back to a dropped checkpoint is refused with a message.",
     )
     gc.add_argument("notebook", help="the .ipynb file")
-    gc.add_argument("--keep", type=int, metavar="K", help="checkpoints to keep (overrides config)")
-    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep")
+    gc.add_argument(
+        "--keep", type=int, metavar="K", help="checkpoints to keep, 1 or more (overrides config)"
+    )
+    gc.add_argument("--keep-plans", type=int, metavar="N", help="closed plans to keep, 1 or more")
 
     strip = command(
         "strip",
@@ -159,6 +183,24 @@ def build_parser() -> argparse.ArgumentParser:
         "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
     )
     strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
+
+    mcp = command(
+        "mcp",
+        "serve a notebook, or a folder of notebooks, to an agent over MCP (stdio)",
+        cmd_mcp,
+        "Serve NOTEBOOK_OR_FOLDER (default: the current folder) to any agent over the Model "
+        "Context Protocol on stdin and stdout, the way agents start a server by command. The "
+        "agent reads cells, files and the plan, and proposes steps; no tool approves, rejects "
+        "or changes the mode: you review its steps here, in Jupyter or with `planbook approve`. "
+        "Needs the mcp extra: pip install 'planbook[mcp]' (see docs/mcp.md).",
+    )
+    mcp.add_argument(
+        "target",
+        nargs="?",
+        default=".",
+        metavar="NOTEBOOK_OR_FOLDER",
+        help="the .ipynb file, or a folder of notebooks (default: the current folder)",
+    )
 
     demo = command(
         "demo", "stage, review, approve and roll back a plan on a copy of the quickstart", cmd_demo

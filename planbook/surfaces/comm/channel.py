@@ -51,6 +51,12 @@ class _Decision(PlanbookModel):
 
 class ApproveStep(_Decision):
     action: Literal["approve"]
+    shown: str = Field(
+        min_length=1,
+        max_length=200,
+        description="The step's hash as the page showed it (the plan message's `hash`): a "
+        "step rewritten since is refused and nothing runs.",
+    )
 
 
 class RejectStep(_Decision):
@@ -214,18 +220,23 @@ class CellReviewLink:
             self.send_plan()
 
     def _approve(self, decision: ApproveStep) -> None:
-        self._run(self._number(decision), decision.revision)
+        shown = {decision.step_id: decision.shown}
+        self._run(self._number(decision), decision.revision, shown)
 
-    def _run(self, number: int, revision: int) -> None:
+    def _run(self, number: int, revision: int, shown: dict[str, str] | None = None) -> None:
+        """Run step ``number``; ``shown``: its hash as the page showed it (None: as it is now,
+        for a retry, which the person chose on the failed step and which stages nothing new)."""
         plan = self.session.current_plan()
         assert plan is not None
         # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
-        for outcome in self.session.approve([number], dry_run=True).outcomes:
+        for outcome in self.session.approve([number], dry_run=True, shown=shown).outcomes:
             if outcome.status != "would run":
                 raise UsageMistake(
                     f"step {number} was not applied: {outcome.message or outcome.status}"
                 )
-        batch = Batch(self.session, [plan.steps[number - 1]], revision, by="in-cell review")
+        batch = Batch(
+            self.session, [plan.steps[number - 1]], revision, by="in-cell review", shown=shown
+        )
 
         async def run() -> None:
             await batch.run()

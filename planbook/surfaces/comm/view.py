@@ -14,6 +14,7 @@ from planbook.model.cell import short_ids
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
 from planbook.model.retries import retried_step_ids
 from planbook.present.diff import diff_texts
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 
 #: Version of the message shapes below; the page ignores a plan it does not understand.
@@ -69,15 +70,17 @@ def plan_message(session: Session) -> dict[str, Any]:
             "cell_id": op.cell_id,
             "short_id": short.get(op.cell_id, op.cell_id),
             "cell_type": view.cell_type,
-            "title": view.title,
-            "reason": step.reason,
-            "origin": step.origin,
+            # What the page shows as text: control characters visible (``visible``).
+            "title": visible(view.title),
+            "reason": visible(step.reason),
+            "origin": visible(step.origin) if step.origin else step.origin,
+            "hash": session.hash_of([step]),  # sent back with Approve: what was shown
             "risk": step.risk,
-            "error": view.error,
+            "error": visible(view.error) if view.error else view.error,
             "runs": step.runs_cell,
             "before": view.before,
             "after": view.after,
-            "diff": diff_texts(view.before, view.after)
+            "diff": diff_texts(visible(view.before), visible(view.after))
             if isinstance(op, InsertCell | EditCell)
             else None,
         }

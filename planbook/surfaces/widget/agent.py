@@ -12,6 +12,7 @@ from typing import Any
 from planbook.agent.state import Run, state_of
 from planbook.errors import UsageMistake
 from planbook.model.events import Event
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.mainloop import call_on_main
 
@@ -23,11 +24,12 @@ AGENT_EVENTS = frozenset({"agent_activity", "todos_changed", "decision_needed", 
 def note_event(state: dict[str, Any], event: Event) -> None:
     """Keep what the panel shows of an agent event in ``state`` (activity and todos)."""
     if event.kind == "agent_activity" and event.message:
-        state["activity"] = [*state.get("activity", []), event.message][-ACTIVITY_KEEP:]
+        line = visible(event.message)  # the model wrote it: no control character acts
+        state["activity"] = [*state.get("activity", []), line][-ACTIVITY_KEEP:]
     elif event.kind == "todos_changed":
         state["todos"] = [
             {
-                "text": str(t.get("content", t.get("text", ""))),
+                "text": visible(str(t.get("content", t.get("text", "")))),
                 "status": str(t.get("status", "pending")),
                 "steps": [int(n) for n in t.get("step_numbers", [])],
             }
@@ -51,7 +53,7 @@ def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None
             {
                 "id": d.id,
                 "kind": d.kind,
-                "question": d.question,
+                "question": visible(d.question),
                 "options": list(d.options),
                 "allow_text": d.allow_text,
             }

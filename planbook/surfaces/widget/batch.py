@@ -9,7 +9,7 @@ a Stop sent from the panel is read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from planbook.errors import PlanbookError
 from planbook.model.plan import Step
@@ -25,14 +25,21 @@ STEP_TURNS = 20
 
 class Batch:
     def __init__(
-        self, session: Session, steps: Sequence[Step], revision: int, *, by: str = "review panel"
+        self,
+        session: Session,
+        steps: Sequence[Step],
+        revision: int,
+        *,
+        by: str = "review panel",
+        shown: Mapping[str, str] | None = None,
     ) -> None:
         self.session = session
         self.revision = revision
         #: Who approved, as the plan's record keeps it (the panel, the cell's own button).
         self.by = by
-        #: (step id, content hash when approved), in plan order.
-        self.steps = [(s.id, session.hash_of([s])) for s in steps]
+        #: (step id, its hash as the person was shown it), in plan order: ``shown`` (the
+        #: page's rendering), else as the steps are now.
+        self.steps = [(s.id, (shown or {}).get(s.id) or session.hash_of([s])) for s in steps]
         #: Set from any thread (a Stop message); read before each step.
         self.stop_requested = False
         #: Why the batch ended early, for the panel.
@@ -78,7 +85,7 @@ class Batch:
         if step.status != "pending":
             return True
         try:
-            report = self.session.approve([number], by=self.by)
+            report = self.session.approve([number], by=self.by, shown={step_id: expected})
         except PlanbookError as exc:
             self.error = str(exc)
             return False

@@ -22,14 +22,21 @@ class _OnRevision(_Action):
     revision: int = Field(ge=1, description="The plan revision the person was looking at.")
 
 
-class Approve(_OnRevision):
+class _Approving(_OnRevision):
+    shown: dict[str, str] = Field(
+        description="Step id -> its hash as the panel rendered it (the view's step `hash`): "
+        "a step that differs now, or was not shown, is refused and nothing runs."
+    )
+
+
+class Approve(_Approving):
     """Approve these steps (ids, in plan order) and run exactly them."""
 
     action: Literal["approve"]
     step_ids: tuple[str, ...] = Field(min_length=1)
 
 
-class ApproveAll(_OnRevision):
+class ApproveAll(_Approving):
     action: Literal["approve_all"]
 
 
@@ -46,6 +53,13 @@ class Retry(_OnRevision):
     """Retry a failed step: run its code again, or stage its change again for review."""
 
     action: Literal["retry"]
+    step_id: str = Field(min_length=1)
+
+
+class Preview(_OnRevision):
+    """Run a shell step once in an overlay and show what it would change."""
+
+    action: Literal["preview"]
     step_id: str = Field(min_length=1)
 
 
@@ -77,6 +91,11 @@ class Rollback(_Action):
     action: Literal["rollback"]
     checkpoint: str = Field(min_length=1)
     force: bool = Field(default=False, description="Overwrite changes made after the steps ran.")
+    confirm: bool = Field(
+        default=False,
+        description="Restore checkpoints recorded elsewhere (a received notebook's), after "
+        "the panel listed what they write.",
+    )
 
 
 class ShowRevisionDiff(_Action):
@@ -109,6 +128,7 @@ Action = Annotated[
     | Skip
     | Reorder
     | Retry
+    | Preview
     | Revise
     | Stop
     | StopAgent

@@ -25,10 +25,11 @@ import anywidget
 import traitlets
 
 from planbook.agent.state import state_of
-from planbook.errors import PlanbookError, RollbackConflict, UsageMistake
+from planbook.errors import NeedsConfirmation, PlanbookError, RollbackConflict, UsageMistake
 from planbook.model.events import Event
 from planbook.model.plan import Plan
 from planbook.present.checkpoint_names import checkpoint_names
+from planbook.present.safe import md_text, visible
 from planbook.sessions.session import Session
 from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget import agent
@@ -41,6 +42,7 @@ from planbook.surfaces.widget.messages import (
     Approve,
     ApproveAll,
     Dismiss,
+    Preview,
     Reject,
     Reorder,
     Retry,
@@ -140,9 +142,10 @@ class ReviewPanel(anywidget.AnyWidget):
         notes = list(self.session.warnings)
         data = {
             **(data or {}),
-            "text/markdown": "".join(f"> **warning:** {n}\n\n" for n in notes)
+            "text/markdown": "".join(f"> **warning:** {md_text(n)}\n\n" for n in notes)
             + self.session.render_markdown(),
-            "text/plain": "".join(f"warning: {n}\n" for n in notes) + self.session.render_text(),
+            "text/plain": "".join(f"warning: {visible(n)}\n" for n in notes)
+            + self.session.render_text(),
         }
         return data, metadata
 
@@ -190,6 +193,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 agent=self._agent_view(),
                 offer=self._offer,
                 warnings=session.warnings,
+                hashes=session.step_hashes(plan.steps) if plan else {},
             )
             with self.hold_sync():  # one message: the new view and no stale overrides
                 self.view = view
@@ -326,9 +330,18 @@ class ReviewPanel(anywidget.AnyWidget):
             self._not_running("roll back")
             self._error = None
             try:
-                session.rollback(action.checkpoint, force=action.force)
+                session.rollback(action.checkpoint, force=action.force, confirm=action.confirm)
             except RollbackConflict:
                 self._offer = {"kind": "force_rollback", "checkpoint": action.checkpoint}
+                raise
+            except NeedsConfirmation:
+                preview = session.rollback_preview(action.checkpoint)
+                self._offer = {
+                    "kind": "confirm_rollback",
+                    "checkpoint": action.checkpoint,
+                    "writes": preview.writes,
+                    "force": action.force,
+                }
                 raise
             self.refresh()
             return
@@ -338,13 +351,18 @@ class ReviewPanel(anywidget.AnyWidget):
         if isinstance(action, Retry):
             self._retry(plan, action.step_id)
             return
+        if isinstance(action, Preview):  # up to the preview's time limit (30 s)
+            self._error = None
+            session.preview(self._number(plan, action.step_id))
+            self.refresh()
+            return
         if isinstance(action, Approve | ApproveAll):
             ids = (
                 list(action.step_ids)
                 if isinstance(action, Approve)
                 else [s.id for s in plan.steps if s.status == "pending"]
             )
-            self._approve(plan, ids)
+            self._approve(plan, ids, action.shown)
             return
         self._error = None
         if isinstance(action, Reject):
@@ -415,7 +433,9 @@ class ReviewPanel(anywidget.AnyWidget):
         self._push_progress()
 
     # --- running -----------------------------------------------------------------------------
-    def _approve(self, plan: Plan, ids: list[str]) -> None:
+    def _approve(self, plan: Plan, ids: list[str], shown: dict[str, str] | None = None) -> None:
+        """``shown``: the steps' hashes as the page rendered them; None: as they are now (a
+        retry of a step the person just chose, which stages nothing new)."""
         if not ids:
             raise UsageMistake("nothing to approve: no step is pending")
         numbers = sorted(self._number(plan, i) for i in set(ids))
@@ -424,8 +444,10 @@ class ReviewPanel(anywidget.AnyWidget):
             if step.status != "pending":
                 raise UsageMistake(f"step {n} is {step.status}, not pending; nothing was applied")
         # The Session checks dependencies and drift for the whole selection, applying nothing.
-        self._session.approve(numbers, dry_run=True)
-        batch = Batch(self._session, [plan.steps[n - 1] for n in numbers], plan.current.number)
+        self._session.approve(numbers, dry_run=True, shown=shown)
+        batch = Batch(
+            self._session, [plan.steps[n - 1] for n in numbers], plan.current.number, shown=shown
+        )
         self._error = None
         self._batch = batch
         self._progress = Progress(running=True, step_ids=batch.step_ids)

@@ -6,7 +6,7 @@ revisions, the running progress and the last error. The front end renders it as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,8 @@ from planbook.model.cell import SHORT_ID, WHOLE_ID, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
+from planbook.present.safe import visible
+from planbook.present.text import shell_preview_text
 from planbook.present.views import MCP_NOTE, StepView
 
 #: Kinds whose before/after texts are the same: the panel shows the cell, not a diff.
@@ -63,41 +65,48 @@ def _named(target: str, cell_id: str, names: dict[str, str]) -> str:
 
 
 def step_json(text: StepView, names: dict[str, str] | None = None) -> dict[str, Any]:
-    """``names``: each cell's name for people (``cell_names``)."""
+    """One step for the panel; what it shows as text has its control characters made visible
+    (``visible``: bidi overrides and the like would show the reviewer other text); ``names``:
+    each cell's name for people (``cell_names``)."""
     cell_id = text.target.split(":")[0] if text.kind.endswith("_cell") else None
     out: dict[str, Any] = {
         "id": text.id,
         "number": text.number,
         "kind": text.kind,
-        "target": text.target,
-        "title": text.title,
-        "reason": text.reason,
-        "runs_later": text.runs_later,
+        "target": visible(text.target),
+        "title": visible(text.title),
+        "reason": visible(text.reason),
+        "runs_later": visible(text.runs_later) if text.runs_later else text.runs_later,
         "risk": text.risk,
         "status": text.status,
-        "error": text.error,
+        "error": visible(text.error) if text.error else text.error,
         "language": text.language,
         "depends_on": text.depends_on,
         "checkpoint": text.checkpoint,
         "run_at_approval": text.run_at_approval,
-        "origin": text.origin,
+        "origin": visible(text.origin) if text.origin else text.origin,
+        "approved_elsewhere": visible(text.approved_elsewhere) if text.approved_elsewhere else None,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
         "cell_id": cell_id,
     }
     if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
         out["target"] = f"{text.target} ({MCP_NOTE})"
+    if text.kind == "shell":
+        # What a preview showed (text), and why previews are off here ("" when they work).
+        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
-        head = first_line(text.after)
-        out["target"] = f"{text.target}: {head}" if head else f"{text.target} (empty)"
+        head = visible(first_line(text.after))
+        out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"
     if cell_id is not None:
-        out["target"] = _named(out["target"], cell_id, names or {})
+        out["target"] = _named(out["target"], visible(cell_id), names or {})
     if text.kind in SHOW_AS_CELL:
         # A shell step's text is its command, which the core gives as the target.
-        out["cell"] = text.after or (text.target if text.kind == "shell" else "")
+        out["cell"] = visible(text.after or (text.target if text.kind == "shell" else ""))
         out["diff"] = None
     else:
         out["cell"] = None
-        out["diff"] = diff_texts(text.before, text.after)
+        out["diff"] = diff_texts(visible(text.before), visible(text.after))
     return out
 
 
@@ -116,9 +125,9 @@ def checkpoint_json(
         "id": cp.id,
         "seq": cp.seq,
         "kind": cp.kind,
-        "label": (names or {}).get(cp.id)
-        or cp.label
-        or (f"before step {step}" if step else cp.kind),
+        "label": visible(
+            (names or {}).get(cp.id) or cp.label or (f"before step {step}" if step else cp.kind)
+        ),
         "step": step,
         "at": cp.at.isoformat(timespec="seconds"),
         "active": cp.active,
@@ -128,10 +137,26 @@ def checkpoint_json(
 def revision_json(rev: Revision) -> dict[str, Any]:
     return {
         "number": rev.number,
-        "summary": rev.summary,
-        "feedback": rev.feedback,
+        "summary": visible(rev.summary),
+        "feedback": visible(rev.feedback) if rev.feedback else rev.feedback,
         "steps": len(rev.steps),
     }
+
+
+def rollback_writes(checkpoints: Sequence[Checkpoint]) -> dict[str, list[str]]:
+    """Checkpoint id -> what a rollback to it writes (its snapshots and those of the active
+    step checkpoints after it), which the panel's confirmation lists before it is sent. The
+    Session refuses, at the rollback, what a step's record does not name."""
+    out: dict[str, list[str]] = {}
+    later: dict[str, None] = {}
+    for cp in sorted(checkpoints, key=lambda c: c.seq, reverse=True):
+        if not cp.active:
+            continue
+        mine = [f"cell {c.cell_id}" for c in cp.cells] + [f"file {f.path}" for f in cp.files]
+        out[cp.id] = list(dict.fromkeys([*mine, *later]))
+        if cp.kind == "step":
+            later.update(dict.fromkeys(mine))
+    return out
 
 
 def build_view(
@@ -150,29 +175,36 @@ def build_view(
     warnings: Sequence[str] = (),
     checkpoint_names: dict[str, str] | None = None,
     cell_names: dict[str, str] | None = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
     ``checkpoint_names``: each checkpoint's name for people
-    (``planbook.present.checkpoint_names``); ``cell_names``: each cell's (``cell_names``)."""
+    (``planbook.present.checkpoint_names``); ``cell_names``: each cell's (``cell_names``);
+    ``hashes``: each step's hash as the Session computes it (``Session.step_hashes``), which
+    an approval from this view sends back."""
     numbers = {s.id: s.number for s in steps}
+    writes = rollback_writes(checkpoints)
     return {
         "header": {
             "plan_id": plan.id if plan else None,
-            "task": plan.task if plan else "",
+            "task": visible(plan.task) if plan else "",
             "state": plan.state if plan else "idle",
             "revision": plan.current.number if plan else 0,
             "mode": mode,
             "backend": backend,
-            "backend_description": backend_description,
+            "backend_description": visible(backend_description),
             "counts": counts(steps),
-            "warnings": list(warnings),
+            "warnings": [visible(w) for w in warnings],
         },
-        "steps": [step_json(s, cell_names) for s in steps],
-        "checkpoints": [checkpoint_json(cp, numbers, checkpoint_names) for cp in checkpoints],
+        "steps": [{**step_json(s, cell_names), "hash": (hashes or {}).get(s.id)} for s in steps],
+        "checkpoints": [
+            {**checkpoint_json(cp, numbers, checkpoint_names), "writes": writes.get(cp.id, [])}
+            for cp in checkpoints
+        ],
         "revisions": [revision_json(r) for r in plan.revisions] if plan else [],
         "revision_diff": revision_diff,
         "progress": (progress or Progress()).as_json(),
-        "error": error,
+        "error": visible(error) if error else error,
         "offer": offer if error else None,
         "agent": agent,
     }
