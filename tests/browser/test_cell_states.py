@@ -27,6 +27,7 @@ from tests.support.notebook_page import (
     doc_shot,
     editor,
     first_run,
+    four_cells,
     notebook_page,
     open_notebook,
     output,
@@ -49,9 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 def notebook(server: RunningServer) -> Iterator[str]:
     """Code cells c1..c4 and a markdown cell m1 after c2."""
     name = f"states{next(_names)}.ipynb"
-    path = server.write_notebook(
-        name, ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
-    )
+    path = four_cells(server, name)
     nb = json.loads(path.read_text())
     nb["cells"].insert(
         2, {"id": "m1", "cell_type": "markdown", "source": "Old notes", "metadata": {}}

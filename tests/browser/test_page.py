@@ -25,6 +25,7 @@ from tests.support.jupyter_server import RunningServer
 from tests.support.notebook_page import (
     editor,
     first_run,
+    four_cells,
     no_file_changed_dialog,
     notebook_page,
     open_notebook,
@@ -49,9 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 @pytest.fixture
 def notebook(server: RunningServer) -> Iterator[str]:
     name = f"page{next(_names)}.ipynb"
-    server.write_notebook(
-        name, ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
-    )
+    four_cells(server, name)
     yield name
     server.end_sessions()
 

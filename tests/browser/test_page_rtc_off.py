@@ -21,6 +21,7 @@ from tests.support.notebook_page import (
     doc_shot,
     editor,
     first_run,
+    four_cells,
     no_file_changed_dialog,
     notebook_page,
     open_notebook,
@@ -55,9 +56,7 @@ def test_with_collaboration_switched_off_the_page_is_the_notebook(
     # the collaboration API answers on this server (what fooled the kernel before)
     with pytest.raises(JupyterServerError, match="HTTP 405"):
         server.api("GET", "api/collaboration/session/off.ipynb")
-    server.write_notebook(
-        "off.ipynb", ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
-    )
+    four_cells(server, "off.ipynb")
     try:
         panel = open_notebook(page, server, "off.ipynb", 4)
         first_run(panel)

@@ -151,3 +151,11 @@ def notebook_page(profile: Path) -> Iterator[Any]:
     """A Chromium page tall enough for a notebook of a dozen cells."""
     with chromium_context(profile, width=1100, height=1400) as context:
         yield context.new_page()
+
+
+def four_cells(server: RunningServer, name: str) -> Path:
+    """The notebook the page tests start from: c1 ``x = 1``, c2 ``print(x)``, c3
+    ``z = 'old'`` and an empty c4."""
+    return server.write_notebook(
+        name, ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
+    )
