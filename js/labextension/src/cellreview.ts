@@ -226,12 +226,21 @@ export class CellReview {
     }
   }
 
-  /** Put ``widget`` where every box goes: at the top of the cell, above its code. */
-  private atTop(cell: Cell, widget: Widget): void {
-    const layout = cell.layout as PanelLayout;
+  /**
+   * Put ``widget`` where every box goes: at the top of the cell, above its code. A cell the
+   * notebook has not drawn yet (JupyterLab draws cells as they scroll into view) has no parts
+   * to put it between: false, and the plan is drawn again once the cell is.
+   */
+  private atTop(cell: Cell, widget: Widget): boolean {
     const input = cell.inputArea?.parent ?? null;
+    const layout = cell.layout as PanelLayout;
     const at = input !== null ? layout.widgets.indexOf(input) : -1;
-    layout.insertWidget(at === -1 ? 1 : at, widget);
+    if (at === -1) {
+      void cell.ready.then(() => this.schedule());
+      return false;
+    }
+    layout.insertWidget(at, widget);
+    return true;
   }
 
   /** "Step N · done" (rejected, rolled back, retried) on a cell this page saw it pending on. */
@@ -256,8 +265,11 @@ export class CellReview {
         retried: this.trans.__('retried')
       }[trace.decided.status];
       note.node.textContent = this.trans.__('Step %1 · %2', trace.decided.number, word);
-      this.atTop(cell, note);
-      this.notes.push(note);
+      if (this.atTop(cell, note)) {
+        this.notes.push(note);
+      } else {
+        note.dispose();
+      }
     }
   }
 
@@ -284,6 +296,10 @@ export class CellReview {
     for (const [cellId, number] of Object.entries(message.stale ?? {})) {
       const cell = byId.get(cellId);
       if (!(cell instanceof CodeCell)) {
+        continue;
+      }
+      if (cell.inputArea === null) {
+        void cell.ready.then(() => this.schedule()); // not drawn yet: once it is
         continue;
       }
       const model = cell.model as ICodeCellModel;
@@ -343,7 +359,10 @@ export class CellReview {
     }
     const box = this.box(step, false);
     // right above the cell's input (so after boxes of earlier steps on this cell)
-    this.atTop(cell, box);
+    if (!this.atTop(cell, box)) {
+      box.dispose();
+      return null;
+    }
     cell.addClass(CELL_PENDING);
     if (step.kind === 'delete_cell' && step.status === 'pending') {
       cell.addClass(CELL_DELETE);
