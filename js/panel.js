@@ -41,6 +41,8 @@ export function createPanel({ model, el }) {
   root.setAttribute("aria-label", "planbook review panel");
   el.append(root);
 
+  /** The kernel behind this panel is gone (see onLive): nothing is offered any more. */
+  let disconnected = false;
   const ui = {
     /** Steps the person unticked; every other pending step is selected. Kept in the
      * model's `deselected` too, so a re-render or another display of the panel agrees. */
@@ -290,6 +292,14 @@ export function createPanel({ model, el }) {
   }
 
   function render() {
+    if (disconnected) {
+      // The kernel restarted (or died): nothing here can reach it, so nothing is offered.
+      const note = h(doc, "p", "pb-error pb-disconnected",
+        "Disconnected: the kernel restarted, so this panel can no longer act. Run %plan again.");
+      note.setAttribute("role", "alert");
+      root.replaceChildren(note);
+      return;
+    }
     if (model.get("superseded") === true) {
       const note = h(doc, "p", "pb-muted pb-superseded",
         "This review panel was replaced by a newer one further down (`%plan` shows it again).");
@@ -482,7 +492,19 @@ export function createPanel({ model, el }) {
     }
     render();
   };
+  /** The widget lost its kernel (a restart, a dead kernel): JupyterLab's widget manager sets
+   * the model's `comm_live` to false and says so with `comm_live_update`. A model is live
+   * from before its first view, and a new kernel means new models, so once the panel is
+   * drawn this event only ever means "disconnected" (anywidget's model shows no `comm_live`
+   * to read). */
+  const onLive = () => {
+    if (!disconnected) {
+      disconnected = true;
+      render();
+    }
+  };
   root.addEventListener("keydown", onKey);
+  model.on("comm_live_update", onLive);
   model.on("change:view", onChange);
   model.on("change:live", onChange);
   model.on("change:deselected", onDeselected);
@@ -490,6 +512,7 @@ export function createPanel({ model, el }) {
   win?.addEventListener("planbook:focus-step", onFocusStep);
   render();
   return () => {
+    model.off("comm_live_update", onLive);
     win?.removeEventListener("planbook:focus-step", onFocusStep);
     model.off("change:deselected", onDeselected);
     model.off("change:superseded", onChange);

@@ -207,3 +207,45 @@ def test_bad_decisions_get_one_line_and_change_nothing(nb: Path) -> None:
         assert error["step_id"] == step["id"] and "\n" not in error["message"]
         assert [s for _, s in sources(nb)][2] == "x * 2  # edited by hand"
         assert statuses(nb) == ["pending"]
+
+
+def test_a_failed_step_is_retried_from_its_cell_and_leaves_the_cell_as_history(
+    nb: Path,
+) -> None:
+    with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
+        page = Page(k)
+        page.run("%load_ext planbook")
+        page.open()
+        page.plan()
+        page.run("%%propose --replace c3 --run\nprint(ready)")
+        (step,) = page.plan(lambda m: len(m["steps"]) == 1)["steps"]
+        page.decide(action="approve", step_id=step["id"], revision=1, shown=step["hash"])
+        failed = page.plan(lambda m: [s["status"] for s in m["steps"]] == ["failed"])
+        assert failed["stale"] == {}
+        page.run("ready = 'yes'")
+        # a retry from a revision the person never saw: one line, nothing changed
+        page.decide(action="retry", step_id=step["id"], revision=2)
+        assert (
+            "revision 2"
+            in page.listen(lambda m: isinstance(m, dict) and "revision 2" in str(m.get("message")))[
+                "message"
+            ]
+        )
+        page.decide(action="retry", step_id=step["id"], revision=1)
+        done = page.plan(lambda m: m["steps"] == [] and len(m["decided"]) == 2)
+        assert [(d["number"], d["status"]) for d in done["decided"]] == [
+            (1, "retried"),
+            (2, "done"),
+        ]
+        assert statuses(nb) == ["failed", "done"]
+        saved = json.loads(nb.read_text())["cells"][2]
+        assert "".join(saved["outputs"][0]["text"]) == "yes\n"
+
+        # an approved edit without a run: its cell's output is from the code before
+        page.run("%%propose --replace c3\nprint('later')")
+        shown = page.plan(lambda m: len(m["steps"]) == 1)
+        (edit,) = shown["steps"]
+        revision = shown["plan"]["revision"]
+        page.decide(action="approve", step_id=edit["id"], revision=revision, shown=edit["hash"])
+        stale = page.plan(lambda m: m["steps"] == [] and m.get("stale"))
+        assert stale["stale"] == {"c3": 1}  # step 1 of the next plan

@@ -162,3 +162,23 @@ def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: P
         assert "step 2 (insert_cell): done" in report.stdout, report.text
         sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
         assert sources == ["x = 1", "%%propose\nx + 1", "y = x + 1", "z = y + 1", "x"]
+
+
+def test_a_step_run_honours_a_trailing_semicolon_and_its_prompts_agree(tmp_path: Path) -> None:
+    """A cell planbook runs looks like one the person ran: `;` hides the last value, and the
+    cell's In [n] is its Out [n]."""
+    nb = make_notebook(tmp_path / "quiet.ipynb", ["x = 1", "x"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.edit_cell('c1', 'x = 41\\nx + 1;', run=True)\n"
+            "pb.propose.edit_cell('c2', 'x + 1', run=True)"
+        )
+        k.run("%plan")  # what %approve approves: the plan as shown
+        assert "step 2" in k.run("%approve").text
+        quiet, loud = nbformat.read(nb, as_version=4).cells
+        assert quiet.outputs == [], quiet.outputs
+        (result,) = loud.outputs
+        assert result["data"]["text/plain"] == "42"
+        assert result["execution_count"] == loud.execution_count

@@ -52,7 +52,7 @@ def test_the_view_shows_the_plan_with_diffs(panel: ReviewPanel):
     assert view["header"]["counts"]["pending"] == 3
     assert view["header"]["backend"] == "file"
     edit, write, insert = view["steps"]
-    assert (edit["kind"], edit["target"]) == ("edit_cell", "c2: x = 1")
+    assert (edit["kind"], edit["target"]) == ("edit_cell", "#2 c2: x = 1")
     assert [ln["text"] for ln in edit["diff"]["hunks"][0]["lines"]] == ["x = 1", "x = 2"]
     assert write["diff"]["kind"] == "added"
     assert insert["cell"] == "y = x * 3"

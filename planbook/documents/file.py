@@ -35,6 +35,7 @@ from planbook.documents.serializer import (
     guess_style,
     same_bytes,
 )
+from planbook.documents.trust import KeptTrust
 from planbook.errors import MetadataError, UsageMistake
 
 #: The text a file was read from (or its bytes) and its tree as parsed.
@@ -72,6 +73,10 @@ class FileNotebook(NodeNotebook):
         #: How deep ``coalesced`` blocks are; whether a save is kept in memory (and held).
         self._coalescing = 0
         self._pending = False
+        #: Jupyter's trust of the file, kept across planbook's saves (documents/trust.py);
+        #: whether the file planbook first replaced was trusted (None: not asked yet).
+        self._trust = KeptTrust()
+        self._trusted: bool | None = None
         super().__init__(nb, self._encoder.style)
         self.description = description or f"file: {self.path.name} (saved by planbook on disk)"
 
@@ -179,6 +184,7 @@ class FileNotebook(NodeNotebook):
         self.style = self._encoder.style
         self._written, self._chunks, self._encoded_pieces = None, [], _EncodedPieces()
         self._read, self._seen = data, seen
+        self._trusted = None  # the file someone else wrote: its trust is asked again
 
     @contextmanager
     def coalesced(self) -> Iterator[None]:
@@ -240,7 +246,12 @@ class FileNotebook(NodeNotebook):
         except UnicodeEncodeError as exc:
             raise _unencodable(exc) from None
         if not (self._read is not None and same_bytes(self._read, chunks)):
+            if self._trusted is None:  # asked once per file read, not per save
+                old = self._read if self._read is not None else b"".join(self._chunks)
+                self._trusted = self._trust.was_trusted(old)
             self._seen = atomic_write(self.path, chunks)
+            if self._trusted:  # the person trusted it: planbook's save keeps it so
+                self._trust.signed(b"".join(chunks))
         self._written, self._chunks = pieces, chunks
         # only what the file holds now
         self._encoded_pieces = _EncodedPieces(zip(pieces, chunks, strict=True))

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from planbook.documents.base import NotebookDocument
 from planbook.documents.file import FileNotebook
@@ -34,6 +35,13 @@ log = logging.getLogger("planbook.locate")
 
 INSTALL_LIVE = "install planbook[live] (pip install 'planbook[live]') and restart Jupyter"
 FIGHT_WARNING = "an open editor may overwrite kernel edits"
+RTC_OFF = "collaboration is switched off on the server (YDocExtension.disable_rtc)"
+
+Collaboration = Literal["on", "off", "none"]
+#: The page settings JupyterLab and Notebook 7 embed in every page they serve.
+_CONFIG_DATA = re.compile(
+    r'<script id="jupyter-config-data" type="application/json">\s*(\{.*?\})\s*</script>', re.S
+)
 
 
 @dataclass(frozen=True)
@@ -68,15 +76,53 @@ class ServerInfo:
         return json.loads(raw) if raw else None
 
     def has_collaboration(self) -> bool:
-        """jupyter-collaboration answers on /api/collaboration/session (PUT only: a GET gets
-        405 when it is there, 404 when it is not)."""
+        """jupyter-collaboration is installed AND switched on: its endpoints answer and the
+        pages it serves do not run with ``--YDocExtension.disable_rtc=True``."""
+        return self.collaboration() == "on"
+
+    def collaboration(self) -> Collaboration:
+        """ "on"; "off" (jupyter-collaboration answers, but the server was started with
+        ``--YDocExtension.disable_rtc=True``: its pages edit their own plain model and never
+        join a room); "none" (not installed, or its server extension is disabled)."""
         try:
             self.api("GET", "api/collaboration/session/planbook-probe.ipynb")
         except urllib.error.HTTPError as exc:
-            return exc.code == 405
+            # PUT only: a GET gets 405 when it is there, 404 when it is not
+            if exc.code != 405:
+                return "none"
         except OSError:
-            return False
-        return True
+            return "none"
+        return "off" if self.rtc_disabled() else "on"
+
+    def rtc_disabled(self) -> bool:
+        """The server's page settings say ``disableRTC`` (what the page itself reads: the
+        package importing, or its endpoints answering, says nothing about it)."""
+        config = self.page_config()
+        return bool(config.get("disableRTC")) if config is not None else False
+
+    def page_config(self) -> dict[str, Any] | None:
+        """The ``jupyter-config-data`` a page of this server starts from (JupyterLab's
+        ``lab``, else Notebook 7's ``tree``), or None when no page answers."""
+        for page in ("lab", "tree"):
+            url = urllib.parse.urljoin(self.url, page)
+            request = urllib.request.Request(url)
+            if self.token:
+                request.add_header("Authorization", f"token {self.token}")
+            try:
+                with urllib.request.urlopen(request, timeout=5.0) as response:
+                    html = response.read(2_000_000).decode("utf-8", "replace")
+            except (OSError, ValueError):
+                continue
+            found = _CONFIG_DATA.search(html)
+            if found is None:
+                continue
+            try:
+                config = json.loads(found.group(1))
+            except ValueError:
+                continue
+            if isinstance(config, dict):
+                return config
+        return None
 
 
 def notebook_path_from_env() -> Path | None:
@@ -364,7 +410,10 @@ def _live_reason(
         and (server.root_dir is not None or find_on_server(server, path) is None)
     ):
         return f"the notebook is not one the server {server.url} serves"
-    if not server.has_collaboration():
+    collaboration = server.collaboration()
+    if collaboration == "off":
+        return f"{RTC_OFF}: {FIGHT_WARNING}"
+    if collaboration == "none":
         return f"no collaboration on the server: {FIGHT_WARNING}; {INSTALL_LIVE}"
     missing = live_available()
     if missing:
@@ -382,14 +431,15 @@ def page_document(server: ServerInfo | None, path: Path, why: str) -> NotebookDo
     reach them. None otherwise (the file then, or the live room)."""
     if server is None or not _has_comm() or not labextension_enabled():
         return None
-    if server.has_collaboration():
+    collaboration = server.collaboration()
+    if collaboration == "on":
         return None
-
+    without = RTC_OFF if collaboration == "off" else f"no collaboration on {server.url}"
     return PageNotebook.from_file(
         path,
         description=(
-            f"page: {path.name} in its open JupyterLab page ({why}; no collaboration on "
-            f"{server.url}: approved changes are applied in the page; saving the page saves them)"
+            f"page: {path.name} in its open JupyterLab page ({why}; {without}: approved "
+            "changes are applied in the page; saving the page saves them)"
         ),
     )
 

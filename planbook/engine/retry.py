@@ -11,6 +11,7 @@ from planbook.errors import UsageMistake
 from planbook.model.cell import Cell
 from planbook.model.operations import AnyOperation, EditCell, InsertCell, RunCell, Shell
 from planbook.model.plan import Step
+from planbook.model.retries import retry_reason
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ def retry_of(step: Step, number: int, cells: list[Cell]) -> Retry:
         raise UsageMistake(f"step {number} is {step.status}; only a failed step can be retried")
     op = step.operation
     by_id = {c.id: c for c in cells}
-    reason = f"retry of step {number}" + (f": {step.reason}" if step.reason else "")
+    reason = retry_reason(number, step.reason)
     if isinstance(op, InsertCell | EditCell) and step.run_at_approval:
         cell = by_id.get(op.cell_id)
         if cell is not None and cell.source == op.source:

@@ -81,7 +81,9 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
 
     class ResultHook(DisplayHook):  # type: ignore[misc,unused-ignore]
         def __call__(self, result: Any = None) -> None:
-            if result is None:
+            # a trailing `;` hides the result, as IPython's own hook does (quiet() reads the
+            # cell from the history run_cell just stored it in)
+            if result is None or self.quiet():
                 return
             data, metadata = shell.display_formatter.format(result)
             sink.rich("execute_result", data, metadata, execution_count=shell.execution_count)
@@ -123,6 +125,11 @@ class IPythonRunner:
         with _capture(shell, sink):
             result = shell.run_cell(source, store_history=True)
         run = CellRun(outputs=sink.outputs, execution_count=result.execution_count)
+        for output in run.outputs:
+            # Out [n] is In [n], as for a cell the person ran (the shell's counter has moved on
+            # by the time the hook sees the value when the run is nested in a cell)
+            if output["output_type"] == "execute_result":
+                output["execution_count"] = result.execution_count
         error = result.error_before_exec or result.error_in_exec
         if error is not None:
             etype = type(error)

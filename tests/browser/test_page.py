@@ -10,10 +10,7 @@ with their text kept. The kernel-side protocol is in tests/test_page.py.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,107 +21,44 @@ from playwright.sync_api import expect
 from planbook import Session
 from planbook.documents.file import FileNotebook
 from planbook.workspace.files import Workspace
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
+from tests.support.notebook_page import (
+    editor,
+    first_run,
+    four_cells,
+    no_file_changed_dialog,
+    notebook_page,
+    open_notebook,
+    output,
+    page_server,
+    run_cell,
+    saved,
+    type_into,
+)
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
 _names = itertools.count(1)
-#: A cell's prompt once it ran ("[ ]:" before, "[*]:" while it runs).
-RAN = re.compile(r"\[\d+\]:")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = RunningServer(tmp_path_factory.mktemp("page-root"), collaboration=False)
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        running.start()
+    with page_server(tmp_path_factory.mktemp("page-root"), collaboration=False) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
 def notebook(server: RunningServer) -> Iterator[str]:
     name = f"page{next(_names)}.ipynb"
-    server.write_notebook(
-        name, ["x = 1", "print(x)", "z = 'old'", ""], ids=["c1", "c2", "c3", "c4"]
-    )
+    four_cells(server, name)
     yield name
     server.end_sessions()
 
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1400) as context:
-        yield context.new_page()
-
-
-def open_notebook(page: Any, server: RunningServer, notebook: str, cells: int) -> Any:
-    page.goto(f"{server.url}lab/tree/{notebook}?reset&token={server.token}")
-    panel = page.locator(".jp-NotebookPanel")
-    expect(panel.locator(".jp-Cell")).to_have_count(cells, timeout=90_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
-        1, timeout=90_000
-    )
-    return panel
-
-
-def editor(panel: Any, index: int) -> Any:
-    return panel.locator(".jp-Cell").nth(index).locator(".jp-InputArea .cm-content")
-
-
-def output(panel: Any, index: int) -> Any:
-    return panel.locator(".jp-Cell").nth(index).locator(".jp-OutputArea-output")
-
-
-def type_into(panel: Any, index: int, text: str, *, replace: bool = True) -> None:
-    """Click into cell ``index`` and type (select all first unless ``replace`` is False)."""
-    editor(panel, index).click()
-    expect(editor(panel, index)).to_be_focused()
-    keyboard = panel.page.keyboard
-    if replace:
-        keyboard.press("ControlOrMeta+a")
-    else:
-        keyboard.press("ControlOrMeta+End")
-    keyboard.insert_text(text)
-
-
-def run_cell(panel: Any, index: int, text: str, *, moves: int = 0) -> Any:
-    """Type ``text`` into cell ``index``, run it (Shift+Enter); its output area. ``moves``:
-    how far the cell moves meanwhile (a step inserts or removes a cell above it)."""
-    type_into(panel, index, text)
-    expect(editor(panel, index)).to_have_text(text.replace("\n", ""))
-    panel.page.keyboard.press("Shift+Enter")
-    index += moves
-    out = output(panel, index)
-    prompt = panel.locator(".jp-Cell").nth(index).locator(".jp-InputPrompt")
-    expect(prompt).to_have_text(RAN)
-    return out
-
-
-def first_run(panel: Any) -> None:
-    """Run the first cell (``x = 1``, harmless twice). Right after the page opens, JupyterLab
-    sometimes drops a Shift+Enter although the kernel shows idle (the cell stays "[ ]:"), so
-    this one is pressed again; every later run goes to a kernel that has answered."""
-    prompt = panel.locator(".jp-Cell").first.locator(".jp-InputPrompt")
-    for _ in range(3):
-        editor(panel, 0).click()
-        panel.page.keyboard.press("Shift+Enter")
-        with contextlib.suppress(AssertionError):
-            expect(prompt).to_have_text(RAN, timeout=10_000)
-            return
-    expect(prompt).to_have_text(RAN)
-
-
-def no_file_changed_dialog(page: Any) -> None:
-    expect(page.locator(".jp-Dialog")).to_have_count(0)
-
-
-def saved(server: RunningServer, notebook: str) -> dict[str, Any]:
-    return dict(json.loads((server.root / notebook).read_text()))
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(

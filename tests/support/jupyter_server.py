@@ -108,6 +108,10 @@ def _isolated_env(home: Path) -> dict[str, str]:
         JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
         JUPYTER_PLATFORM_DIRS="1",
         PYTHONUNBUFFERED="1",
+        # the temp dirs above before the venv's share/jupyter (in a venv jupyter_core puts
+        # the environment first): the in-cell review linked into JUPYTER_DATA_DIR is the one
+        # under test, never one installed in the venv from another checkout
+        JUPYTER_PREFER_ENV_PATH="0",
     )
     # a kernel started by this server must never think it runs under some outer server
     for name in (

@@ -6,18 +6,20 @@
  * Everything hangs off cells found by id in the notebook's model, never by DOM position, and
  * none of it is part of the model: a placeholder is not a cell, so it is never saved or run.
  */
-import { Cell } from '@jupyterlab/cells';
+import { Cell, CodeCell, CodeCellModel, ICodeCellModel } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { PanelLayout, Widget } from '@lumino/widgets';
 import { renderDiff } from './diffview';
-import { IDecision, IPlanMessage, IStep } from './protocol';
+import { IDecided, IDecision, IPlanMessage, IStep } from './protocol';
 
 /** Sent on `window` when a cell's badge is clicked: the plan panel shows that step. */
 export const FOCUS_STEP_EVENT = 'planbook:focus-step';
 
 const CELL_PENDING = 'pb-mod-has-change';
 const CELL_DELETE = 'pb-mod-delete';
+/** How long the trace of a decision stays on its cell (it fades out meanwhile, in CSS). */
+const TRACE_MS = 6000;
 
 /** One change shown in the page, in the order it appears in the notebook. */
 interface IShown {
@@ -51,9 +53,21 @@ export class CellReview {
     if (same) {
       return; // the kernel says so after every event: redrawing would only move the buttons
     }
+    this.noteDecisions(this.message, message);
     this.message = message;
     this.errors.clear();
     this.render();
+  }
+
+  /** Steps this page showed that are decided now: a short trace on their cells. */
+  private noteDecisions(before: IPlanMessage | null, after: IPlanMessage | null): void {
+    const seen = new Set((before?.steps ?? []).map(s => s.id));
+    for (const decided of after?.decided ?? []) {
+      if (seen.has(decided.id)) {
+        this.traces.set(decided.cell_id, { decided, until: Date.now() + TRACE_MS });
+        window.setTimeout(() => this.schedule(), TRACE_MS + 50);
+      }
+    }
   }
 
   showError(stepId: string | null, text: string): boolean {
@@ -157,6 +171,8 @@ export class CellReview {
       cell.removeClass(CELL_PENDING);
       cell.removeClass(CELL_DELETE);
     }
+    this.notes.forEach(note => note.dispose());
+    this.notes = [];
     this.shown = [];
     this.marked = [];
   }
@@ -169,19 +185,23 @@ export class CellReview {
     this.clear(this.reusable);
     this.cursor = null;
     const message = this.message;
-    if (message === null || message.plan === null) {
-      this.reusable.forEach(box => box.dispose());
-      this.reusable.clear();
-      return;
-    }
     const cells = this.panel.content.widgets;
     const byId = new Map<string, Cell>();
     cells.forEach(c => byId.set(c.model.id, c));
+    if (message === null || message.plan === null) {
+      this.reusable.forEach(box => box.dispose());
+      this.reusable.clear();
+      this.drawTraces(byId);
+      return;
+    }
     /** Pending inserts placed so far: their cell id -> the placeholder. */
     const placeholders = new Map<string, IShown>();
+    this.watchCells();
     for (const step of message.steps) {
+      // An insert whose cell is in the notebook (approved, running, failed) is drawn on that
+      // cell, like every other step: one place for a step's box, above the cell's code.
       const shown =
-        step.kind === 'insert_cell'
+        step.kind === 'insert_cell' && !byId.has(step.cell_id)
           ? this.placeholder(step, byId, placeholders)
           : this.onCell(step, byId.get(step.cell_id));
       if (shown) {
@@ -193,6 +213,9 @@ export class CellReview {
     }
     this.reusable.forEach(box => box.dispose());
     this.reusable.clear();
+    this.drawTraces(byId);
+    this.drawStale(message, byId);
+    this.keepTrust(message);
     this.shown.sort((a, b) => a.position - b.position);
     if (current !== undefined) {
       const again = this.shown.findIndex(s => s.step.id === current);
@@ -203,16 +226,143 @@ export class CellReview {
     }
   }
 
+  /**
+   * Put ``widget`` where every box goes: at the top of the cell, above its code. A cell the
+   * notebook has not drawn yet (JupyterLab draws cells as they scroll into view) has no parts
+   * to put it between: false, and the plan is drawn again once the cell is.
+   */
+  private atTop(cell: Cell, widget: Widget): boolean {
+    const input = cell.inputArea?.parent ?? null;
+    const layout = cell.layout as PanelLayout;
+    const at = input !== null ? layout.widgets.indexOf(input) : -1;
+    if (at === -1) {
+      void cell.ready.then(() => this.schedule());
+      return false;
+    }
+    layout.insertWidget(at, widget);
+    return true;
+  }
+
+  /** "Step N · done" (rejected, rolled back, retried) on a cell this page saw it pending on. */
+  private drawTraces(byId: Map<string, Cell>): void {
+    const now = Date.now();
+    for (const [cellId, trace] of [...this.traces]) {
+      const cell = byId.get(cellId);
+      if (trace.until <= now || cell === undefined) {
+        this.traces.delete(cellId);
+        continue;
+      }
+      const note = new Widget();
+      note.addClass('pb-cell-trace');
+      note.addClass(`pb-trace-${trace.decided.status}`);
+      note.node.dataset.stepNumber = String(trace.decided.number);
+      note.node.setAttribute('role', 'status');
+      note.node.style.animationDuration = `${trace.until - now}ms`;
+      const word = {
+        done: this.trans.__('done'),
+        rejected: this.trans.__('rejected'),
+        rolled_back: this.trans.__('rolled back'),
+        retried: this.trans.__('retried')
+      }[trace.decided.status];
+      note.node.textContent = this.trans.__('Step %1 · %2', trace.decided.number, word);
+      if (this.atTop(cell, note)) {
+        this.notes.push(note);
+      } else {
+        note.dispose();
+      }
+    }
+  }
+
+  /**
+   * A notebook the person trusts stays trusted: a cell planbook wrote (inserted, or gave
+   * outputs the kernel produced) arrives without JupyterLab's per-cell trust, which would turn
+   * the notebook "Not Trusted" after an approval. Only planbook's own cells are trusted, and
+   * only when every other cell is: a notebook the person never trusted stays as it was.
+   */
+  private keepTrust(message: IPlanMessage): void {
+    const ours = new Set([
+      ...message.steps.filter(s => s.status !== 'pending').map(s => s.cell_id),
+      ...(message.decided ?? []).map(d => d.cell_id)
+    ]);
+    const cells = [...(this.panel.content.model?.cells ?? [])];
+    const untrusted = cells.filter(c => !c.trusted);
+    if (untrusted.length > 0 && untrusted.every(c => ours.has(c.id))) {
+      untrusted.forEach(c => (c.trusted = true));
+    }
+  }
+
+  /** An approved edit that did not run: its cell's output is from the code before. */
+  private drawStale(message: IPlanMessage, byId: Map<string, Cell>): void {
+    for (const [cellId, number] of Object.entries(message.stale ?? {})) {
+      const cell = byId.get(cellId);
+      if (!(cell instanceof CodeCell)) {
+        continue;
+      }
+      if (cell.inputArea === null) {
+        void cell.ready.then(() => this.schedule()); // not drawn yet: once it is
+        continue;
+      }
+      const model = cell.model as ICodeCellModel;
+      if (!model.isDirty || model.outputs.length === 0) {
+        continue; // run since (or nothing to mislead): JupyterLab's own state says it
+      }
+      const note = new Widget();
+      note.addClass('pb-cell-stale');
+      note.node.dataset.stepNumber = String(number);
+      note.node.textContent = this.trans.__(
+        'Output from the code before step %1 changed this cell: run the cell to update it.',
+        number
+      );
+      const layout = cell.layout as PanelLayout;
+      const outputs = cell.outputArea?.parent ?? null;
+      const at = outputs !== null ? layout.widgets.indexOf(outputs) : -1;
+      layout.insertWidget(at === -1 ? layout.widgets.length : at, note);
+      this.notes.push(note);
+    }
+  }
+
+  /**
+   * Follow each code cell's state: a cell the kernel ran for planbook gets its outputs and
+   * count without JupyterLab executing it, so JupyterLab would keep it marked modified (its
+   * source changed while it had a count). A new count from the kernel means the outputs are
+   * of the code now in the cell: it is clean, exactly as after a run of the person's.
+   */
+  private watchCells(): void {
+    for (const cell of this.panel.content.widgets) {
+      const model = cell.model;
+      if (model.type !== 'code' || this.watched.has(model)) {
+        continue;
+      }
+      this.watched.add(model);
+      const code = model as ICodeCellModel;
+      code.stateChanged.connect((_, change) => {
+        if (change.name === 'executionCount' && change.newValue !== null) {
+          if (code instanceof CodeCellModel && code.executionState !== 'running' && code.isDirty) {
+            code.isDirty = false;
+          }
+        }
+        if (change.name === 'isDirty' && this.message?.stale?.[code.id] !== undefined) {
+          this.schedule();
+        }
+      });
+      code.outputs.changed.connect(() => {
+        if (this.message?.stale?.[code.id] !== undefined) {
+          this.schedule();
+        }
+      });
+    }
+  }
+
   private onCell(step: IStep, cell: Cell | undefined): IShown | null {
     if (cell === undefined) {
       return null; // not in this page (yet): the panel still lists it
     }
     const box = this.box(step, false);
-    const layout = cell.layout as PanelLayout;
     // right above the cell's input (so after boxes of earlier steps on this cell)
-    const input = cell.inputArea?.parent ?? null;
-    const at = input !== null ? layout.widgets.indexOf(input) : -1;
-    layout.insertWidget(at === -1 ? 1 : at, box);
+    if (!this.atTop(cell, box)) {
+      box.dispose();
+      return null;
+    }
     cell.addClass(CELL_PENDING);
     if (step.kind === 'delete_cell' && step.status === 'pending') {
       cell.addClass(CELL_DELETE);
@@ -348,7 +498,7 @@ export class CellReview {
       note.textContent = trans.__('This cell will be run.');
       node.append(note);
     }
-    if (step.runs && step.kind !== 'run_cell') {
+    if (step.runs && step.kind !== 'run_cell' && step.status === 'pending') {
       const note = document.createElement('div');
       note.className = 'pb-cell-review-note';
       note.textContent = trans.__('Runs once approved.');
@@ -362,7 +512,8 @@ export class CellReview {
       line.textContent = error;
       node.append(line);
     }
-    if (step.status === 'pending' && this.message?.plan) {
+    const offers = step.status === 'pending' || step.status === 'failed';
+    if (offers && this.message?.plan) {
       const revision = this.message.plan.revision;
       const actions = document.createElement('div');
       actions.className = 'pb-cell-review-actions';
@@ -380,15 +531,22 @@ export class CellReview {
         });
         return b;
       };
-      actions.append(
-        button(trans.__('Approve'), 'approve', 'jp-mod-accept'),
-        button(trans.__('Reject'), 'reject', 'jp-mod-reject')
-      );
+      if (step.status === 'failed') {
+        actions.append(button(trans.__('Retry'), 'retry', 'jp-mod-accept'));
+      } else {
+        actions.append(
+          button(trans.__('Approve'), 'approve', 'jp-mod-accept'),
+          button(trans.__('Reject'), 'reject', 'jp-mod-reject')
+        );
+      }
       node.append(actions);
     }
     return box;
   }
 
+  private traces = new Map<string, { decided: IDecided; until: number }>();
+  private notes: Widget[] = [];
+  private watched = new WeakSet<object>();
   private message: IPlanMessage | null = null;
   private shown: IShown[] = [];
   private marked: Cell[] = [];

@@ -3,11 +3,12 @@
  *
  * Either side may open it. The page tries when its kernel is ready (the kernel refuses quietly
  * while planbook is not loaded: then nothing is shown), and the kernel opens one itself on
- * `%load_ext planbook`, so a page open before the extension was loaded hears of it at once.
+ * `%load_ext planbook`, so a page open before the extension was loaded hears of it at once;
+ * the page answers that one with a comm of its own (see `answer`).
  * A restart or a new kernel drops the link and what it showed.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
-import { CommsOverSubshells, Kernel, KernelMessage } from '@jupyterlab/services';
+import { CommsOverSubshells, Kernel } from '@jupyterlab/services';
 import {
   COMM_TARGET,
   IDecision,
@@ -67,13 +68,37 @@ export class KernelLink {
       return;
     }
     this.kernels.add(kernel);
-    kernel.registerCommTarget(COMM_TARGET, (comm, msg) => this.adopt(comm, msg));
+    kernel.registerCommTarget(COMM_TARGET, comm => this.answer(kernel, comm));
+    this.open(kernel);
+  }
+
+  /** A comm of this page's own, on the kernel's main shell. */
+  private open(kernel: Kernel.IKernelConnection): void {
     const comm = kernel.createComm(COMM_TARGET);
-    this.adopt(comm, null);
+    this.adopt(comm);
     comm.open({ protocol: PROTOCOL } as any);
   }
 
-  private adopt(comm: Kernel.IComm, opened: KernelMessage.ICommOpenMsg | null): void {
+  /**
+   * The kernel opened a comm (`%load_ext planbook`): answered with one of our own. JupyterLab
+   * builds the kernel's comm and starts a subshell for it before this page can say no (the
+   * handler's constructor asks for one, and the answer lands after we turned it off), and a
+   * subshell's messages are handled on another thread of the kernel: the person's edits sent
+   * before a run could then reach the kernel after `%approve` checked its targets. A comm the
+   * page creates is turned to the main shell before anything is sent on it, so every message
+   * reaches the kernel in the order the page sent it, runs of cells included.
+   */
+  private answer(kernel: Kernel.IKernelConnection, theirs: Kernel.IComm): void {
+    theirs.commsOverSubshells = CommsOverSubshells.Disabled;
+    this.open(kernel);
+    try {
+      theirs.close();
+    } catch {
+      // the kernel is gone already
+    }
+  }
+
+  private adopt(comm: Kernel.IComm): void {
     if (this.comm !== null && this.comm !== comm && !this.comm.isDisposed) {
       this.comm.close();
     }
@@ -94,10 +119,6 @@ export class KernelLink {
         this.onReset();
       }
     };
-    const data = opened?.content.data as unknown as PlanbookMessage | undefined;
-    if (data && data.type) {
-      this.onMessage(data);
-    }
   }
 
   private drop(): void {

@@ -54,7 +54,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
           page?.reset();
         }
       );
-      review = new CellReview(panel, decision => link.send(decision), trans);
+      review = new CellReview(
+        panel,
+        decision => {
+          // what the person typed first: the kernel checks the step's target against it
+          page.sendEdits();
+          return link.send(decision);
+        },
+        trans
+      );
       page = new PageDocument(panel, message => link.send(message));
       reviews.set(panel, review);
       panel.disposed.connect(() => {

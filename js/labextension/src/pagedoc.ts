@@ -54,6 +54,11 @@ export class PageDocument {
     return false;
   }
 
+  /** Send the person's edits now (before a decision, so the kernel checks against them). */
+  sendEdits(): void {
+    this.flush();
+  }
+
   /** A new kernel or link: it knows nothing applied here. */
   reset(): void {
     this.active = false;

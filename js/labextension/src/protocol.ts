@@ -47,6 +47,8 @@ export interface IStep {
   kind: 'insert_cell' | 'edit_cell' | 'delete_cell' | 'move_cell' | 'run_cell';
   status: 'pending' | 'approved' | 'running' | 'failed' | 'skipped';
   cell_id: string;
+  /** The cell's id as a person reads it (the shortest unique prefix, as `%plan cells`). */
+  short_id?: string;
   cell_type: string | null;
   title: string;
   reason: string;
@@ -63,12 +65,23 @@ export interface IStep {
   anchor?: Anchor;
 }
 
+/** A cell step that is history now: the page draws a short trace of it if it saw it pending. */
+export interface IDecided {
+  number: number;
+  id: string;
+  cell_id: string;
+  status: 'done' | 'rejected' | 'rolled_back' | 'retried';
+}
+
 export interface IPlanMessage {
   type: 'plan';
   protocol: number;
   mode: string;
   plan: { id: string; revision: number; state: string } | null;
   steps: IStep[];
+  decided?: IDecided[];
+  /** Cells an approved edit changed without running them: cell id -> the step's number. */
+  stale?: { [cellId: string]: number };
 }
 
 export interface IErrorMessage {
@@ -133,7 +146,7 @@ export type PageMessage = ICellsMessage | IAppliedMessage | IRefusedMessage;
 
 /** What the page asks of the kernel. */
 export interface IDecision {
-  action: 'approve' | 'reject';
+  action: 'approve' | 'reject' | 'retry';
   step_id: string;
   revision: number;
   /** For approve: the step's hash as this page showed it; a step rewritten since is refused. */

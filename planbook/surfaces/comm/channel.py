@@ -63,11 +63,16 @@ class RejectStep(_Decision):
     action: Literal["reject"]
 
 
-Decision = Annotated[ApproveStep | RejectStep, Field(discriminator="action")]
-_DECISION: TypeAdapter[ApproveStep | RejectStep] = TypeAdapter(Decision, config=DEFERRED)
+class RetryStep(_Decision):
+    action: Literal["retry"]
 
 
-def parse(content: object) -> ApproveStep | RejectStep:
+AnyDecision = ApproveStep | RejectStep | RetryStep
+Decision = Annotated[AnyDecision, Field(discriminator="action")]
+_DECISION: TypeAdapter[AnyDecision] = TypeAdapter(Decision, config=DEFERRED)
+
+
+def parse(content: object) -> AnyDecision:
     return read_message(
         _DECISION,
         content,
@@ -164,11 +169,13 @@ class CellReviewLink:
                 self.session.warnings.append(note)
             self.send_plan()
 
-    def decide(self, decision: ApproveStep | RejectStep) -> None:
+    def decide(self, decision: AnyDecision) -> None:
         """Carry out one decision (main thread); a refusal goes back to the page as one line."""
         try:
             if isinstance(decision, ApproveStep):
                 self._approve(decision)
+            elif isinstance(decision, RetryStep):
+                self._retry(decision)
             else:
                 self._reject(decision)
         except PlanbookError as exc:
@@ -181,7 +188,7 @@ class CellReviewLink:
                 decision.step_id,
             )
 
-    def _number(self, decision: ApproveStep | RejectStep) -> int:
+    def _number(self, decision: AnyDecision, status: str = "pending") -> int:
         plan = self.session.current_plan()
         if plan is None:
             raise UsageMistake("there is no plan any more; nothing was changed")
@@ -192,9 +199,9 @@ class CellReviewLink:
             )
         for number, step in enumerate(plan.steps, start=1):
             if step.id == decision.step_id:
-                if step.status != "pending":
+                if step.status != status:
                     raise UsageMistake(
-                        f"step {number} is {step.status}, not pending; nothing was changed"
+                        f"step {number} is {step.status}, not {status}; nothing was changed"
                     )
                 return number
         raise UsageMistake(f"there is no step {decision.step_id!r} in this plan; nothing changed")
@@ -202,23 +209,33 @@ class CellReviewLink:
     def _reject(self, decision: RejectStep) -> None:
         self.session.reject([self._number(decision)])
 
+    def _retry(self, decision: RetryStep) -> None:
+        """As the panel's Retry: the code runs again at once where the change is in place (the
+        same path as Approve), else the change is staged again for review on its cell."""
+        step, run_now = self.session.retry(self._number(decision, "failed"))
+        plan = self.session.current_plan()
+        if run_now and step.status == "pending" and plan is not None:
+            self._run(plan.steps.index(step) + 1, plan.current.number)
+        else:
+            self.send_plan()
+
     def _approve(self, decision: ApproveStep) -> None:
-        number = self._number(decision)
+        shown = {decision.step_id: decision.shown}
+        self._run(self._number(decision), decision.revision, shown)
+
+    def _run(self, number: int, revision: int, shown: dict[str, str] | None = None) -> None:
+        """Run step ``number``; ``shown``: its hash as the page showed it (None: as it is now,
+        for a retry, which the person chose on the failed step and which stages nothing new)."""
         plan = self.session.current_plan()
         assert plan is not None
         # Dependencies and drift, checked for this step exactly as `%approve N` checks them.
-        shown = {decision.step_id: decision.shown}
         for outcome in self.session.approve([number], dry_run=True, shown=shown).outcomes:
             if outcome.status != "would run":
                 raise UsageMistake(
                     f"step {number} was not applied: {outcome.message or outcome.status}"
                 )
         batch = Batch(
-            self.session,
-            [plan.steps[number - 1]],
-            decision.revision,
-            by="in-cell review",
-            shown=shown,
+            self.session, [plan.steps[number - 1]], revision, by="in-cell review", shown=shown
         )
 
         async def run() -> None:

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from planbook.model.cell import short_ids
 from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
+from planbook.model.retries import retried_step_ids
 from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
 from planbook.sessions.session import Session
 
 #: Version of the message shapes below; the page ignores a plan it does not understand.
 PROTOCOL = 1
-#: Statuses shown on a cell. Done, rejected and rolled-back steps are history: the panel has it.
+#: Statuses shown on a cell. Done, rejected and rolled-back steps are history: the panel has it
+#: (the page draws a short trace of a decision it saw on a cell, from ``decided``).
 SHOWN = frozenset({"pending", "approved", "running", "failed", "skipped"})
+DECIDED = frozenset({"done", "rejected", "rolled_back"})
 CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
 
 
@@ -35,10 +39,27 @@ def plan_message(session: Session) -> dict[str, Any]:
     if plan is None:
         return message
     message["plan"] = {"id": plan.id, "revision": plan.current.number, "state": plan.state}
+    message["decided"] = decided = []
+    message["stale"] = stale = {}
     views = {view.id: view for view in session.step_views(plan)}
+    retried = retried_step_ids(plan.steps)
+    short = short_ids([c.id for c in session.cells()])
     for number, step in enumerate(plan.steps, start=1):
         op = step.operation
-        if step.status not in SHOWN or not isinstance(op, CELL_OPS):
+        if not isinstance(op, CELL_OPS):
+            continue
+        if step.status in DECIDED or step.id in retried:
+            status = "retried" if step.id in retried else step.status
+            decided.append(
+                {"number": number, "id": step.id, "cell_id": op.cell_id, "status": status}
+            )
+            if isinstance(op, EditCell) and step.status == "done" and not step.runs_cell:
+                # its output (if any) is from the code before: said on the cell until it runs
+                stale[op.cell_id] = number
+            elif op.cell_id in stale and step.status == "done" and step.runs_cell:
+                del stale[op.cell_id]
+            continue
+        if step.status not in SHOWN:
             continue
         view = views[step.id]
         entry: dict[str, Any] = {
@@ -47,6 +68,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             "kind": op.kind,
             "status": step.status,
             "cell_id": op.cell_id,
+            "short_id": short.get(op.cell_id, op.cell_id),
             "cell_type": view.cell_type,
             # What the page shows as text: control characters visible (``visible``).
             "title": visible(view.title),

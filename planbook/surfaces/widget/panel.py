@@ -55,7 +55,13 @@ from planbook.surfaces.widget.messages import (
     parse,
 )
 from planbook.surfaces.widget.reorder import moves_for
-from planbook.surfaces.widget.view import Progress, build_view, merge, revision_diff
+from planbook.surfaces.widget.view import (
+    Progress,
+    build_view,
+    cell_names,
+    merge,
+    revision_diff,
+)
 
 log = logging.getLogger("planbook")
 
@@ -177,6 +183,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 steps=steps,
                 checkpoints=checkpoints,
                 checkpoint_names=checkpoint_names(session.store.state.plans, checkpoints),
+                cell_names=cell_names([c.id for c in session.cells()]),
                 mode=session.mode,
                 backend=session.document.backend,
                 backend_description=session.document.description,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planbook.model.cell import SHORT_ID, WHOLE_ID, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, Revision, Step
 from planbook.present.diff import diff_texts
@@ -50,9 +51,24 @@ def first_line(source: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def step_json(text: StepView) -> dict[str, Any]:
+def cell_names(ids: Sequence[str]) -> dict[str, str]:
+    """How a person reads a cell in the panel: its position and short id ("#5 7f3a9c21"),
+    as `%plan cells` lists them; never a 36-character id pushing the code off the row."""
+    short = short_ids(list(ids))
+    return {cell_id: f"#{n} {short[cell_id]}" for n, cell_id in enumerate(ids, start=1)}
+
+
+def _named(target: str, cell_id: str, names: dict[str, str]) -> str:
+    """``target`` (the cell id, then maybe ": first line") with the id as a person reads it."""
+    name = names.get(cell_id) or (cell_id[:SHORT_ID] if len(cell_id) > WHOLE_ID else cell_id)
+    return name + target[len(cell_id) :] if target.startswith(cell_id) else target
+
+
+def step_json(text: StepView, names: dict[str, str] | None = None) -> dict[str, Any]:
     """One step for the panel; what it shows as text has its control characters made visible
-    (``visible``: bidi overrides and the like would show the reviewer other text)."""
+    (``visible``: bidi overrides and the like would show the reviewer other text); ``names``:
+    each cell's name for people (``cell_names``)."""
+    cell_id = text.target.split(":")[0] if text.kind.endswith("_cell") else None
     out: dict[str, Any] = {
         "id": text.id,
         "number": text.number,
@@ -71,7 +87,7 @@ def step_json(text: StepView) -> dict[str, Any]:
         "origin": visible(text.origin) if text.origin else text.origin,
         "approved_elsewhere": visible(text.approved_elsewhere) if text.approved_elsewhere else None,
         # The cell a front end can scroll to (go to cell); None for files and shell commands.
-        "cell_id": text.target.split(":")[0] if text.kind.endswith("_cell") else None,
+        "cell_id": cell_id,
     }
     if text.kind == "mcp_call":  # its arguments are the diff; what it means, the target says
         out["target"] = f"{text.target} ({MCP_NOTE})"
@@ -82,6 +98,8 @@ def step_json(text: StepView) -> dict[str, Any]:
     if text.kind == "insert_cell" and ":" not in text.target:
         head = visible(first_line(text.after))
         out["target"] = f"{out['target']}: {head}" if head else f"{out['target']} (empty)"
+    if cell_id is not None:
+        out["target"] = _named(out["target"], visible(cell_id), names or {})
     if text.kind in SHOW_AS_CELL:
         # A shell step's text is its command, which the core gives as the target.
         out["cell"] = visible(text.after or (text.target if text.kind == "shell" else ""))
@@ -156,12 +174,14 @@ def build_view(
     offer: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     checkpoint_names: dict[str, str] | None = None,
+    cell_names: dict[str, str] | None = None,
     hashes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
     ``checkpoint_names``: each checkpoint's name for people
-    (``planbook.present.checkpoint_names``); ``hashes``: each step's hash as the Session
-    computes it (``Session.step_hashes``), which an approval from this view sends back."""
+    (``planbook.present.checkpoint_names``); ``cell_names``: each cell's (``cell_names``);
+    ``hashes``: each step's hash as the Session computes it (``Session.step_hashes``), which
+    an approval from this view sends back."""
     numbers = {s.id: s.number for s in steps}
     writes = rollback_writes(checkpoints)
     return {
@@ -176,7 +196,7 @@ def build_view(
             "counts": counts(steps),
             "warnings": [visible(w) for w in warnings],
         },
-        "steps": [{**step_json(s), "hash": (hashes or {}).get(s.id)} for s in steps],
+        "steps": [{**step_json(s, cell_names), "hash": (hashes or {}).get(s.id)} for s in steps],
         "checkpoints": [
             {**checkpoint_json(cp, numbers, checkpoint_names), "writes": writes.get(cp.id, [])}
             for cp in checkpoints
