@@ -336,8 +336,14 @@ export class CellReview {
       this.watched.add(model);
       const code = model as ICodeCellModel;
       code.stateChanged.connect((_, change) => {
-        if (change.name === 'executionCount' && change.newValue !== null) {
-          if (code instanceof CodeCellModel && code.executionState !== 'running' && code.isDirty) {
+        // A run gives the cell a newer count; a count rewritten as the kernel last knew it
+        // (an edit that did not run carries the cell's count along) is not a run.
+        const ran =
+          change.name === 'executionCount' &&
+          typeof change.newValue === 'number' &&
+          (typeof change.oldValue !== 'number' || change.newValue > change.oldValue);
+        if (ran && code instanceof CodeCellModel && code.executionState !== 'running') {
+          if (code.isDirty) {
             code.isDirty = false;
           }
         }
