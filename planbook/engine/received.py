@@ -16,6 +16,7 @@ from planbook.engine import signing
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Approval, Plan
 from planbook.model.store import PlanbookState
+from planbook.model.words import count
 
 #: The parts of a checkpoint a rollback acts on (which, where and what it restores); its
 #: label, time, after-hashes and whether it was undone are bookkeeping a rollback changes.
@@ -118,7 +119,7 @@ def settle_received(state: PlanbookState) -> list[str]:
             plan.state = "awaiting_approval"
         whom = sorted({elsewhere.get(s.id, "someone") for s in foreign})
         notes.append(
-            f"plan {plan.id}: {len(foreign)} step(s) approved elsewhere (by {', '.join(whom)}) "
+            f"plan {plan.id}: {count(foreign, 'step')} approved elsewhere (by {', '.join(whom)}) "
             "went back to pending: review them with `%plan` and approve them here"
         )
     if not mode_is_local(state):

@@ -160,7 +160,7 @@ def test_a_compression_bomb_is_refused_in_one_line_everywhere(
     assert peak < PEAK_LIMIT
     one_line_refusal(next(line for line in text.splitlines() if line.startswith("   ! ")))
 
-    refused, peak = peak_of(lambda: session.rollback("1"))
+    refused, peak = peak_of(lambda: session.rollback("1", confirm=True))
     assert peak < PEAK_LIMIT
     assert isinstance(refused, MetadataError)
     one_line_refusal(str(refused))

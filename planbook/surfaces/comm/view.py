@@ -68,7 +68,7 @@ def plan_message(session: Session) -> dict[str, Any]:
             "kind": op.kind,
             "status": step.status,
             "cell_id": op.cell_id,
-            "short_id": short.get(op.cell_id, op.cell_id),
+            "short_id": visible(short.get(op.cell_id, op.cell_id)),
             "cell_type": view.cell_type,
             # What the page shows as text: control characters visible (``visible``).
             "title": visible(view.title),
