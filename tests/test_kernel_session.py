@@ -101,7 +101,8 @@ def test_a_session_on_another_notebook_never_becomes_the_kernels(tmp_path: Path)
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_a_fresh_kernel_session_is_followed_by_the_page_at_once(tmp_path: Path) -> None:
     own = make_notebook(tmp_path / "sales.ipynb", ["import math", "x = 21"])

@@ -76,7 +76,8 @@ def test_the_quickstart_gives_the_same_page_after_restart_and_run_all(tmp_path: 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_plan_vs_act_runs_the_agent_on_the_open_notebook_again_and_again(tmp_path: Path) -> None:
     cells = nbformat.read(NOTEBOOKS / "plan-vs-act.ipynb", as_version=4).cells

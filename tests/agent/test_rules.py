@@ -119,7 +119,8 @@ def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_the_sessions_rules_follow_the_files_and_keep_session_rules(tmp_path: Path) -> None:
     import planbook

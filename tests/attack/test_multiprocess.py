@@ -155,7 +155,8 @@ def _cli(path: Path, steps: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 @pytest.mark.kernel
 def test_a_kernel_and_the_cli_approving_at_once(tmp_path: Path) -> None:

@@ -38,7 +38,8 @@ def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_without_bwrap_every_command_is_staged_and_the_reason_shown(
     tmp_path: Path, no_bwrap: str

@@ -235,7 +235,8 @@ def slow_server(tmp_path: Path) -> Iterator[RunningServer]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_stop_ends_the_run_between_steps(
     slow_server: RunningServer, browser: Any, artifacts: Path

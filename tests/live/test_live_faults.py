@@ -354,7 +354,8 @@ def test_websocket_cut_at_many_moments(
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 @pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
 def test_server_stopped_mid_run_and_started_again(

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.server
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_a_long_run_sends_each_step_not_the_plan(
     server: RunningServer, notebook: str, live: LiveNotebook, other: YClient

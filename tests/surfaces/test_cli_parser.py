@@ -64,7 +64,8 @@ def test_every_subcommand_runs_its_own_function() -> None:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_every_option_the_docs_show_is_one_the_parser_takes() -> None:
     """The command table of docs/cli.md: `planbook CMD NB [--opt ...]`, one row a command."""

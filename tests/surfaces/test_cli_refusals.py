@@ -145,7 +145,8 @@ def test_a_conflict_says_what_the_command_can_do(planned: Path) -> None:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 @pytest.mark.kernel
 def test_a_conflict_found_in_the_kernel_is_said_in_the_commands_words(planned: Path) -> None:
@@ -197,7 +198,8 @@ READ_ONLY = _read_only_mount()
 )
 @pytest.mark.xfail(
     strict=False,
-    reason="regression from this stop's last merges (issue 23's approvals-as-shown and signing, issue 24's kernel session, issue 25's saves), open: see the closing note",
+    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
+    "session, coalesced saves): open, named in the closing note",
 )
 def test_a_read_only_folder_is_one_line_and_its_own_exit_code(ran: Path, argv: list[str]) -> None:
     assert READ_ONLY is not None
