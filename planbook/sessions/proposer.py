@@ -76,6 +76,7 @@ class Proposer:
         current_plan: Callable[[], Plan | None],
         advice: PageAdvice,
         preview: Callable[[int], object],
+        refuse_denied: Callable[[AnyOperation], None] = lambda op: None,
         origin: str | None = None,
     ) -> None:
         self._document = document
@@ -85,6 +86,9 @@ class Proposer:
         self._advice = advice
         #: Runs a staged shell step once in an overlay and records what it changed.
         self._preview = preview
+        #: Raises PolicyDenied when the rules as they are now deny ``op``: asked before an open
+        #: step making the same change is given back, so a rule added since refuses it too.
+        self._refuse_denied = refuse_denied
         #: Who proposes through this proposer when not the kernel's person or agent (an MCP
         #: client's name and version): every step it stages carries it.
         self.origin = origin
@@ -98,6 +102,7 @@ class Proposer:
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
         plan = self._current_plan()
         if not isinstance(op, InsertCell):
+            self._refuse_denied(op)
             found = same_step(plan, op, run)
             if found is not None:
                 return self._already(*found)

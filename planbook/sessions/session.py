@@ -81,6 +81,7 @@ class Session(ReadingSession):
             current_plan=self.current_plan,
             advice=self.page_advice,
             preview=self.preview,
+            refuse_denied=self.refuse_denied,
             origin=origin,
         )
 
@@ -101,6 +102,12 @@ class Session(ReadingSession):
         self._changed(plan=plan)
         return plan
 
+    def refuse_denied(self, op: AnyOperation) -> None:
+        """Raise PolicyDenied when the rules, as their files say now, deny ``op``."""
+        with self._lock:  # the rules only: no need to hold the notebook for this
+            self._install_rules()
+            decide(self.mode, op, self.rules.verdict(op))
+
     def stage(
         self, op: AnyOperation, *, reason: str = "", run: bool = False, origin: str | None = None
     ) -> Step:
@@ -112,7 +119,11 @@ class Session(ReadingSession):
         with self._editing():
             self._install_rules()  # as the files say now: they may have changed since the start
             verdict = self.rules.verdict(op)
-            decision = "stage" if origin else decide(self.mode, op, verdict, runs=run)
+            # A deny rule refuses an outside client's proposal too; what it may not do is
+            # apply: its proposal is staged whatever the mode and the allow rules.
+            decision = decide(self.mode, op, verdict, runs=run)
+            if origin:
+                decision = "stage"
             plan = self._open_plan()
             busy = self._busy(plan)
             if busy:

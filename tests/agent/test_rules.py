@@ -117,11 +117,6 @@ def test_add_rejects_a_bad_action(tmp_path: Path) -> None:
         RuleSet.load(tmp_path).add("shell", "*", "sometimes")  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_the_sessions_rules_follow_the_files_and_keep_session_rules(tmp_path: Path) -> None:
     import planbook
     from planbook.documents.memory import MemoryNotebook

@@ -188,3 +188,23 @@ def test_act_mode_and_allow_rules_apply_nothing_a_client_proposes(tmp_path: Path
     assert [s["status"] for s in steps(path)] == ["pending", "pending", "pending"]
     assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "new.txt").exists()
     assert nbformat.read(path, as_version=4).cells[0].source == "x = 1"
+
+
+def test_a_deny_rule_refuses_what_a_client_proposes(tmp_path: Path) -> None:
+    """What the person's rules deny, a client cannot even stage: one line, no step, and the
+    notebook untouched (an MCP proposal is staged whatever allows it, never whatever denies)."""
+    path = plain_notebook(tmp_path)
+    (tmp_path / "planbook.toml").write_text('[permissions]\nshell = { "rm *" = "deny" }\n')
+    before = path.read_bytes()
+
+    async def main() -> None:
+        async with connect(path) as client:
+            said = await refused(client, "propose_shell", command="rm -rf data", reason="r")
+            assert "refused by a permission rule" in said and "\n" not in said
+            assert (await ok(client, "propose_shell", command="ls", reason="r")).startswith(
+                "Staged"
+            )
+
+    anyio.run(main)
+    assert path.read_bytes() != before  # the allowed one was staged
+    assert [s["operation"]["command"] for s in steps(path)] == ["ls"]
