@@ -36,7 +36,7 @@ from planbook.documents.serializer import (
     same_bytes,
 )
 from planbook.documents.trust import KeptTrust
-from planbook.errors import MetadataError, UsageMistake
+from planbook.errors import MetadataError, TransactionFailed, UsageMistake
 
 #: The text a file was read from (or its bytes) and its tree as parsed.
 _Unsettled = tuple[str | bytes, dict[str, Any]] | None
@@ -190,6 +190,8 @@ class FileNotebook(NodeNotebook):
     def coalesced(self) -> Iterator[None]:
         """Saves inside are kept in memory, the notebook held, until ``write_pending`` or the
         end of the block writes them as one (see the module docstring)."""
+        if not self._coalescing:
+            self._check_writable()
         self._coalescing += 1
         try:
             yield
@@ -197,6 +199,21 @@ class FileNotebook(NodeNotebook):
             self._coalescing -= 1
             if self._coalescing == 0:
                 self.write_pending()
+
+    def _check_writable(self) -> None:
+        """Refuse at once when the notebook's folder cannot take a save: the saves kept in
+        memory reach the disk only later, after steps were counted done."""
+        folder = self.path.parent
+        if os.access(folder, os.W_OK):
+            return
+        try:  # the OS's own refusal, for its reason and the path it names
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{self.path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise TransactionFailed(
+                f"nothing was changed: {self.path.name} cannot be saved ({exc.strerror})"
+            ) from exc
+        os.close(fd)
+        os.unlink(tmp)
 
     def write_pending(self) -> None:
         """Write the save kept in memory, if any, and let go of the hold it kept."""

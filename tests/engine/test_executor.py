@@ -274,3 +274,30 @@ def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
     assert saved.state == "completed"
     assert saved.steps[1].checkpoint is not None  # rollback can still undo it
     assert any(e.event == "recovered" for e in again.store.state.log)
+
+
+def test_a_last_step_whose_save_fails_is_not_counted_done(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last step's change is saved with the run's end (one durable save a step): when that
+    save fails, the report says the step failed, and the file holds nothing of it."""
+    import planbook.documents.file as file_backend
+    from planbook.documents.base import coalesced_saves
+
+    plan = bench.stage(EditCell(cell_id="c1", source="x = 2"))
+    before = bench.path.read_bytes()
+    approval = bench.approve(plan)
+    saved = bench.path.read_bytes()
+
+    def disk_full(path: Path, data: object) -> object:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(file_backend, "atomic_write", disk_full)
+    with coalesced_saves(bench.document):
+        report = bench.executor.run(plan.id, approval)
+    (outcome,) = report.outcomes
+    assert outcome.status == "failed"
+    assert outcome.message.startswith("its change could not be saved (OSError: [Errno 28]")
+    assert not report.ok and "could not record the end of the run" in (report.stopped or "")
+    assert bench.path.read_bytes() == saved != before
+    assert sources(bench.path)[0] == ("c1", "x = 1")

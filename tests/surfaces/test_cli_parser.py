@@ -62,11 +62,6 @@ def test_every_subcommand_runs_its_own_function() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_every_option_the_docs_show_is_one_the_parser_takes() -> None:
     """The command table of docs/cli.md: `planbook CMD NB [--opt ...]`, one row a command."""
     text = DOCS.read_text(encoding="utf-8")

@@ -59,6 +59,15 @@ class Recovery(StepRecords):
                 if attempt == 2:
                     note = f"could not record the end of the run ({one_line(exc)})"
                     report.stopped = f"{report.stopped}; {note}" if report.stopped else note
+                    self._unsaved_last_step(report, exc)
+
+    def _unsaved_last_step(self, report: RunReport, exc: Exception) -> None:
+        """The run's last step was saved with its end (``_announce``): that save failed, so
+        the step is not done as the notebook holds it, whatever the run counted."""
+        for outcome in report.outcomes:
+            if outcome.step_id == self._last_of_run and outcome.status == "done":
+                outcome.status = "failed"
+                outcome.message = f"its change could not be saved ({one_line(exc)})"
 
     def _fail(
         self, plan_id: str, step_id: str, exc: Exception, started: float, *, code_ran: bool
