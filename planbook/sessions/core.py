@@ -190,6 +190,13 @@ class SessionCore:
             self.warnings.append(note)
             self.events.emit(Event(kind="plan_changed", message=note))
 
+    def _note_received(self) -> None:
+        """Say what a record read since carried from elsewhere and lost its authority here
+        (another person's approvals, their mode): it is as visible as on opening."""
+        for note in self.store.received:
+            if note not in self.warnings:
+                self.warnings.append(note)
+
     def _durable(self) -> None:
         """The server holds what was just saved (live room); else say why not, once."""
         warning = make_durable(self.document)
@@ -205,6 +212,7 @@ class SessionCore:
             catch_up(self.document)  # a reload the reconnect brings is settled just below
             self._settle_reload()
             self.store.sync()
+            self._note_received()
             try:
                 self.executor.recover()
                 yield
@@ -272,6 +280,7 @@ class SessionCore:
         """The open plan, or else the most recent one."""
         self._settle_reload()
         self.store.sync()
+        self._note_received()
         plans = self.store.state.plans
         for plan in reversed(plans):
             if plan.is_open:

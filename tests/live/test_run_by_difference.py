@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from planbook.documents.live.document import LiveNotebook, open_live
+from planbook.engine import signing
 from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
@@ -20,11 +21,6 @@ from tests.support.jupyter_server import RunningServer
 pytestmark = pytest.mark.server
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_a_long_run_sends_each_step_not_the_plan(
     server: RunningServer, notebook: str, live: LiveNotebook, other: YClient
 ) -> None:
@@ -50,11 +46,27 @@ def test_a_long_run_sends_each_step_not_the_plan(
     plan = live.get_metadata("planbook")
     assert other.metadata()["planbook"] == plan
     assert on_disk(server, notebook)["metadata"]["planbook"] == plan
-    # a change from elsewhere (another kernel, an older planbook) is read at once
-    other.edit(lambda _ynb: other.meta["metadata"]["planbook"].__setitem__("mode", "ask"))
-    assert live.wait_for(lambda _: (live.get_metadata("planbook") or {}).get("mode") == "ask")
-    session.store.sync()
+
+    # a change from elsewhere (another kernel of this person: the mode signed with their key)
+    # is read at once
+    def ask_mode(signature: str | None) -> None:
+        def edit(_ynb: object) -> None:
+            record = other.meta["metadata"]["planbook"]
+            record["mode"], record["mode_signature"] = "ask", signature
+
+        other.edit(edit)
+        assert live.wait_for(
+            lambda _: (live.get_metadata("planbook") or {}).get("mode_signature") == signature
+        )
+        session.store.sync()
+
+    ask_mode(signing.sign("mode", "ask"))
     assert session.store.state.mode == "ask"
+    # the same mode chosen by someone else's planbook (no signature of this person's) is not
+    # adopted: plan mode, with the reason in the session's warnings
+    ask_mode(None)
+    assert session.mode == "plan" and session.current_plan() is not None
+    assert any("saved in ask mode elsewhere" in w for w in session.warnings), session.warnings
 
 
 def test_the_last_commit_reaches_the_server_when_closed_at_once(
