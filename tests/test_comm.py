@@ -209,11 +209,6 @@ def test_bad_decisions_get_one_line_and_change_nothing(nb: Path) -> None:
         assert statuses(nb) == ["pending"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_a_failed_step_is_retried_from_its_cell_and_leaves_the_cell_as_history(
     nb: Path,
 ) -> None:

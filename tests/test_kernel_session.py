@@ -99,11 +99,6 @@ def test_a_session_on_another_notebook_never_becomes_the_kernels(tmp_path: Path)
             assert "Traceback" not in refused
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_a_fresh_kernel_session_is_followed_by_the_page_at_once(tmp_path: Path) -> None:
     own = make_notebook(tmp_path / "sales.ipynb", ["import math", "x = 21"])
     with kernel(tmp_path, JPY_SESSION_NAME=str(own)) as k:
@@ -123,7 +118,12 @@ def test_a_fresh_kernel_session_is_followed_by_the_page_at_once(tmp_path: Path) 
 
         # a decision on the cell acts on the new session, as %approve would
         first = shown["steps"][0]
-        page.decide(action="approve", step_id=first["id"], revision=shown["plan"]["revision"])
+        page.decide(
+            action="approve",
+            step_id=first["id"],
+            revision=shown["plan"]["revision"],
+            shown=first["hash"],
+        )
         page.plan(lambda m: [s["after"] for s in m["steps"]] == ["after_fresh = 2"])
         statuses = page.say("print([s.status for s in pb.current_plan().steps])")
         assert statuses == "['done', 'pending']\n"

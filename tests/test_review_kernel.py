@@ -144,11 +144,6 @@ def execute_from_cell(k: Kernel, code: str, cell_id: str | None) -> None:
         reply = k.kc.get_shell_msg(timeout=60)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: Path) -> None:
     nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "%%propose\nx + 1", "x"])
     with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:

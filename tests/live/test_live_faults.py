@@ -352,11 +352,6 @@ def test_websocket_cut_at_many_moments(
     assert total == Audit(), str(total)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression from this stop's last merges (approvals as shown, signing, the kernel's "
-    "session, coalesced saves): open, named in the closing note",
-)
 @pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
 def test_server_stopped_mid_run_and_started_again(
     server: RunningServer, runner: IPythonRunner, crash: bool
