@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
@@ -29,6 +30,10 @@ _CACHE_DEPTH = 10
 _GROWN_MIN = 32
 #: Containers whose text is at least this long keep it in pieces (a ``Rope``).
 _ROPE_MIN = 16384
+#: Strings at least this long are pieces of their own (a ``Rope``), and so is every container
+#: holding one: their text is never copied into each container above them (a cell's image
+#: was held five times over: its data, its output, the outputs, the cell, the file).
+_LONG_STRING = 1024
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -51,6 +56,8 @@ class Rope:
 
 
 Text = str | Rope
+#: A piece's bytes: its own, or a view of the file's bytes as read (``detect_bytes``).
+Chunk = bytes | memoryview
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,8 @@ class Encoder:
 
     def _value(self, value: Any, depth: int) -> Text:
         if isinstance(value, str):
+            if len(value) >= _LONG_STRING:
+                return self._long_string(value)
             return self._string(value)
         if isinstance(value, dict | list):
             if depth and depth <= _CACHE_DEPTH:
@@ -148,6 +157,15 @@ class Encoder:
                 self._added += 1
             return text
         return _scalar(value)
+
+    def _long_string(self, value: str) -> Rope:
+        """A long string as a piece of its own: the string itself between quotes where it
+        needs no escape (an image's base64: its text is the tree's, not a copy), else its
+        escaped text."""
+        text = self._string(value)
+        if len(text) == len(value) + 2:  # an escape lengthens the text: there is none
+            return Rope(['"', value, '"'], len(text))
+        return Rope([text], len(text))
 
     def _container(self, value: dict[str, Any] | list[Any], depth: int) -> Text:
         if not value:
@@ -213,8 +231,8 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
     """``opening``, the parts one per line, ``closing``: one string, or a Rope when long (a
     part that is a Rope makes its container one too, as it is at least as long)."""
     size = sum(map(len, parts))
-    if size < _ROPE_MIN:
-        short = cast("list[str]", parts)  # no Rope: it would be at least _ROPE_MIN long
+    if size < _ROPE_MIN and not _holds_rope(parts, size):
+        short = cast("list[str]", parts)
         return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
     sep = "," + inner
     pieces = [opening + inner]
@@ -234,12 +252,18 @@ def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
         pieces = [old[: -len(closing)]]
         size = len(pieces[0])
     size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
-    if size < _ROPE_MIN:
+    if size < _ROPE_MIN and not isinstance(old, Rope) and not _holds_rope(parts, size):
         return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
     pieces.append(sep)
     _append(pieces, parts, sep)
     pieces.append(closing)
     return Rope(pieces, size)
+
+
+def _holds_rope(parts: list[Text], size: int) -> bool:
+    """Is one of ``parts`` (``size`` long together) a Rope? Only a part holding a long string
+    can be one below ``_ROPE_MIN``, so shorter parts are not looked at one by one."""
+    return size >= _LONG_STRING and any(isinstance(part, Rope) for part in parts)
 
 
 def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
@@ -292,7 +316,7 @@ def guess_style(text: str | bytes, nb: dict[str, Any]) -> Style | None:
     )
 
 
-def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], list[bytes]] | None:
+def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], list[Chunk]] | None:
     """``detect`` for a file's bytes, compared piece by piece (nothing the size of the file
     is made: no decoded text, no joined one): the encoder, its pieces of the file's text
     and their bytes; None when no style writes ``nb`` back as exactly ``data``."""
@@ -304,15 +328,31 @@ def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], l
         encoder = Encoder(style)
         try:
             pieces = encoder.pieces(nb)
-            chunks = [piece.encode("utf-8") for piece in pieces]
+            chunks = _as_read(data, pieces)
         except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
             return None
-        if same_bytes(data, chunks):
+        if chunks is not None:
             return encoder, pieces, chunks
     return None
 
 
-def same_bytes(data: bytes, chunks: list[bytes]) -> bool:
+def _as_read(data: bytes, pieces: list[str]) -> list[Chunk] | None:
+    """The bytes of ``pieces`` where ``data`` holds exactly their text, in order, else None. A
+    long piece's bytes are a view of ``data`` itself, not a copy: the file's bytes as read
+    become the bytes the next saves write (a copy of each doubled the memory of a notebook of
+    images at its first save)."""
+    view, at, chunks = memoryview(data), 0, []
+    for piece in pieces:
+        encoded = piece.encode("utf-8")
+        end = at + len(encoded)
+        if view[at:end] != encoded:
+            return None
+        chunks.append(view[at:end] if len(encoded) >= _LONG_STRING else encoded)
+        at = end
+    return chunks if at == len(data) else None
+
+
+def same_bytes(data: bytes, chunks: Sequence[Chunk]) -> bool:
     """``data`` is ``chunks`` joined (compared in place, nothing copied)."""
     if len(data) != sum(map(len, chunks)):
         return False
@@ -352,7 +392,21 @@ def _has_unsplit_source(nb: dict[str, Any]) -> bool:
 
 
 def _all_ascii(nb: dict[str, Any]) -> bool:
-    return json.dumps(nb, ensure_ascii=False).isascii()
+    """Is every string of the tree, keys too, ASCII (so its unescaped JSON text is)? Walked,
+    not dumped: the dump was a copy of the whole file, twice the memory of its bytes."""
+    stack: list[Any] = [nb]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                return False
+        elif isinstance(value, dict):
+            if not all(str(key).isascii() for key in value):
+                return False
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
 
 
 def split_text(text: str, style: Style) -> str | list[str]:
