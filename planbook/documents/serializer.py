@@ -34,6 +34,12 @@ _ROPE_MIN = 16384
 #: holding one: their text is never copied into each container above them (a cell's image
 #: was held five times over: its data, its output, the outputs, the cell, the file).
 _LONG_STRING = 1024
+#: A Rope of a container of at most this many parts and pieces has its short pieces joined
+#: (``_compact``): an output, a cell. Others (the cells, the notebook, a plan's lists) take
+#: their parts' pieces as they are: they are listed again at every save, and joining would be
+#: a loop over them that grows with the file and the plan.
+_FEW_PARTS = 8
+_FEW_PIECES = 64
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -192,7 +198,10 @@ class Encoder:
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
             key = string(k) + ": "
             if isinstance(text, Rope):  # only a few per save: the long ones
-                parts.append(Rope([key, *text.pieces], len(key) + text.size))
+                keyed = [key]
+                _push(keyed, text.pieces[0])
+                keyed += text.pieces[1:]
+                parts.append(Rope(keyed, len(key) + text.size))
             else:
                 parts.append(key + text)
         return _wrap("{", inner, parts, self.style.indent * depth, "}")
@@ -237,8 +246,11 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
     sep = "," + inner
     pieces = [opening + inner]
     _append(pieces, parts, sep)
+    if len(parts) <= _FEW_PARTS and len(pieces) <= _FEW_PIECES:
+        pieces = _compact(pieces)
     pieces.append(f"\n{outer}{closing}")
-    return Rope(pieces, len(pieces[0]) + size + len(sep) * (len(parts) - 1) + len(pieces[-1]))
+    start, end = len(opening) + len(inner), len(pieces[-1])
+    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + end)
 
 
 def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
@@ -263,7 +275,7 @@ def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
 def _holds_rope(parts: list[Text], size: int) -> bool:
     """Is one of ``parts`` (``size`` long together) a Rope? Only a part holding a long string
     can be one below ``_ROPE_MIN``, so shorter parts are not looked at one by one."""
-    return size >= _LONG_STRING and any(isinstance(part, Rope) for part in parts)
+    return size >= _LONG_STRING and Rope in map(type, parts)  # in C: no loop that grows
 
 
 def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
@@ -275,6 +287,29 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.extend(part.pieces)
         else:
             pieces.append(part)
+
+
+def _compact(pieces: list[str]) -> list[str]:
+    """``pieces`` with each run of short ones joined (as long as the joined text is short):
+    a container of a few parts holding a long string (an output, a cell) is then about three
+    pieces, the text before the string, the string, the text after."""
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(piece) < _LONG_STRING and len(out[-1]) + len(piece) < _LONG_STRING:
+            out[-1] += piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _push(pieces: list[str], text: str) -> None:
+    """``text`` onto ``pieces``, joined to the last piece when both are short: a long string
+    stays a piece of its own, and the keys and separators around it make a few short pieces,
+    not one each (a cell of images was thirty pieces, and a save wrote them one by one)."""
+    if pieces and len(text) < _LONG_STRING and len(pieces[-1]) + len(text) < _LONG_STRING:
+        pieces[-1] += text
+    else:
+        pieces.append(text)
 
 
 def _utf8_string(value: str) -> str:
