@@ -5,31 +5,19 @@ here is never handed to the client as theirs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import anyio
 import nbformat
 
+from tests.support.cli import run_planbook as planbook_cli
+from tests.support.engine import write_notebook
 from tests.support.mcp_client import connect, ok, refused
 
 
 def notebook(folder: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("prices = [3, None, 5]")
-    cell["id"] = "load"
-    nb.cells = [cell]
-    path = folder / "prices.ipynb"
-    nbformat.write(nb, path)
-    return path
-
-
-def planbook_cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "planbook", *argv], capture_output=True, text=True, timeout=120
-    )
+    return write_notebook(folder / "prices.ipynb", ["prices = [3, None, 5]"])
 
 
 def test_ask_wait_and_get_the_persons_answer(tmp_path: Path) -> None:
@@ -91,7 +79,7 @@ def test_steps_and_questions_are_waited_for_together(tmp_path: Path) -> None:
     async def main() -> None:
         async with connect(path) as session:
             await ok(
-                session, "propose_edit_cell", cell="load", source="prices = [3, 5]", reason="tidy"
+                session, "propose_edit_cell", cell="c1", source="prices = [3, 5]", reason="tidy"
             )
             await ok(session, "ask_person", question="Which year?")
             waited = await ok(session, "wait_for_review", timeout_s=0.2)

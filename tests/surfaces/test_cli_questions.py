@@ -4,22 +4,15 @@ reaches the terminal); a bad answer is one line and changes nothing."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 
 from planbook.sessions.open_file import editing_session
+from tests.support.cli import run_planbook as planbook
 from tests.support.engine import write_notebook
 
 CLIENT = "codex 0.9 (MCP)"
-
-
-def planbook(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "planbook", *argv], capture_output=True, text=True, timeout=120
-    )
 
 
 def asked(folder: Path, question: str, options: list[str]) -> Path:
