@@ -35,7 +35,12 @@ def test_show_lists_the_question_escaped_and_answer_records_it(tmp_path: Path) -
     (stored,) = nbformat.read(path, as_version=4).metadata["planbook"]["questions"]
     assert (stored["state"], stored["answer"], stored["choice"]) == ("answered", "no", "no")
     assert stored["answered_by"] and stored["signature"].startswith("hmac-sha256:")
-    assert "questions for you" not in planbook("show", str(path)).stdout
+    after = planbook("show", str(path))
+    assert after.returncode == 0, after.stderr
+    assert (
+        after.stdout.strip()
+        == f"{path}: no plan yet, and every question asked over MCP is answered"
+    )
 
 
 def test_a_bad_answer_is_one_line_and_changes_nothing(tmp_path: Path) -> None:

@@ -67,6 +67,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if waiting:
         how = f"`planbook answer {shown(loaded.path)} QID ANSWER`"
         say(f"\nquestions for you:\n{questions_text(waiting, session.answered_here, how)}")
+    elif not loaded.state.plans:
+        say(f"{shown(loaded.path)}: no plan yet, and every question asked over MCP is answered")
     return EXIT_OK
 
 
