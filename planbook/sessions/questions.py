@@ -45,10 +45,14 @@ class PersonQuestions(SessionCore):
         self._changed("decision_made", message=withdrawn.id, question=withdrawn.id)
         return withdrawn
 
-    def person_questions(self, *, waiting_only: bool = False) -> list[PersonQuestion]:
+    def person_questions(
+        self, *, waiting_only: bool = False, fresh: bool = True
+    ) -> list[PersonQuestion]:
         """The questions MCP clients asked, oldest first; ``waiting_only``: those that wait for
-        this person's answer (open, or closed by a record not signed here)."""
-        self.current_plan()  # reads the record again when someone else changed it
+        this person's answer (open, or closed by a record not signed here). ``fresh=False``
+        takes the record as last read (a view redrawn on every agent event)."""
+        if fresh:
+            self.current_plan()  # reads the record again when someone else changed it
         if waiting_only:
             return questions.waiting(self.store.state)
         return list(self.store.state.questions)

@@ -72,7 +72,9 @@ def person_questions(session: Session) -> list[dict[str, Any]]:
     options as buttons, a field for the person's own words, and who asked. A notebook whose
     record cannot be read shows none here (the plan's own view says why)."""
     try:
-        waiting = session.person_questions(waiting_only=True)
+        # as last read: the panel reads the record again on every plan change, and this
+        # runs on each agent event too
+        waiting = session.person_questions(waiting_only=True, fresh=False)
     except PlanbookError:
         return []
     return [
