@@ -99,10 +99,13 @@ async def wait(
             *([count(open_steps, "step")] if open_steps else []),
             *([count(open_questions, "question")] if open_questions else []),
         ]
+        how = [
+            *(["pending, approved or running"] if open_steps else []),
+            *(["unanswered"] if open_questions else []),
+        ]
         head = (
             f"timed out after {timeout_s:g} s with {' and '.join(still)} still open "
-            "(steps pending, approved or running; questions unanswered): call wait_for_review "
-            "again to keep waiting"
+            f"({'; '.join(how)}): call wait_for_review again to keep waiting"
         )
     steps = _report(found, step_ids, lambda i: target.find_cell(path, i))
     return "\n".join([head, *steps, *_question_report(asked, question_ids)])
