@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel
 from tests.conftest import reopen
@@ -107,3 +108,24 @@ def test_a_bad_answer_shows_one_line_and_changes_nothing(
     assert "question q1 is answered already" in panel.state["error"]
     assert "\n" not in panel.state["error"]
     assert nb_path.read_bytes() == before
+
+
+def test_during_a_run_the_panel_asks_to_answer_once_it_ends(
+    session: Session, panel: ReviewPanel
+) -> None:
+    session.ask_person("Ship it?", ["yes", "no"], origin=CLIENT)
+    errors: list[str | None] = []
+
+    def during(event: Event) -> None:
+        if event.kind == "step_started":
+            panel.handle({"action": "answer", "decision_id": "q1", "choice": "yes"})
+            errors.append(panel.state["error"])
+
+    session.subscribe(during)
+    session.approve()
+    assert errors == [
+        "a run is in progress: answer the question when it has finished, or press Stop"
+    ]
+    assert session.person_questions()[0].is_open
+    panel.handle({"action": "answer", "decision_id": "q1", "choice": "yes"})
+    assert panel.state["error"] is None and session.person_questions()[0].answer == "yes"

@@ -8,6 +8,7 @@ works the same whether or not the agent ever ran (pydantic-ai is never imported 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from planbook.agent.state import Run, state_of
@@ -91,10 +92,16 @@ def person_questions(session: Session) -> list[dict[str, Any]]:
     ]
 
 
+def asked_over_mcp(decision_id: str) -> bool:
+    """Whether the id names an MCP client's question (``q1``; the agent's decisions are
+    ``d1``): told by its form, without reading the Session (a run may hold it)."""
+    return re.fullmatch(r"q[0-9]+", decision_id) is not None
+
+
 def answer(session: Session, decision_id: str, choice: str, text: str | None) -> None:
     """Settle one of the agent's open questions (thread-safe on the agent's side), or answer
     an MCP client's question with the option chosen or the words typed."""
-    if any(q.id == decision_id for q in session.person_questions()):
+    if asked_over_mcp(decision_id):
         session.answer_question(decision_id, choice)
         return
     decisions = state_of(session).decisions
