@@ -11,7 +11,7 @@ import pytest
 
 from planbook.engine import questions
 from planbook.errors import MetadataError, UsageMistake
-from planbook.model.questions import MAX_OPEN_PER_CLIENT, QUESTION_CHARS
+from planbook.model.questions import MAX_KEPT, MAX_OPEN, MAX_OPEN_PER_CLIENT, QUESTION_CHARS
 from planbook.sessions.session import Session
 from tests.conftest import reopen
 
@@ -108,6 +108,25 @@ def test_a_client_has_a_bounded_number_of_open_questions(session: Session) -> No
     assert session.ask_person("mine?", origin="other 1.0 (MCP)").id == f"q{MAX_OPEN_PER_CLIENT + 1}"
     session.answer_question("q1", "fine")
     assert session.ask_person("one more?", origin=CLIENT).state == "open"
+
+
+def test_clients_renaming_themselves_cannot_fill_the_record_past_its_bound(
+    session: Session, nb_path: Path
+) -> None:
+    state = session.store.state
+    for n in range(MAX_OPEN):  # in memory, then saved once: what many clients would leave
+        questions.ask(state, f"question {n}?", [], f"client {n // MAX_OPEN_PER_CLIENT} (MCP)")
+    session.store.save()
+    with pytest.raises(UsageMistake, match=f"{MAX_OPEN} questions already wait"):
+        session.ask_person("one more?", origin="yet another name (MCP)")
+    for n in range(1, MAX_OPEN + 1):  # answered questions make room; the oldest go first
+        questions.answer(session.store.state, f"q{n}", "ok")
+    for n in range(MAX_KEPT):
+        questions.ask(session.store.state, f"more {n}?", [], f"client {n} (MCP)")
+        questions.answer(session.store.state, f"q{MAX_OPEN + n + 1}", "ok")
+    session.store.save()
+    kept = reopen(nb_path).person_questions()  # still a record planbook reads
+    assert len(kept) == MAX_KEPT and kept[0].id == f"q{MAX_OPEN + 1}"
 
 
 def test_a_withdrawn_question_takes_no_answer(session: Session) -> None:

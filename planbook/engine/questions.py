@@ -18,6 +18,7 @@ from planbook.model.plan import now
 from planbook.model.questions import (
     ANSWER_CHARS,
     MAX_KEPT,
+    MAX_OPEN,
     MAX_OPEN_PER_CLIENT,
     MAX_OPTIONS,
     OPTION_CHARS,
@@ -60,6 +61,11 @@ def ask(state: PlanbookState, question: str, options: Sequence[str], origin: str
     if len(waiting) >= MAX_OPEN_PER_CLIENT:
         raise UsageMistake(
             f"{count(waiting, 'question')} from this client already wait for the person: "
+            "wait for their answers (wait_for_review) before asking more"
+        )
+    if sum(q.is_open for q in state.questions) >= MAX_OPEN:
+        raise UsageMistake(
+            f"{MAX_OPEN} questions already wait for the person in this notebook: "
             "wait for their answers (wait_for_review) before asking more"
         )
     asked = PersonQuestion(id=_next_id(state), question=text, options=kept, origin=origin)

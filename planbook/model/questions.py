@@ -26,6 +26,8 @@ MAX_OPTIONS: Final = 10
 ANSWER_CHARS: Final = 4_000
 #: Open questions one client may have waiting at once.
 MAX_OPEN_PER_CLIENT: Final = 20
+#: Open questions a notebook holds at most, whoever asked (a client may name itself anew).
+MAX_OPEN: Final = 100
 #: Questions a notebook keeps at most (answered ones included); the oldest closed ones go first.
 MAX_KEPT: Final = 200
 
