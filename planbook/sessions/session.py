@@ -51,11 +51,12 @@ from planbook.model.plan import (
 )
 from planbook.model.preview import ShellPreview
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.questions import PersonQuestions
 from planbook.sessions.reading import ReadingSession
 from planbook.workspace.files import Workspace
 
 
-class Session(ReadingSession):
+class Session(ReadingSession, PersonQuestions):
     """One per kernel (or per notebook a tool opens): see the module's docstring."""
 
     def __init__(
