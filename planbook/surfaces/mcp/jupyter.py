@@ -21,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from planbook.sessions.served_rooms import ServerRoute
 from planbook.surfaces.mcp.http_bridge import MAX_BODY_BYTES, MCPHandler, SessionManagerTask
 from planbook.surfaces.mcp.server import build_server
+from planbook.surfaces.mcp.server_kernels import ServerKernels
 from planbook.surfaces.mcp.server_target import ServerTarget
 
 #: Where the endpoint answers, under the server's base URL.
@@ -44,7 +45,7 @@ def route_of(serverapp: Any) -> ServerRoute:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     route = route_of(serverapp)
     target = ServerTarget(Path(serverapp.root_dir), route)
-    server = build_server(target)
+    server = build_server(target, ServerKernels(serverapp))
     path = url_path_join(serverapp.base_url, PATH)
     # Jupyter checks the host, the origin and who asks before the SDK sees a request: the
     # SDK's own DNS-rebinding check would only repeat the first two.
