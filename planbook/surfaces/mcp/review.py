@@ -8,9 +8,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 from planbook.model.plan import OPEN_STATUSES, Plan, Step
@@ -74,15 +75,19 @@ async def wait(
 def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def wait_for_review(
-        timeout_s: WaitSeconds = 60.0, step_ids: StepIds = None, notebook: Notebook = None
+        ctx: Context[Any, Any],
+        timeout_s: WaitSeconds = 60.0,
+        step_ids: StepIds = None,
+        notebook: Notebook = None,
     ) -> str:
         """Wait until the person has decided every step you proposed (approved and run,
         rejected or skipped) or the timeout passes, then answer each step's status and result.
         Approving is the person's: no tool does it."""
-        path = proposals.only_notebook() if notebook is None else None
+        mine = proposals.of(ctx)  # this client's steps, not another agent's
+        path = mine.only_notebook() if notebook is None else None
         if path is None:
             path = await in_thread(target.notebook_path, notebook)
-        wanted = list(step_ids) if step_ids else list(proposals.step_ids.get(path, []))
+        wanted = list(step_ids) if step_ids else list(mine.step_ids.get(path, []))
         if not wanted:
-            return "nothing to wait for: no step was proposed to this notebook through this server"
+            return "nothing to wait for: you proposed no step to this notebook in this session"
         return await wait(target, path, wanted, timeout_s)
