@@ -24,6 +24,7 @@ READ_TOOLS = {
     "read_notebook",
     "read_cell",
     "read_plan",
+    "read_variables",
     "list_files",
     "read_file",
 }

@@ -71,13 +71,14 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         answer (the panel, `%answer`, or `planbook answer`); wait_for_review brings it back.
         Nothing else changes. Only the person answers: no tool does."""
         origin = client_origin(ctx)
+        mine = proposals.of(ctx)  # this client's questions, for its wait_for_review
 
         def work() -> str:
             session = target.session(notebook)
             asked = session.ask_person(question, options or [], origin=origin)
             path = session.notebook_path
             if path is not None:
-                proposals.asked(path, asked.id)
+                mine.asked(path, asked.id)
             where = target.shown(path) if path is not None else "the notebook"
             return (
                 f"Asked question {asked.id} in {where}. It waits for the person's answer "

@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 from planbook.model.plan import OPEN_STATUSES, Plan, Step
@@ -114,6 +115,7 @@ async def wait(
 def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def wait_for_review(
+        ctx: Context[Any, Any],
         timeout_s: WaitSeconds = 60.0,
         step_ids: StepIds = None,
         notebook: Notebook = None,
@@ -123,17 +125,18 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         rejected or skipped) and answered every question you asked, or the timeout passes,
         then answer each step's status and result and each question's answer. Approving and
         answering are the person's: no tool does them."""
-        path = proposals.only_notebook() if notebook is None else None
+        mine = proposals.of(ctx)  # this client's steps and questions, not another agent's
+        path = mine.only_notebook() if notebook is None else None
         if path is None:
             path = await in_thread(target.notebook_path, notebook)
         if step_ids or question_ids:  # named: only those
             steps, asked = list(step_ids or []), list(question_ids or [])
         else:
-            steps = list(proposals.step_ids.get(path, []))
-            asked = list(proposals.question_ids.get(path, []))
+            steps = list(mine.step_ids.get(path, []))
+            asked = list(mine.question_ids.get(path, []))
         if not steps and not asked:
             return (
-                "nothing to wait for: no step was proposed and no question asked in this "
-                "notebook through this server"
+                "nothing to wait for: you proposed no step and asked no question in this "
+                "notebook in this session"
             )
         return await wait(target, path, steps, timeout_s, asked)
