@@ -121,3 +121,32 @@ def test_preview_from_a_shell_steps_box_on_the_page(tmp_path: Path) -> None:
         assert page.error()["message"].startswith(
             "step 1 is an edit cell step: only shell steps are previewed"
         )
+
+
+def test_plan_shows_previews_and_one_that_times_out_says_so_in_one_line(tmp_path: Path) -> None:
+    nb = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    (tmp_path / "notes.txt").write_text("one\n")
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            "pb.propose.shell('sed -i s/one/ONE/ notes.txt', reason='shout')\n"
+            "pb.propose.shell('echo half > half.txt; sleep 600', reason='never ends', timeout=2)"
+        )
+        # the sed was previewed as it was staged: `%plan` shows its diff (text/plain too)
+        plain = "".join(o["data"].get("text/plain", "") for o in k.run("%plan").outputs)
+        assert "# preview (exit 0): 1 changed" in plain and "+ONE" in plain, plain
+
+        began = time.monotonic()
+        lines = k.run("%plan preview 2").stdout.splitlines()
+        assert time.monotonic() - began < 20
+        assert lines[0] == (
+            "# preview timed out: the command was stopped at its time limit and nothing was "
+            "applied; until then: 1 created"
+        )
+        assert not (tmp_path / "half.txt").exists()
+        assert (tmp_path / "notes.txt").read_text() == "one\n"
+        plain = "".join(o["data"].get("text/plain", "") for o in k.run("%plan").outputs)
+        assert "# preview timed out: the command was stopped" in plain
+        # asked again while nothing runs: it runs again (the refusal is only while one runs)
+        assert k.run("%plan preview 1").stdout.startswith("# preview (exit 0): 1 changed")

@@ -19,6 +19,7 @@ from tests.browser.test_extension import box, cell_of, open_notebook, page_kerne
 from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
 from tests.support.labextension import expose_labextension
+from tests.support.notebook_page import doc_shot, use_doc_theme
 
 pytestmark = [
     pytest.mark.server,
@@ -48,6 +49,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     running = RunningServer(tmp_path_factory.mktemp("shell-preview-root"))
     try:
         expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
+        use_doc_theme(running)
         running.start()
         yield running
     finally:
@@ -112,6 +114,7 @@ def test_a_shell_steps_box_shows_its_preview_and_previews_on_request(
     assert not (server.root / "made.txt").exists(), "a preview writes nothing to the workspace"
     if ui == "lab":
         page.screenshot(path=str(artifacts / "shell-preview-lab.png"))
+        doc_shot("shell-preview", box(panel, 1), box(panel, 2))
 
     # approving on the box runs the command for real: now the file changes
     sed.locator(".pb-cell-approve").click()
