@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,19 @@ pytestmark = [
 SLOW = "sleep 4; sed -i s/one/ONE/ notes.txt"
 
 
+@contextmanager
+def kernel_with(tmp_path: Path, *commands: str) -> Iterator[Kernel]:
+    """A kernel on a notebook beside notes.txt ("one"), with planbook loaded as ``pb`` and
+    ``commands`` staged as shell steps (each a Python expression of its arguments)."""
+    nb = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
+    (tmp_path / "notes.txt").write_text("one\n")
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        staged = "".join(f"pb.propose.shell({c})\n" for c in commands)
+        k.run(f"import planbook; pb = planbook.session()\n{staged}")
+        yield k
+
+
 def answers_at_once(k: Kernel) -> float:
     began = time.monotonic()
     assert k.run("print(40 + 2)").stdout.strip() == "42"
@@ -37,15 +52,8 @@ def answers_at_once(k: Kernel) -> float:
 def test_the_panels_preview_leaves_the_kernel_free_and_runs_once_per_step(
     tmp_path: Path,
 ) -> None:
-    nb = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
-    (tmp_path / "notes.txt").write_text("one\n")
-    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
-        k.run("%load_ext planbook")
-        k.run(
-            "import planbook; pb = planbook.session()\n"
-            f"pb.propose.shell({SLOW!r}, reason='slow')\n"
-            "panel = pb.review()"
-        )
+    with kernel_with(tmp_path, f"{SLOW!r}, reason='slow'") as k:
+        k.run("panel = pb.review()")
         step_id = k.run("print(pb.current_plan().steps[0].id)").stdout.strip()
         shown = json.loads(
             k.run("import json; print(json.dumps(pb.step_hashes(pb.current_plan().steps)))").stdout
@@ -124,15 +132,11 @@ def test_preview_from_a_shell_steps_box_on_the_page(tmp_path: Path) -> None:
 
 
 def test_plan_shows_previews_and_one_that_times_out_says_so_in_one_line(tmp_path: Path) -> None:
-    nb = make_notebook(tmp_path / "n.ipynb", ["x = 1"])
-    (tmp_path / "notes.txt").write_text("one\n")
-    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
-        k.run("%load_ext planbook")
-        k.run(
-            "import planbook; pb = planbook.session()\n"
-            "pb.propose.shell('sed -i s/one/ONE/ notes.txt', reason='shout')\n"
-            "pb.propose.shell('echo half > half.txt; sleep 600', reason='never ends', timeout=2)"
-        )
+    with kernel_with(
+        tmp_path,
+        "'sed -i s/one/ONE/ notes.txt', reason='shout'",
+        "'echo half > half.txt; sleep 600', reason='never ends', timeout=2",
+    ) as k:
         # the sed was previewed as it was staged: `%plan` shows its diff (text/plain too)
         plain = "".join(o["data"].get("text/plain", "") for o in k.run("%plan").outputs)
         assert "# preview (exit 0): 1 changed" in plain and "+ONE" in plain, plain

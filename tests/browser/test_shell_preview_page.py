@@ -5,7 +5,6 @@ the kernel stays free; the workspace changes only when a step is approved."""
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +15,8 @@ from playwright.sync_api import expect
 
 from planbook.workspace.overlay import overlay_probe
 from tests.browser.test_extension import box, cell_of, open_notebook, page_kernel, run
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
-from tests.support.notebook_page import doc_shot, use_doc_theme
+from tests.support.notebook_page import doc_shot, page_server
 
 pytestmark = [
     pytest.mark.server,
@@ -29,8 +26,6 @@ pytestmark = [
         not overlay_probe().available, reason=f"no overlays here: {overlay_probe().reason}"
     ),
 ]
-
-_names = itertools.count(1)
 
 #: Two shell steps: a `sed -i` (short and local: previewed as it is staged) and a command that
 #: takes a few seconds (not previewed until asked).
@@ -46,37 +41,28 @@ print([st.preview is not None for st in s.current_plan().steps])
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = RunningServer(tmp_path_factory.mktemp("shell-preview-root"))
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        use_doc_theme(running)
-        running.start()
+    with page_server(tmp_path_factory.mktemp("shell-preview-root")) as running:
         yield running
-    finally:
-        running.close()
-
-
-@pytest.fixture
-def notebook(server: RunningServer) -> Iterator[str]:
-    name = f"shell{next(_names)}.ipynb"
-    server.write_notebook(name, ["x = 1", "print(x)", "z = 'old'"], ids=["c1", "c2", "c3"])
-    (server.root / "notes.txt").write_text("one\ntwo\n")
-    (server.root / "made.txt").unlink(missing_ok=True)
-    yield name
-    server.end_sessions()
-
-
-@pytest.fixture
-def browser_page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100) as context:
-        yield context.new_page()
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook7"])
 def test_a_shell_steps_box_shows_its_preview_and_previews_on_request(
-    server: RunningServer, notebook: str, browser_page: Any, ui: str, artifacts: Path
+    server: RunningServer, browser: Any, ui: str, artifacts: Path
 ) -> None:
-    page = browser_page
+    notebook = f"shell-{ui}.ipynb"
+    server.write_notebook(notebook, ["x = 1", "print(x)", "z = 'old'"], ids=["c1", "c2", "c3"])
+    (server.root / "notes.txt").write_text("one\ntwo\n")
+    (server.root / "made.txt").unlink(missing_ok=True)
+    try:
+        review_shell_steps(browser.new_page(), server, notebook, ui, artifacts)
+    finally:
+        server.end_sessions()
+
+
+def review_shell_steps(
+    page: Any, server: RunningServer, notebook: str, ui: str, artifacts: Path
+) -> None:
+    """The person's part, in the page only: read the boxes, press Preview, then Approve."""
     panel = open_notebook(page, server, notebook, ui)
     kernel = page_kernel(server, notebook)
     assert run(server, kernel, STAGE).strip().endswith("[True, False]")
