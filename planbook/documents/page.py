@@ -207,7 +207,13 @@ class PageNotebook(NodeNotebook):
             if self._depth:  # never inside a transaction: it would see the mirror change
                 raise TransactionFailed("a page message arrived inside a transaction")
             if isinstance(message, PageCells):
-                if message.full:
+                if message.full and self._owner is owner and self._stale(message):
+                    # written before the page applied changes the kernel has sent since: taken,
+                    # it would undo them in the mirror for good (an edit changes no order, so
+                    # nothing would ask again); the page's answer to a new request follows
+                    # its answers to those changes
+                    self._request_snapshot()
+                elif message.full:
                     self.attach(send, owner)
                     self._take_snapshot(message)
                 elif self._owner is owner:
@@ -221,6 +227,10 @@ class PageNotebook(NodeNotebook):
             else:
                 return self._refused(message)
         return None
+
+    def _stale(self, message: PageCells) -> bool:
+        """A snapshot the page wrote before applying a change still unanswered."""
+        return bool(self._unacked) and message.seen < max(self._unacked)
 
     def _ids(self) -> list[str]:
         return [str(raw.get("id")) for raw in self._nb["cells"]]
