@@ -9,6 +9,7 @@ ask rules always apply. The signatures live beside the person's key, never in th
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -173,3 +174,26 @@ def test_plan_trust_in_the_kernel_session_trusts_the_project(tmp_path: Path) -> 
     assert lines == ["trusted 2 allow rules of planbook.toml: write_file '*', shell 'touch *'"]
     assert session.propose.shell("touch out.txt", reason="r").status == "done"
     assert session.trust() == []  # nothing new: `%plan trust` says so
+
+
+def test_a_received_mcp_server_is_left_out_until_trusted(tmp_path: Path) -> None:
+    from planbook.engine.mcp_servers import load_servers
+
+    text = (
+        "[mcp.servers.evil]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        'args = ["-c", "print(1)"]\n'
+        'env = { LEAK = "${OPENAI_API_KEY}" }\n'
+    )
+    root = received_project(tmp_path, text=text)
+    servers, problems = load_servers(root)
+    assert servers == {}
+    [line] = problems
+    assert "MCP server evil not trusted here" in line and "planbook trust planbook.toml" in line
+    done = planbook_cli("trust", str(root / "planbook.toml"))
+    assert done.returncode == 0, done.stderr
+    assert "trusted 1 MCP server of planbook.toml: evil" in done.stdout
+    assert list(load_servers(root)[0]) == ["evil"]
+    # changing what it runs by hand needs trusting again
+    (root / "planbook.toml").write_text(text.replace("print(1)", "print(2)"))
+    assert load_servers(root)[0] == {}

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planbook.engine.rules.matching import trust_file
+from planbook.engine.rules.project import trust_rules_in
 
 
 def own_rules(path: Path, text: str) -> Path:
-    """Write ``text`` to the rules file ``path`` and trust its allow rules, as this person."""
+    """Write ``text`` to the rules file ``path`` and trust its allow rules and MCP servers,
+    as this person."""
     path.write_text(text, encoding="utf-8")
-    trust_file(path)
+    trust_rules_in(path.parent, (path.name,))
     return path

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from planbook.engine.mcp_servers import trust_servers
 from planbook.engine.rules.matching import RuleSet, trust_file
 from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action
@@ -117,6 +118,10 @@ def trust_rules_in(folder: Path, names: tuple[str, ...] = _SOURCES) -> list[str]
             if fresh:
                 listed = ", ".join(f"{r.tool} {r.pattern!r}" for r in fresh)
                 out.append(f"trusted {count(fresh, 'allow rule')} of {name}: {listed}")
+            servers = trust_servers(path) if name == RULES_FILE else []
+            if servers:
+                listed = ", ".join(servers)
+                out.append(f"trusted {count(servers, 'MCP server')} of {name}: {listed}")
     return out
 
 

@@ -6,7 +6,9 @@ review. As Jupyter keeps the signatures of the notebooks a person trusts in thei
 database (``nbsignatures.db``), planbook keeps a signature for each allow rule this person
 trusts, in a file beside the signing key (engine/signing.py): the HMAC of the rule's file
 (its absolute path), tool and pattern. An allow rule without one acts as "ask"; deny and ask
-rules always apply, as they only restrict.
+rules always apply, as they only restrict. The MCP servers a planbook.toml names (their
+commands run as the person, their headers carry the kernel's secrets) are kept the same way,
+each entry as written: one not trusted is left out (engine/mcp_servers.py).
 
 A rule is trusted when planbook writes it for the person ("always allow ..."), or when the
 person trusts the file (``planbook trust FILE``, ``%plan trust``): each allow rule it holds
@@ -22,6 +24,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from planbook.engine import signing
 from planbook.engine.rules.rule import Rule
@@ -39,7 +42,17 @@ def store_path() -> Path:
 
 
 def _signature(file: Path, rule: Rule) -> str:
-    return signing.sign("allow-rule", [str(file.resolve()), rule.tool, rule.pattern])
+    return entry_signature(file, "allow-rule", [rule.tool, rule.pattern])
+
+
+def entry_signature(file: Path, kind: str, content: Any) -> str:
+    """This person's signature over an entry of ``kind`` with ``content`` in ``file``."""
+    return signing.sign(kind, [str(file.resolve()), content])
+
+
+def is_signed(signature: str) -> bool:
+    """Whether this person trusted the entry ``signature`` stands for."""
+    return signature in set(_stored())
 
 
 def _stored() -> list[str]:
@@ -72,8 +85,14 @@ def untrusted(file: Path, rules: Iterable[Rule]) -> list[Rule]:
 def trust(file: Path, rules: Iterable[Rule]) -> list[Rule]:
     """Trust the allow rules of ``rules``, read from ``file``; the ones newly trusted."""
     fresh = untrusted(file, rules)
-    if not fresh:
-        return []
+    keep([_signature(file, r) for r in fresh])
+    return fresh
+
+
+def keep(signatures: list[str]) -> None:
+    """Add ``signatures`` to this person's store (the oldest beyond ``KEEP`` go)."""
+    if not signatures:
+        return
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name("." + STORE_NAME + ".lock")
@@ -81,9 +100,8 @@ def trust(file: Path, rules: Iterable[Rule]) -> list[Rule]:
         fcntl.flock(handle, fcntl.LOCK_EX)
         kept = _stored()
         seen = set(kept)
-        kept += [s for s in dict.fromkeys(_signature(file, r) for r in fresh) if s not in seen]
+        kept += [s for s in dict.fromkeys(signatures) if s not in seen]
         _replace(path, "\n".join(kept[-KEEP:]) + "\n")
-    return fresh
 
 
 def _replace(path: Path, text: str) -> None:
