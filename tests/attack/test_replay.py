@@ -20,7 +20,11 @@ from typing import Any
 
 import pytest
 
+from planbook.agent import memory
 from planbook.errors import NeedsConfirmation
+from planbook.model.conversation import Conversation
+from planbook.surfaces.magics_agent import conversation_text
+from tests.attack.test_received_notebooks import _answered_by_the_sender
 from tests.conftest import make_notebook, reopen
 
 #: The records of A that carry authority, with the parts of the layout that hold them.
@@ -209,3 +213,29 @@ def test_trusting_a_notebook_another_key_signed_changes_nothing(
     assert "not signed by you" in done.stderr
     assert a.read_bytes() == before
     assert reopen(a).mode == "plan"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_a_signed_answer_copied_into_another_notebook_is_not_acted_on(
+    tmp_path: Path, identity: bool
+) -> None:
+    """A's agent asked to write a module that would shadow planbook; A's person answered
+    "approve". That answer, copied into B, is no answer there: what a resumed run is given
+    (``recorded_answers``) leaves it out, and the conversation shows it as recorded
+    elsewhere (tests/attack/test_received_notebooks.py runs the resumed run itself)."""
+    (tmp_path / "first").mkdir()
+    answered = await _answered_by_the_sender(tmp_path / "first", "plan")
+    _, b = two_notebooks(tmp_path)
+    copy_records(answered, b, ("conversation",), identity=identity)
+    session = reopen(b)
+    conversation = memory.saved(session) or Conversation()
+    assert memory.recorded_answers(session, conversation) == {}
+    shown = conversation_text(session)
+    assert shown is not None and "recorded elsewhere (d1)" in shown
+    # the control: in A, where it was recorded, the same answer is A's person's
+    assert memory.recorded_answers(reopen(answered), memory.saved(reopen(answered)) or conversation)
