@@ -9,6 +9,8 @@ ask rules always apply. The signatures live beside the person's key, never in th
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -16,12 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 
 from planbook.engine import signing
 from planbook.engine.rules.matching import RuleSet
 from planbook.engine.rules.trusted import store_path
 from planbook.errors import PolicyDenied
 from planbook.sessions.session import Session
+from planbook.surfaces import plan_verbs
 from tests.conftest import make_notebook, reopen
 
 ALLOW_WRITES = '[permissions]\nwrite_file = "allow"\nshell = { "touch *" = "allow" }\n'
@@ -170,10 +174,17 @@ def test_plan_trust_in_the_kernel_session_trusts_the_project(tmp_path: Path) -> 
     session = auto_edit_session(root)
     assert session.propose.shell("touch before.txt", reason="r").status == "pending"
     session.reject()
-    lines = session.trust()
-    assert lines == ["trusted 2 allow rules of planbook.toml: write_file '*', shell 'touch *'"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        plan_verbs.run(session, "trust")  # type: ignore[arg-type]
+    said = "planbook: trusted 2 allow rules of planbook.toml: write_file '*', shell 'touch *'"
+    assert out.getvalue().strip() == said
     assert session.propose.shell("touch out.txt", reason="r").status == "done"
-    assert session.trust() == []  # nothing new: `%plan trust` says so
+    with contextlib.redirect_stdout(out):
+        plan_verbs.run(session, "trust")  # type: ignore[arg-type]
+    assert out.getvalue().strip().endswith("planbook: nothing new to trust here")
+    with pytest.raises(UsageError):
+        plan_verbs.run(session, "trust planbook.toml")  # type: ignore[arg-type]
 
 
 def test_a_received_mcp_server_is_left_out_until_trusted(tmp_path: Path) -> None:
