@@ -42,10 +42,11 @@ def bind(state: PlanbookState, place: str) -> str | None:
     state._bound = None
     if identity is None or not _identity_holds(identity, identity.place):
         return None
+    name = _plain_path(place.rsplit("/", 1)[-1]) if place else "NOTEBOOK"
     return (
         f"this notebook's records were signed at {_plain_path(identity.place)}, not here "
         "(copied or moved): its approvals, mode, answers and checkpoints count as received; "
-        "if you moved it yourself, `planbook trust` it"
+        f"if you moved it yourself: `%plan trust` or `planbook trust {name}`"
     )
 
 
