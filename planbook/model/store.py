@@ -9,6 +9,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -17,6 +18,7 @@ from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import AskFirst, Plan
+from planbook.model.questions import MAX_KEPT, PersonQuestion
 
 #: 2: plans, checkpoints and log entries stored by id (see planbook.engine.store); 1 is read too.
 SCHEMA_VERSION: Final = 2
@@ -65,6 +67,8 @@ class PlanbookState(PlanbookModel):
     mode_signature: str | None = Field(default=None, max_length=200)
     #: The notebook's identity, made when this person first signs a record in it.
     notebook: NotebookIdentity | None = None
+    #: Questions MCP clients asked the person (model/questions.py), oldest first.
+    questions: list[PersonQuestion] = Field(default_factory=list, max_length=MAX_KEPT)
     #: The identity's id when its signature holds for the place the notebook was opened at,
     #: else None: then no record in it was signed here (engine/received.py ``bind``).
     _bound: str | None = PrivateAttr(default=None)
@@ -73,12 +77,26 @@ class PlanbookState(PlanbookModel):
 
     @model_serializer(mode="wrap")
     def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Stored as before the signature and the identity existed when they are absent."""
+        """Stored as before the signature, the identity and the questions existed when they
+        are absent."""
         dumped: dict[str, Any] = handler(self)
         for name in ("mode_signature", "notebook"):
             if getattr(self, name) is None:
                 dumped.pop(name, None)
+        if not self.questions:
+            dumped.pop("questions", None)
         return dumped
+
+    @field_validator("questions")
+    @classmethod
+    def _one_question_per_id(cls, questions: list[PersonQuestion]) -> list[PersonQuestion]:
+        """An answer names its question by id: two with one id would take each other's."""
+        seen: set[str] = set()
+        for question in questions:
+            if question.id in seen:
+                raise ValueError(f"two questions have the id {question.id!r}")
+            seen.add(question.id)
+        return questions
 
     @model_validator(mode="after")
     def _questions_onto_steps(self) -> PlanbookState:

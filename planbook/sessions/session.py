@@ -51,11 +51,12 @@ from planbook.model.plan import (
 )
 from planbook.model.preview import ShellPreview
 from planbook.sessions.proposer import Proposer
+from planbook.sessions.questions import PersonQuestions
 from planbook.sessions.reading import ReadingSession
 from planbook.workspace.files import Workspace
 
 
-class Session(ReadingSession):
+class Session(ReadingSession, PersonQuestions):
     """One per kernel (or per notebook a tool opens): see the module's docstring."""
 
     def __init__(
@@ -439,9 +440,12 @@ class Session(ReadingSession):
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
         configured = Retention.load(self.workspace.root)
+        # `is None`, not `or`: a 0 given is refused in one line (Retention), never ignored
         retention = Retention(
-            keep_checkpoints=keep_checkpoints or configured.keep_checkpoints,
-            keep_plans=keep_plans or configured.keep_plans,
+            keep_checkpoints=configured.keep_checkpoints
+            if keep_checkpoints is None
+            else keep_checkpoints,
+            keep_plans=configured.keep_plans if keep_plans is None else keep_plans,
         )
         with self._editing():
             report = gc(self.store.state, retention)

@@ -30,6 +30,8 @@ def tool_table(folder: Path) -> str:
         kind = "read" if tool.annotations and tool.annotations.read_only_hint else "propose"
         if tool.name == "wait_for_review":
             kind = "wait"
+        elif tool.name == "ask_person":
+            kind = "ask"
         first = " ".join((tool.description or "").split("\n\n")[0].split())
         rows.append(f"| `{tool.name}` | {kind} | {first} |")
     return "\n".join(rows) + "\n"

@@ -140,7 +140,7 @@ def test_a_proposal_reaches_the_room_and_the_kernel_hears_of_it_at_once(
         async def main() -> float:
             async with connect_http(server, name="claude-code", version="2.1.0") as session:
                 tools = {t.name for t in (await session.list_tools()).tools}
-                assert tools == READ_TOOLS | PROPOSE_TOOLS | {"wait_for_review"}
+                assert tools == READ_TOOLS | PROPOSE_TOOLS | {"ask_person", "wait_for_review"}
                 assert "analysis.ipynb" in (await ok(session, "list_notebooks")).splitlines()
                 cell = await ok(session, "read_cell", notebook="analysis.ipynb", cell="#2")
                 assert cell.startswith("#2 id=show code\nprint(x + 1)")

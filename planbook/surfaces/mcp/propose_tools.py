@@ -45,18 +45,23 @@ _PROPOSES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempo
 
 
 class Proposals:
-    """The steps proposed through this server, per notebook, in order: what wait_for_review
-    waits for by default (stdio: one client per server process)."""
+    """The steps proposed and the questions asked through this server, per notebook, in order:
+    what wait_for_review waits for by default (stdio: one client per server process)."""
 
     def __init__(self) -> None:
         self.step_ids: dict[Path, list[str]] = {}
+        self.question_ids: dict[Path, list[str]] = {}
 
     def add(self, notebook: Path, step_id: str) -> None:
         self.step_ids.setdefault(notebook, []).append(step_id)
 
+    def asked(self, notebook: Path, question_id: str) -> None:
+        self.question_ids.setdefault(notebook, []).append(question_id)
+
     def only_notebook(self) -> Path | None:
-        """The notebook every proposal went to, when there is one."""
-        return next(iter(self.step_ids)) if len(self.step_ids) == 1 else None
+        """The notebook every proposal and question went to, when there is one."""
+        notebooks = {*self.step_ids, *self.question_ids}
+        return next(iter(notebooks)) if len(notebooks) == 1 else None
 
 
 class Edit(BaseModel):

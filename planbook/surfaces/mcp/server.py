@@ -19,15 +19,16 @@ from pydantic import ValidationError
 
 from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
-from planbook.surfaces.mcp import propose_tools, read_tools, review
+from planbook.surfaces.mcp import ask, propose_tools, read_tools, review
 from planbook.version import __version__
 
 INSTRUCTIONS = """\
 planbook serves Jupyter notebooks under review. Read freely (list_notebooks, read_notebook,
 read_cell, read_plan, list_files, read_file). Every change is a proposal: the propose_* tools
 stage it as a step of the notebook's plan, with your reason, for the person to review; nothing
-changes until they approve it. Then call wait_for_review to learn what was decided and how the
-approved steps ran, and continue from there. No tool approves, rejects or changes the mode.
+changes until they approve it. To ask the person something, call ask_person. Then call
+wait_for_review to learn what was decided, how the approved steps ran and what the person
+answered, and continue from there. No tool approves, rejects, answers or changes the mode.
 """
 
 
@@ -79,6 +80,7 @@ def build_server(target: ServedNotebooks) -> PlanbookServer:
     proposals = propose_tools.Proposals()
     read_tools.register(server, target)
     propose_tools.register(server, target, proposals)
+    ask.register(server, target, proposals)
     review.register(server, target, proposals)
     return server
 

@@ -317,6 +317,8 @@ class ReviewPanel(anywidget.AnyWidget):
             agent.stop(self._session, self._home_loop)
             return
         if isinstance(action, AnswerDecision):
+            if agent.asked_over_mcp(action.decision_id):  # stored in the record, as a step is
+                self._not_running("answer the question")
             # The agent's question, not the plan: fine while steps run (no Session access).
             agent.answer(self._session, action.decision_id, action.choice, action.text)
             self._show_error(None)
