@@ -239,3 +239,18 @@ async def test_a_signed_answer_copied_into_another_notebook_is_not_acted_on(
     assert shown is not None and "recorded elsewhere (d1)" in shown
     # the control: in A, where it was recorded, the same answer is A's person's
     assert memory.recorded_answers(reopen(answered), memory.saved(reopen(answered)) or conversation)
+
+
+def test_an_answer_to_an_mcp_clients_question_copied_into_another_notebook_is_no_answer(
+    tmp_path: Path, identity: bool
+) -> None:
+    a, b = two_notebooks(tmp_path)
+    asked = reopen(a)
+    asked.ask_person("Delete the raw data?", ["yes", "no"], origin="claude-code 2.1.0")
+    asked.answer_question("q1", "yes")
+    assert reopen(a).person_questions(waiting_only=True) == []  # A's own answer holds there
+    copy_records(a, b, ("questions",), identity=identity)
+    session = reopen(b)
+    [question] = session.person_questions()
+    assert question.answer == "yes" and not session.answered_here(question)
+    assert session.person_questions(waiting_only=True) == [question]  # still waits for B's person
