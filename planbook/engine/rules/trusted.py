@@ -68,11 +68,6 @@ def _stored() -> list[str]:
     return text.split()
 
 
-def is_trusted(file: Path, rule: Rule) -> bool:
-    """Whether this person trusts ``rule``, as read from ``file``. Only allow rules need it."""
-    return rule.action != "allow" or _signature(file, rule) in set(_stored())
-
-
 def untrusted(file: Path, rules: Iterable[Rule]) -> list[Rule]:
     """The allow rules of ``rules`` (read from ``file``) this person has not trusted."""
     allows = [r for r in rules if r.action == "allow"]

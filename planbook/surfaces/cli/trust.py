@@ -9,7 +9,7 @@ from pathlib import Path
 
 from planbook.errors import CliError, PlanbookError
 from planbook.sessions.open_file import trust_rules_files
-from planbook.surfaces.cli.exit_codes import EXIT_MISSING, EXIT_USAGE, as_cli_error
+from planbook.surfaces.cli.exit_codes import EXIT_MISSING, EXIT_OK, EXIT_USAGE, as_cli_error
 from planbook.surfaces.cli.loading import file_session, load, planbook_errors
 from planbook.surfaces.cli.paths import shown
 from planbook.surfaces.say import say
@@ -40,4 +40,4 @@ def cmd_trust(args: argparse.Namespace) -> int:
         say(line)
     if not lines:
         say(f"nothing new to trust in {shown(target)}: what it holds is trusted here already")
-    return 0
+    return EXIT_OK
