@@ -44,8 +44,9 @@ def test_the_answer_is_signed_with_who_gave_it_and_survives_a_restart(
     answered = session.answer_question("q1", "2")  # by the option's number
     assert (answered.state, answered.answer, answered.choice) == ("answered", "2024", "2024")
     assert answered.answered_by and "@" in answered.answered_by
-    again = reopen(nb_path).person_questions()[0]
-    assert again.answer == "2024" and questions.is_local(again)
+    restarted = reopen(nb_path)
+    again = restarted.person_questions()[0]
+    assert again.answer == "2024" and questions.is_local(restarted.store.state, again)
     assert reopen(nb_path).person_questions(waiting_only=True) == []
     with pytest.raises(UsageMistake, match="answered already"):
         reopen(nb_path).answer_question("q1", "2023")
@@ -83,7 +84,7 @@ def test_a_signature_copied_from_another_answer_does_not_verify(session: Session
     state.questions[1].state = "answered"
     state.questions[1].answer = "yes"
     state.questions[1].signature = state.questions[0].signature
-    assert not questions.is_local(state.questions[1])
+    assert not questions.is_local(state, state.questions[1])
 
 
 def test_bounds_refuse_in_one_line_and_change_nothing(session: Session, nb_path: Path) -> None:

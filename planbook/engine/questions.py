@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planbook.engine import signing
+from planbook.engine.received import record_is_local, sign_record
 from planbook.errors import UsageMistake
 from planbook.model.plan import now
 from planbook.model.questions import (
@@ -88,7 +89,7 @@ def find(state: PlanbookState, question_id: str) -> PersonQuestion:
     for question in state.questions:
         if question.id == question_id:
             return question
-    waiting = [q.id for q in state.questions if waits(q)]
+    waiting = [q.id for q in state.questions if waits(state, q)]
     where = ", ".join(waiting) if waiting else "none is open"
     raise UsageMistake(f"no question {question_id!r} ({where}); list them with `%answer`")
 
@@ -115,7 +116,7 @@ def answer(state: PlanbookState, question_id: str, text: str) -> PersonQuestion:
     question = find(state, question_id)
     if question.state == "withdrawn":
         raise UsageMistake(f"question {question_id} was withdrawn: nothing waits for its answer")
-    if question.state == "answered" and is_local(question):
+    if question.state == "answered" and is_local(state, question):
         raise UsageMistake(f"question {question_id} is answered already ({question.answer!r})")
     given = text.strip()
     if not given:
@@ -128,33 +129,34 @@ def answer(state: PlanbookState, question_id: str, text: str) -> PersonQuestion:
     question.answer = choice or given
     question.answered_by = signing.who()
     question.answered = now()
-    question.signature = signing.sign(SIGNED_AS, _content(question))
+    question.signature = sign_record(state, SIGNED_AS, _content(question))
     return question
 
 
 def withdraw(state: PlanbookState, question_id: str) -> PersonQuestion:
     """Close an open question without an answer (the person will not answer it)."""
     question = find(state, question_id)
-    if not waits(question):
+    if not waits(state, question):
         raise UsageMistake(f"question {question_id} is {question.state} already")
     question.state = "withdrawn"
     question.answer = question.choice = None
     question.answered_by = signing.who()
     question.answered = now()
-    question.signature = signing.sign(SIGNED_AS, _content(question))
+    question.signature = sign_record(state, SIGNED_AS, _content(question))
     return question
 
 
-def is_local(question: PersonQuestion) -> bool:
-    """Whether this person's key signed exactly this question's answer (or withdrawal)."""
-    return signing.verify(SIGNED_AS, _content(question), question.signature)
+def is_local(state: PlanbookState, question: PersonQuestion) -> bool:
+    """Whether this person's key signed exactly this question's answer (or withdrawal), in
+    the notebook ``state`` holds (engine/received.py: not one copied from another)."""
+    return record_is_local(state, SIGNED_AS, _content(question), question.signature)
 
 
-def waits(question: PersonQuestion) -> bool:
+def waits(state: PlanbookState, question: PersonQuestion) -> bool:
     """Open, or closed by a record this person did not sign (received: no authority)."""
-    return question.is_open or not is_local(question)
+    return question.is_open or not is_local(state, question)
 
 
 def waiting(state: PlanbookState) -> list[PersonQuestion]:
     """The questions that wait for this person's answer, oldest first."""
-    return [q for q in state.questions if waits(q)]
+    return [q for q in state.questions if waits(state, q)]

@@ -26,12 +26,12 @@ import getpass
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
-from planbook.engine.received import settle_received, sign_checkpoint
+from planbook.engine.received import bind, rebind, settle_received, sign_checkpoint
 from planbook.errors import MetadataError, invalid_as
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import Plan, StepIndex
@@ -203,8 +203,11 @@ def duplicate_id(state: PlanbookState) -> tuple[str, str] | None:
 class Store:
     """The in-memory state and its copy in the notebook metadata, kept in step."""
 
-    def __init__(self, document: NotebookDocument) -> None:
+    def __init__(self, document: NotebookDocument, place: str = "") -> None:
         self.document = document
+        #: Where the notebook is (its absolute path; "" for one without a file): what this
+        #: person's signatures in it are bound to (engine/received.py).
+        self.place = place
         self.state = empty_state()
         self._raw: Any = None
         self._saved = _Saved()
@@ -223,12 +226,29 @@ class Store:
         self.state = parse_state(raw, _where(self.document))
         #: What the record carried from elsewhere and lost its authority here, one line each
         #: (engine/received.py): approvals made elsewhere, a mode chosen elsewhere.
-        self.received = settle_received(self.state)
+        self.received = settle_received(self.state, self.place)
         for cp in self.state.checkpoints:
             cp._made_here = False  # its signature (or none) is as the notebook has it
         self._raw = raw
         self._saved = _Saved.of(raw, self.state)
         self._save_failed = False
+
+    def rebind(self) -> Literal["moved", "here", "not yours"]:
+        """The person says this notebook is theirs, moved here: its identity, when they signed
+        it for another place, is signed for this one and the record read again, its records'
+        authority back (engine/received.py); "moved" then. Works on the record as saved, not
+        on memory (which ``load`` already took the authority out of). "here": its identity
+        holds here already (or it has none: nothing was signed in it); "not yours": another
+        key signed it, and nothing changes."""
+        fresh = parse_state(self.document.get_metadata(METADATA_KEY), _where(self.document))
+        if fresh.notebook is None or (bind(fresh, self.place) is None and fresh._bound):
+            return "here"
+        if not rebind(fresh, self.place):
+            return "not yours"
+        identity = fresh.notebook.model_dump(mode="json")
+        self.document.update_metadata(METADATA_KEY, {("notebook",): identity})
+        self.load()
+        return "moved"
 
     def sync(self) -> None:
         """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor).
@@ -271,6 +291,9 @@ class Store:
     def layout(self) -> dict[str, Any]:
         """The whole state in the stored layout (schema 2)."""
         state = self.state
+        for c in state.checkpoints:
+            if c._made_here:
+                sign_checkpoint(state, c)  # first: it may give the notebook its identity
         whole = state.model_dump(mode="json", exclude=set(_BY_PART))
         whole["schema_version"] = SCHEMA_VERSION
         whole["plan_order"] = [p.id for p in state.plans]
@@ -279,8 +302,6 @@ class Store:
         whole["checkpoints"] = {}
         numbers: dict[str, StepIndex] = {}
         for c in state.checkpoints:
-            if c._made_here:
-                sign_checkpoint(c)
             whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
                 c, state.plans, numbers
             )
@@ -367,15 +388,6 @@ class _Saved:
 
     def changes(self, state: PlanbookState) -> dict[MetadataPath, Any]:
         changes: dict[MetadataPath, Any] = {}
-        rest = state.model_dump(mode="json", exclude=set(_BY_PART))
-        rest["schema_version"] = SCHEMA_VERSION
-        for name in self.rest.keys() - rest.keys():
-            changes[(name,)] = DELETE
-        for name, value in rest.items():
-            if self.rest.get(name, DELETE) != value:
-                changes[(name,)] = value
-        self.rest = rest
-
         order = [p.id for p in state.plans]
         #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
         dropped: set[str] = set()
@@ -412,7 +424,7 @@ class _Saved:
             del self.checkpoints[gone]
         for cp in fresh:
             if cp._made_here:
-                sign_checkpoint(cp)  # its content is final once saved with its step
+                sign_checkpoint(state, cp)  # its content is final once saved with its step
             looks = _looks(cp)
             seen = self.checkpoints.get(cp.id)
             if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
@@ -441,6 +453,16 @@ class _Saved:
         else:
             changes[("log",)] = bucketed_log(log)
         self.log = list(log)
+
+        # Last: signing a checkpoint above may have given the notebook its identity.
+        rest = state.model_dump(mode="json", exclude=set(_BY_PART))
+        rest["schema_version"] = SCHEMA_VERSION
+        for name in self.rest.keys() - rest.keys():
+            changes[(name,)] = DELETE
+        for name, value in rest.items():
+            if self.rest.get(name, DELETE) != value:
+                changes[(name,)] = value
+        self.rest = rest
         return changes
 
 

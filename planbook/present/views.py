@@ -34,6 +34,7 @@ from planbook.model.operations import (
 )
 from planbook.model.plan import Plan, Step
 from planbook.model.preview import ShellPreview
+from planbook.model.store import PlanbookState
 from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
@@ -197,15 +198,17 @@ def step_views(
     plan: Plan,
     cells: list[Cell],
     workspace: Workspace | None,
-    checkpoints: list[Checkpoint],
-    blobs: BlobStore,
+    state: PlanbookState,
 ) -> list[StepView]:
+    """What each step of ``plan`` shows, from the notebook's ``state`` (its checkpoints'
+    before texts, and which approvals were made here)."""
+    checkpoints, blobs = state.checkpoints, BlobStore(state.blobs)
     proj = Projection(cells, workspace)
     short = short_ids([c.id for c in cells])
     names = {c.id: f"#{n} {md_code(short[c.id])}" for n, c in enumerate(cells, start=1)}
     by_id = {c.id: c for c in checkpoints}
     numbers = {s.id: n for n, s in enumerate(plan.steps, start=1)}
-    elsewhere = approved_elsewhere(plan) if plan.approvals else {}
+    elsewhere = approved_elsewhere(state, plan) if plan.approvals else {}
     views = []
     off = _shell_off(plan, workspace)
     for number, step in enumerate(plan.steps, start=1):

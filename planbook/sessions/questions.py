@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from planbook.engine import questions
 from planbook.model.questions import PersonQuestion
+from planbook.model.store import PlanbookState
 from planbook.sessions.core import SessionCore
 
 
@@ -57,7 +58,12 @@ class PersonQuestions(SessionCore):
             return questions.waiting(self.store.state)
         return list(self.store.state.questions)
 
-    @staticmethod
-    def answered_here(question: PersonQuestion) -> bool:
+    def answered_here(self, question: PersonQuestion) -> bool:
         """Whether the question's answer (or withdrawal) was recorded by this person here."""
-        return not question.is_open and questions.is_local(question)
+        return self.answered_in(self.store.state, question)
+
+    @staticmethod
+    def answered_in(state: PlanbookState, question: PersonQuestion) -> bool:
+        """``answered_here`` for a question of ``state``, a record read without a Session
+        (``ServedNotebooks.state``)."""
+        return not question.is_open and questions.is_local(state, question)

@@ -205,6 +205,7 @@ class Session(PreviewingSession, PersonQuestions):
                 if dry_run:
                     return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
                 approval = signed_approval(
+                    self.store.state,
                     plan.id,
                     Approval(
                         revision=plan.current.number,
@@ -368,7 +369,7 @@ class Session(PreviewingSession, PersonQuestions):
                 chosen, again = ask_first.answer(plan, number, choice)
                 # only steps approved here run on an answer: a received plan's question
                 # may name any step as held back
-                local = locally_approved(plan)
+                local = locally_approved(self.store.state, plan)
                 again = [n for n in again if plan.steps[n - 1].id in local]
                 self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
                 self.store.save()

@@ -224,7 +224,7 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
             f"  waiting for you ({decision.id}): {decision.question} -> "
             f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
         )
-    for decision in memory.answered_elsewhere(conversation):
+    for decision in memory.answered_elsewhere(session, conversation):
         out.append(
             f"  recorded elsewhere ({decision.id}): {decision.question} -> {decision.answer}; "
             "not acted on here: `%plan continue` asks it again"

@@ -80,6 +80,7 @@ class Bench:
             chosen = [s for s in plan.steps if s.status == "pending"]
             # signed as the person here would (an unsigned approval is a received one)
             approval = signed_approval(
+                self.store.state,
                 plan.id,
                 Approval(
                     revision=plan.current.number,

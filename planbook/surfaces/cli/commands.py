@@ -25,7 +25,7 @@ from planbook.present.safe import visible
 from planbook.present.text import color_line, preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
-from planbook.surfaces.cli.audit import audit_rows
+from planbook.surfaces.cli.audit import audit_line, audit_rows
 from planbook.surfaces.cli.exit_codes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -165,7 +165,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         say(f"{args.notebook}: no planbook history yet")
     else:
         for row in rows:
-            say(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
+            say(audit_line(row))
     return EXIT_OK
 
 

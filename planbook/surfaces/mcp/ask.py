@@ -12,6 +12,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from planbook.model.questions import MAX_OPTIONS, OPTION_CHARS, QUESTION_CHARS, PersonQuestion
+from planbook.model.store import PlanbookState
 from planbook.present.bounded import clip
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.session import Session
@@ -38,11 +39,11 @@ Options = Annotated[
 _ASKS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
 
-def question_lines(question: PersonQuestion) -> list[str]:
+def question_lines(state: PlanbookState, question: PersonQuestion) -> list[str]:
     """One question as wait_for_review reports it: the person's answer only when it was given
     (and signed) where the person works; one recorded elsewhere is said to be no answer."""
     head = f"- question {question.id}: {clip(question.question, 200)}"
-    if Session.answered_here(question):
+    if Session.answered_in(state, question):
         if question.state == "withdrawn":
             return [head, f"   withdrawn by {question.answered_by}: no answer will come"]
         return [head, f"   answered by {question.answered_by}: {question.answer}"]
@@ -55,8 +56,8 @@ def question_lines(question: PersonQuestion) -> list[str]:
     ]
 
 
-def question_waits(question: PersonQuestion) -> bool:
-    return not Session.answered_here(question)
+def question_waits(state: PlanbookState, question: PersonQuestion) -> bool:
+    return not Session.answered_in(state, question)
 
 
 def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:

@@ -57,13 +57,15 @@ def _questions(state: PlanbookState, question_ids: Sequence[str]) -> list[Person
     return [where.get(i) for i in question_ids]
 
 
-def _question_report(found: list[PersonQuestion | None], question_ids: Sequence[str]) -> list[str]:
+def _question_report(
+    state: PlanbookState, found: list[PersonQuestion | None], question_ids: Sequence[str]
+) -> list[str]:
     lines: list[str] = []
     for question_id, question in zip(question_ids, found, strict=True):
         if question is None:
             lines.append(f"- question {question_id}: not asked in this notebook")
         else:
-            lines += question_lines(question)
+            lines += question_lines(state, question)
     return lines
 
 
@@ -81,7 +83,7 @@ async def wait(
         found = _find(state, step_ids)
         open_steps = [h for h in found if h is not None and h[1].status in OPEN_STATUSES]
         asked = _questions(state, question_ids)
-        open_questions = [q for q in asked if q is not None and question_waits(q)]
+        open_questions = [q for q in asked if q is not None and question_waits(state, q)]
         waiting = len(open_steps) + len(open_questions)
         if not waiting or time.monotonic() >= deadline:
             break
@@ -109,7 +111,7 @@ async def wait(
             f"({'; '.join(how)}): call wait_for_review again to keep waiting"
         )
     steps = _report(found, step_ids, lambda i: target.find_cell(path, i))
-    return "\n".join([head, *steps, *_question_report(asked, question_ids)])
+    return "\n".join([head, *steps, *_question_report(state, asked, question_ids)])
 
 
 def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
