@@ -93,8 +93,11 @@ def md_text(text: str, *, prefix: str = "") -> str:
     return ("  \n" + prefix).join(_words(line, _MD_PUNCT) for line in lines)
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
 def _ticks(text: str, least: int) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0) if "`" in text else 0
     return "`" * max(least, longest + 1)
 
 
