@@ -30,19 +30,31 @@ def unified_diff(before: str, after: str, name: str, *, most: int, more: str) ->
     b = after.splitlines(keepends=True)
     if a == b:
         return ""
-    lines = [f"--- a/{name}\n", f"+++ b/{name}\n"]
-    for hunk in _hunks(_opcodes(a, b)):
+    codes = _opcodes(a, b)
+    # A last line without its newline is shown with one (after matching: "x" and "x\n" differ).
+    for side in (a, b):
+        if side and not side[-1].endswith("\n"):
+            side[-1] += "\n"
+    # Each run of lines is joined with its mark in one step ("-" + "-".join(run)): a line
+    # keeps its own ending, so this is the same text as marking line by line, and far fewer
+    # Python steps for the long runs of a big cell.
+    pieces = [f"--- a/{name}\n", f"+++ b/{name}\n"]
+    count = 2
+    for hunk in _hunks(codes):
         first, last = hunk[0], hunk[-1]
-        lines.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        pieces.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        count += 1
         for tag, i1, i2, j1, j2 in hunk:
-            if tag == "equal":
-                lines += (" " + line for line in a[i1:i2])
-                continue
-            lines += ("-" + line for line in a[i1:i2])
-            lines += ("+" + line for line in b[j1:j2])
-    if len(lines) > most:
-        lines = [*lines[:most], f"... {len(lines) - most} more diff lines{more}\n"]
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+            runs = ((" ", a[i1:i2]),) if tag == "equal" else (("-", a[i1:i2]), ("+", b[j1:j2]))
+            for mark, run in runs:
+                if run:
+                    pieces.append(mark + mark.join(run))
+                    count += len(run)
+    text = "".join(pieces)
+    if count <= most:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:most]) + f"... {count - most} more diff lines{more}\n"
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[Opcode]:
@@ -76,6 +88,8 @@ def _opcodes(a: list[str], b: list[str]) -> list[Opcode]:
 def _hunks(codes: list[Opcode]) -> list[list[Opcode]]:
     """The changes with ``CONTEXT`` equal lines around each; changes closer than twice that
     share a hunk. ``codes`` holds at least one change."""
+    if len(codes) <= 3 and sum(code[0] != "equal" for code in codes) == 1:
+        return [_one_hunk(codes)]  # the common case: one change, at most 2 runs around it
     hunks: list[list[Opcode]] = []
     current: list[Opcode] = []
     for k, (tag, i1, i2, j1, j2) in enumerate(codes):
@@ -96,6 +110,20 @@ def _hunks(codes: list[Opcode]) -> list[list[Opcode]]:
             current.append((tag, i1, i2, j1, j2))
     hunks.append(current)
     return hunks
+
+
+def _one_hunk(codes: list[Opcode]) -> list[Opcode]:
+    """One change with the equal lines before and after it (either may be missing), cut to
+    ``CONTEXT`` lines each."""
+    out = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag != "equal":
+            out.append((tag, i1, i2, j1, j2))
+        elif not out:  # before the change: its last lines
+            out.append((tag, max(i1, i2 - CONTEXT), i2, max(j1, j2 - CONTEXT), j2))
+        else:  # after it: its first lines
+            out.append((tag, i1, min(i2, i1 + CONTEXT), j1, min(j2, j1 + CONTEXT)))
+    return out
 
 
 def _range(start: int, stop: int) -> str:

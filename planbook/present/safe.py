@@ -94,6 +94,8 @@ def md_text(text: str, *, prefix: str = "") -> str:
 
 
 _BACKTICKS = re.compile(r"`+")
+#: Text that needs no escape, delimiter or padding in a code span (ASCII only).
+_PLAIN = re.compile(r"[A-Za-z0-9_.:#/=+-]+")
 
 
 def _ticks(text: str, least: int) -> str:
@@ -104,6 +106,8 @@ def _ticks(text: str, least: int) -> str:
 def md_code(text: str) -> str:
     """``text`` as one inline code span whose delimiter is longer than any backtick run inside
     (a newline shows as ``\\n``: a code span cannot hold a blank line)."""
+    if _PLAIN.fullmatch(text):  # an id, a name, a simple path: nothing to escape or pad
+        return f"`{text}`"
     inner = visible(text).replace("\n", "\\n")
     ticks = _ticks(inner, 1)
     pad = " " if inner.startswith(("`", " ")) or inner.endswith(("`", " ")) else ""

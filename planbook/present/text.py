@@ -184,12 +184,15 @@ def plan_text(
         out += [_note_text(note) for note in _notes(v)]
         # Split on newlines only: a carriage return in the body must show as one (``visible``).
         body = _body(v).rstrip("\n")
-        out += ["   " + line for line in body.split("\n")] if body else []
+        if body:
+            out.append("   " + body.replace("\n", "\n   "))
         out.append("")
     if not views:
         out.append("no steps yet")
-    shown = visible("\n".join(out).rstrip()).split("\n")
-    return "\n".join(_color_body(line) if color else line for line in shown) + "\n"
+    shown = visible("\n".join(out).rstrip())
+    if not color:
+        return shown + "\n"
+    return "\n".join(_color_body(line) for line in shown.split("\n")) + "\n"
 
 
 def _takeover(view: StepView) -> str:

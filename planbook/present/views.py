@@ -193,7 +193,11 @@ def _target(op: AnyOperation, before: str) -> str:
         return op.name
     if isinstance(op, WriteFile | EditFile | DeleteFile):
         return op.path
-    first = next((line for line in before.splitlines() if line.strip()), "")
+    first = ""
+    for line in before.splitlines():
+        if line.strip():
+            first = line
+            break
     cell_id = getattr(op, "cell_id", "")
     return f"{cell_id}: {first[:60]}" if first else cell_id
 
