@@ -37,6 +37,10 @@ from planbook.present.safe import md_code
 from planbook.workspace.files import Workspace
 
 Language = Literal["python", "markdown", "text", "shell"]
+#: The unions of operations as tuples: ``isinstance`` with a tuple is the quicker test, and
+#: showing a plan asks it several times for every step.
+_CELL_OPERATIONS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
+_FILE_OPERATIONS = (WriteFile, EditFile, DeleteFile)
 
 #: What every review of an MCP call says: its effect is outside the notebook and the workspace.
 MCP_NOTE = "rollback cannot undo it: the tool acts outside planbook"
@@ -98,20 +102,19 @@ def language_for_path(path: str) -> Language:
 def _cell_type(op: AnyOperation, proj: Projection) -> str | None:
     if isinstance(op, InsertCell):
         return op.cell_type
-    cell_id = getattr(op, "cell_id", None)
-    if cell_id is None:
+    if not isinstance(op, _CELL_OPERATIONS):
         return None
     try:
-        return proj.cell(cell_id).cell_type
+        return proj.cell(op.cell_id).cell_type
     except UnknownCell:
         return None
 
 
 def _language(op: AnyOperation, cell_type: str | None) -> Language:
+    if isinstance(op, _FILE_OPERATIONS):
+        return language_for_path(op.path)
     if isinstance(op, Shell):
         return "shell"
-    if isinstance(op, WriteFile | EditFile | DeleteFile):
-        return language_for_path(op.path)
     return "markdown" if cell_type == "markdown" else "python" if cell_type == "code" else "text"
 
 
@@ -191,15 +194,14 @@ def _target(op: AnyOperation, before: str) -> str:
         return op.command
     if isinstance(op, McpCall):
         return op.name
-    if isinstance(op, WriteFile | EditFile | DeleteFile):
+    if isinstance(op, _FILE_OPERATIONS):
         return op.path
     first = ""
     for line in before.splitlines():
         if line.strip():
             first = line
             break
-    cell_id = getattr(op, "cell_id", "")
-    return f"{cell_id}: {first[:60]}" if first else cell_id
+    return f"{op.cell_id}: {first[:60]}" if first else op.cell_id
 
 
 def step_views(
@@ -271,7 +273,6 @@ def step_views(
     return views
 
 
-_CELL_OPERATIONS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
 
 
 def _cell_names(cells: list[Cell], steps: list[Step]) -> dict[str, str]:
