@@ -229,8 +229,16 @@ export function createPanel({ model, el }) {
   /** Rendered rows by step id: the step and row state they show, and whether the row is
    * whole or still its one-line summary (see completeRow). */
   let rowCache = new Map(/** @type {Array<[string, Row]>} */ ([]));
-  /** Completes summary rows as they come within 600 px of the view (none without one). */
+  /** The steps' scroll box, kept from one render to the next so that the observer below can
+   * keep watching inside it while a run redraws the panel at every step. */
+  const stepsBox = h(doc, "div", "pb-body");
+  stepsBox.dataset.key = "steps-box";
+  /** Completes summary rows as they come within 600 px of the view (none without one)... */
   let observer = /** @type {IntersectionObserver | null} */ (null);
+  /** ...inside this scroll box (null: the page's view, for a plan too short to scroll)... */
+  let observerRoot = /** @type {Element | null} */ (null);
+  /** ...watching these summary rows. */
+  const watched = new Set(/** @type {Element[]} */ ([]));
 
   /**
    * Replace a summary row by the whole row, keeping its focus, tab stop and highlight.
@@ -390,9 +398,9 @@ export function createPanel({ model, el }) {
     if (v.steps.length) {
       // The toolbar sticks to the top of the panel's own scroll box: in a long plan it stays
       // in view wherever the host (JupyterLab, Notebook 7, VS Code) clips its outputs.
-      const body = h(doc, "div", v.steps.length >= SCROLL_FROM ? "pb-body pb-scroll" : "pb-body");
-      body.dataset.key = "steps-box";
-      body.append(renderToolbar());
+      const body = stepsBox;
+      body.className = v.steps.length >= SCROLL_FROM ? "pb-body pb-scroll" : "pb-body";
+      body.replaceChildren(renderToolbar());
       const list = h(doc, "ol", "pb-steps");
       list.setAttribute("aria-label", "Steps (j/k to move, a approve, s skip, Alt+↑/↓ reorder)");
       const ids = v.steps.map((s) => s.id);
@@ -473,22 +481,41 @@ export function createPanel({ model, el }) {
     }
   }
 
-  /** Observe the summary rows just drawn, completing each as it nears the scroll box's view
-   * (or the page's, for a plan that does not scroll). */
+  /** Watch the summary rows now drawn (and no others), completing each as it nears the
+   * scroll box's view (or the page's, for a plan that does not scroll). */
   function watchSummaries() {
-    observer?.disconnect();
-    observer = null;
-    const waiting = [...rowCache.values()].filter((row) => !row.whole);
+    const waiting = [...rowCache.values()].filter((row) => !row.whole).map((row) => row.li);
+    const scroll = stepsBox.isConnected && stepsBox.classList.contains("pb-scroll")
+      ? stepsBox : null;
+    if (observer && observerRoot !== scroll) {
+      observer.disconnect();
+      observer = null;
+      watched.clear();
+    }
+    const drawn = new Set(/** @type {Element[]} */ (waiting));
+    for (const li of watched) {
+      if (drawn.has(li)) continue;
+      observer?.unobserve(li);
+      watched.delete(li);
+    }
     if (!waiting.length || !win) return;
-    const seen = new win.IntersectionObserver((entries) => {
-      for (const entry of entries) {
-        if (!entry.isIntersecting) continue;
-        seen.unobserve(entry.target);
-        completeRow(entry.target);
-      }
-    }, { root: root.querySelector(".pb-scroll"), rootMargin: "600px 0px" });
-    for (const row of waiting) seen.observe(row.li);
-    observer = seen;
+    if (!observer) {
+      const seen = new win.IntersectionObserver((entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          seen.unobserve(entry.target);
+          watched.delete(entry.target);
+          completeRow(entry.target);
+        }
+      }, { root: scroll, rootMargin: "600px 0px" });
+      observer = seen;
+      observerRoot = scroll;
+    }
+    for (const li of waiting) {
+      if (watched.has(li)) continue;
+      observer.observe(li);
+      watched.add(li);
+    }
   }
 
   /** @param {KeyboardEvent} event */
