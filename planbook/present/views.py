@@ -273,8 +273,6 @@ def step_views(
     return views
 
 
-
-
 def _cell_names(cells: list[Cell], steps: list[Step]) -> dict[str, str]:
     """How each cell a step names is shown: its position and short id (``#5 `7f3a9c21```),
     made only for the cells the steps name (a plan of 10 steps on 2,000 cells names 10)."""
