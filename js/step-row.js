@@ -73,6 +73,42 @@ function previewButton(doc, step, st, act) {
 
 /** Diffs past this many steps start folded, so a big plan renders fast. */
 export const OPEN_LIMIT = 20;
+/** Rows drawn whole at once; the rest start as one-line summaries (renderSummary), each
+ * completed as it comes near the view: a 1,000-step plan first draws about what fits. */
+export const EAGER_ROWS = 40;
+
+/**
+ * What a row says to a screen reader: its number, kind, target and status.
+ * @param {StepJSON} step
+ */
+function rowLabel(step) {
+  return `Step ${step.number}: ${KIND[/** @type {keyof KIND} */ (step.kind)] ?? step.kind} `
+    + `${step.target}, ${step.status}`;
+}
+
+/**
+ * A step as one line of text (its number, kind, target, change size, risk and status), in
+ * a row that takes focus and is found by its key like a whole row: what a row out of view
+ * shows until it comes near the view (a fraction of the elements and no listeners), when the
+ * panel replaces it with ``renderStep``'s row.
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @returns {HTMLLIElement}
+ */
+export function renderSummary(doc, step) {
+  const li = /** @type {HTMLLIElement} */ (h(doc, "li",
+    `pb-step pb-summary pb-status-${step.status}`));
+  li.dataset.stepId = step.id;
+  li.dataset.key = `step:${step.id}`;
+  li.tabIndex = -1;
+  li.setAttribute("aria-label", rowLabel(step));
+  const kind = KIND[/** @type {keyof KIND} */ (step.kind)] ?? step.kind;
+  const stat = step.diff && step.diff.kind !== "same"
+    ? `  +${step.diff.added} −${step.diff.removed}` : "";
+  li.textContent = `${step.number}  ${kind}  ${step.target}${stat}  ·  ${step.risk} risk  ·  `
+    + step.status.replace("_", " ");
+  return li;
+}
 
 /**
  * @param {Document} doc
@@ -101,8 +137,7 @@ export function renderStep(doc, step, st, act) {
   li.dataset.stepId = step.id;
   li.dataset.key = `step:${step.id}`;
   li.tabIndex = st.focused ? 0 : -1;
-  li.setAttribute("aria-label", `Step ${step.number}: ${KIND[/** @type {keyof KIND} */
-    (step.kind)] ?? step.kind} ${step.target}, ${step.status}`);
+  li.setAttribute("aria-label", rowLabel(step));
   if (st.focused) li.classList.add("pb-focused");
   li.addEventListener("focus", () => act.focus(step.id));
 

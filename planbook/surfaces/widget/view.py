@@ -7,7 +7,7 @@ revisions, the running progress and the last error. The front end renders it as 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planbook.model.cell import SHORT_ID, WHOLE_ID, short_ids
@@ -93,7 +93,7 @@ def step_json(text: StepView, names: dict[str, str] | None = None) -> dict[str, 
         out["target"] = f"{text.target} ({MCP_NOTE})"
     if text.kind == "shell":
         # What a preview showed (text), and why previews are off here ("" when they work).
-        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview"] = shell_preview_text(replace(text, shell_note="")) or None
         out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
         head = visible(first_line(text.after))
