@@ -7,6 +7,7 @@ from typing import Any, Final, Literal
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -49,6 +50,9 @@ class PlanbookState(PlanbookModel):
     #: This person's signature over the mode (engine/signing.py). A mode other than plan
     #: without it was chosen elsewhere: the notebook opens in plan mode instead.
     mode_signature: str | None = Field(default=None, max_length=200)
+    #: Parts of the stored record refused on load but kept (engine/store.py): name -> (its
+    #: stored value, written back as it is; why it was refused, in one line).
+    _set_aside: dict[str, tuple[Any, str]] = PrivateAttr(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

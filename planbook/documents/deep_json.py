@@ -1,0 +1,245 @@
+"""Reading JSON nested deeper than planbook holds: the deep parts kept as their own text.
+
+Python's C decoder stops with RecursionError near 1,000 levels, and planbook's encoder and
+pydantic stop far earlier (about 250); another tool may leave 10,000 levels in a notebook's
+metadata, a cell's metadata or an output. A text nested more than ``DEPTH`` levels is parsed
+here instead of by ``json.loads``: every container that opens below that level becomes a
+``KeptJson``, its exact text, never looked into. The serializer writes it back unchanged, so a
+save stays byte-identical except for what a step changed; code that needs the value itself
+(a checkpoint of that cell's outputs, the page's copy) refuses in one line (``refuse_kept``).
+
+A text is parsed by ``json.loads`` first; telling whether the tree is too deep then costs a
+walk over its containers only (its long strings, most of a notebook, are never looked at), and
+only a text that is too deep is parsed again, here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Callable
+from itertools import compress
+from json import decoder
+from json.decoder import JSONDecodeError
+from typing import Any, NoReturn
+
+from planbook.errors import MetadataError
+
+#: The string scanner ``json.loads`` itself uses (C; typeshed does not list it).
+scanstring: Callable[[str, int, bool], tuple[str, int]] = decoder.scanstring  # type: ignore[attr-defined]
+
+#: The most levels of containers (the root counts as one) a tree planbook holds may have.
+DEPTH = 100
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
+_STRUCTURE = re.compile(r'["\[\]{}]')
+_CONSTANTS: dict[str, Any] = {
+    "null": None,
+    "true": True,
+    "false": False,
+    "NaN": math.nan,
+    "-Infinity": -math.inf,
+    "Infinity": math.inf,
+}
+
+
+class KeptJson:
+    """A container too deep to hold as values: its text exactly as the file has it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeptJson) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"KeptJson({len(self.text)} characters)"
+
+
+#: The types a parsed tree nests: json.loads makes plain dicts and lists, never subclasses.
+_NESTED = frozenset({dict, list, KeptJson})
+
+
+def loads(text: str | bytes, depth: int = DEPTH) -> Any:
+    """``json.loads(text)``, with every container below ``depth`` levels kept as a
+    ``KeptJson``. Invalid JSON raises ``JSONDecodeError`` (a ValueError) as ``json.loads``
+    does, and so does text that is not UTF-8 (``UnicodeDecodeError``)."""
+    try:
+        tree = json.loads(text)
+    except RecursionError:
+        tree = None  # deeper than the C decoder goes: parsed below
+    else:
+        if not nested_deeper(tree, depth):
+            return tree
+    return _parse(text if isinstance(text, str) else text.decode("utf-8"), depth)
+
+
+def holds_kept(value: Any) -> bool:
+    """Whether ``value`` (a parsed tree) holds a ``KeptJson`` anywhere."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, KeptJson):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def nested_deeper(value: Any, depth: int) -> bool:
+    """Whether ``value`` nests containers more than ``depth`` levels (a ``KeptJson`` counts
+    as deeper than any). Walked a level at a time, without recursion: a notebook's long
+    strings cost nothing here, only its containers."""
+    level = [value] if type(value) in _NESTED else []
+    for _ in range(depth):
+        below: list[Any] = []
+        for item in level:
+            if type(item) is dict:
+                below.extend(item.values())
+            elif type(item) is list:
+                below.extend(item)
+            else:
+                return True  # a KeptJson
+        # the containers among them, picked in C: most of a notebook's values are strings
+        level = list(compress(below, map(_NESTED.__contains__, map(type, below))))
+        if not level:
+            return False
+    return bool(level)
+
+
+def plain_copy(value: Any) -> Any:
+    """A copy of a JSON tree as plain dicts and lists; a ``KeptJson`` stays as it is."""
+    if holds_kept(value):  # a tree ``loads`` made: at most DEPTH levels, so copied by recursion
+        return copy.deepcopy(value)
+    return json.loads(json.dumps(value))
+
+
+def refuse_kept(value: Any) -> NoReturn:
+    """A ``json.dumps`` ``default``: a ``KeptJson`` is refused in one line."""
+    if isinstance(value, KeptJson):
+        raise MetadataError(
+            f"refused: this content is nested deeper than {DEPTH} levels, which planbook "
+            "keeps as it is but does not read or copy; flatten it, or leave this cell to "
+            "another tool"
+        )
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def kept_text(value: Any) -> str:
+    """A ``json.dumps`` ``default`` that stands a ``KeptJson`` in as its text (a string)."""
+    if isinstance(value, KeptJson):
+        return value.text
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _space(text: str, at: int) -> int:
+    match = _SPACE.match(text, at)
+    return at if match is None else match.end()
+
+
+def _fail(message: str, text: str, at: int) -> NoReturn:
+    raise JSONDecodeError(message, text, at)
+
+
+def _kept(text: str, at: int) -> int:
+    """Where the container opening at ``at`` ends (its strings skipped as strings)."""
+    level = 0
+    find = _STRUCTURE.search
+    while True:
+        match = find(text, at)
+        if match is None:
+            _fail("Unterminated container", text, at)
+        mark, at = match.group(), match.end()
+        if mark == '"':
+            at = scanstring(text, at, True)[1]
+        elif mark in "[{":
+            level += 1
+        else:
+            level -= 1
+            if level == 0:
+                return at
+
+
+def _key(text: str, at: int) -> tuple[str, int]:
+    """An object's key and the position after its colon."""
+    if text[at : at + 1] != '"':
+        _fail("Expecting property name enclosed in double quotes", text, at)
+    key, at = scanstring(text, at + 1, True)
+    at = _space(text, at)
+    if text[at : at + 1] != ":":
+        _fail("Expecting ':' delimiter", text, at)
+    return key, _space(text, at + 1)
+
+
+def _scalar(text: str, at: int) -> tuple[Any, int]:
+    if text[at : at + 1] == '"':
+        return scanstring(text, at + 1, True)
+    for word, value in _CONSTANTS.items():
+        if text.startswith(word, at):
+            return value, at + len(word)
+    match = _NUMBER.match(text, at)
+    if match is None:
+        _fail("Expecting value", text, at)
+    whole, fraction, exponent = match.groups()
+    if fraction or exponent:
+        return float(whole + (fraction or "") + (exponent or "")), match.end()
+    return int(whole), match.end()
+
+
+def _parse(text: str, depth: int) -> Any:
+    """The iterative parse behind ``loads`` for a deep text (no recursion at all)."""
+    # Open containers, innermost last, each with the key its next value goes to (objects).
+    stack: list[tuple[dict[str, Any] | list[Any], list[str]]] = []
+    at = _space(text, 0)
+    while True:
+        mark = text[at : at + 1]
+        value: Any
+        if mark in ("[", "{") and mark and len(stack) >= depth:
+            end = _kept(text, at)
+            value, at = KeptJson(text[at:end]), end
+        elif mark in ("[", "{") and mark:
+            close = "]" if mark == "[" else "}"
+            at = _space(text, at + 1)
+            empty: dict[str, Any] | list[Any] = [] if mark == "[" else {}
+            if text[at : at + 1] == close:
+                value, at = empty, at + 1
+            else:
+                key: list[str] = []
+                if mark == "{":
+                    name, at = _key(text, at)
+                    key.append(name)
+                stack.append((empty, key))
+                continue
+        else:
+            value, at = _scalar(text, at)
+        while True:  # the value goes into its container; close what ends here
+            if not stack:
+                if _space(text, at) != len(text):
+                    _fail("Extra data", text, _space(text, at))
+                return value
+            container, key = stack[-1]
+            if isinstance(container, list):
+                container.append(value)
+            else:
+                container[key[0]] = value
+            at = _space(text, at)
+            mark = text[at : at + 1]
+            if mark == ",":
+                at = _space(text, at + 1)
+                if isinstance(container, dict):
+                    key[0], at = _key(text, at)
+                break
+            if mark != ("]" if isinstance(container, list) else "}"):
+                _fail("Expecting ',' delimiter", text, at)
+            at += 1
+            value = stack.pop()[0]
