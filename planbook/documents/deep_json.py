@@ -3,8 +3,10 @@
 Python's C decoder stops with RecursionError near 1,000 levels, and planbook's encoder and
 pydantic stop far earlier (about 250); another tool may leave 10,000 levels in a notebook's
 metadata, a cell's metadata or an output. A text nested more than ``DEPTH`` levels is parsed
-here instead of by ``json.loads``: every container that opens below that level becomes a
-``KeptJson``, its exact text, never looked into. The serializer writes it back unchanged, so a
+here instead of by ``json.loads``: the notebook's frame (its cells and their fields, its
+metadata and planbook's record) is read as values, and each part below it that is too deep
+(an extension's metadata entry, an output, the agent's conversation) becomes a ``KeptJson``,
+its exact text, never looked into. The serializer writes it back unchanged, so a
 save stays byte-identical except for what a step changed; code that needs the value itself
 (a checkpoint of that cell's outputs, the page's copy) refuses in one line (``refuse_kept``).
 
@@ -15,7 +17,6 @@ only a text that is too deep is parsed again, here.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -33,6 +34,7 @@ scanstring: Callable[[str, int, bool], tuple[str, int]] = decoder.scanstring  # 
 #: The most levels of containers (the root counts as one) a tree planbook holds may have.
 DEPTH = 100
 
+_DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 _STRUCTURE = re.compile(r'["\[\]{}]')
@@ -64,8 +66,16 @@ class KeptJson:
         return f"KeptJson({len(self.text)} characters)"
 
 
-#: The types a parsed tree nests: json.loads makes plain dicts and lists, never subclasses.
-_NESTED = frozenset({dict, list, KeptJson})
+class _Nests(dict[type, bool]):
+    """type -> whether its values nest (a dict, a list, a ``KeptJson``, or a subclass such as
+    nbformat's NotebookNode), each type looked at once."""
+
+    def __missing__(self, kind: type) -> bool:
+        nests = self[kind] = issubclass(kind, dict | list | KeptJson)
+        return nests
+
+
+_NESTS = _Nests()
 
 
 def loads(text: str | bytes, depth: int = DEPTH) -> Any:
@@ -100,28 +110,37 @@ def nested_deeper(value: Any, depth: int) -> bool:
     """Whether ``value`` nests containers more than ``depth`` levels (a ``KeptJson`` counts
     as deeper than any). Walked a level at a time, without recursion: a notebook's long
     strings cost nothing here, only its containers."""
-    level = [value] if type(value) in _NESTED else []
+    level = [value] if _NESTS[type(value)] else []
     for _ in range(depth):
         below: list[Any] = []
         for item in level:
-            if type(item) is dict:
+            if isinstance(item, dict):
                 below.extend(item.values())
-            elif type(item) is list:
+            elif isinstance(item, list):
                 below.extend(item)
             else:
                 return True  # a KeptJson
         # the containers among them, picked in C: most of a notebook's values are strings
-        level = list(compress(below, map(_NESTED.__contains__, map(type, below))))
+        level = list(compress(below, map(_NESTS.__getitem__, map(type, below))))
         if not level:
             return False
     return bool(level)
 
 
 def plain_copy(value: Any) -> Any:
-    """A copy of a JSON tree as plain dicts and lists; a ``KeptJson`` stays as it is."""
-    if holds_kept(value):  # a tree ``loads`` made: at most DEPTH levels, so copied by recursion
-        return copy.deepcopy(value)
-    return json.loads(json.dumps(value))
+    """A copy of a JSON tree (nbformat's nodes too) as plain dicts and lists; a ``KeptJson``
+    stays as it is."""
+    if not holds_kept(value):
+        return json.loads(json.dumps(value))
+    return _plain(value)  # a tree ``loads`` made: at most DEPTH levels, so copied by recursion
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def refuse_kept(value: Any) -> NoReturn:
@@ -196,17 +215,54 @@ def _scalar(text: str, at: int) -> tuple[Any, int]:
     return int(whole), match.end()
 
 
+#: The fields of a cell whose items planbook reads (an output's type and bundle).
+_READ_WHOLE = frozenset({"outputs", "attachments"})
+
+
+def _frame(stack: list[tuple[dict[str, Any] | list[Any], list[str]]]) -> bool:
+    """Whether a container opening below ``stack`` is part of a notebook's frame, always
+    read as values: the notebook, its list of cells, a cell and a cell's fields, the
+    notebook's metadata and planbook's record in it. Anything else is kept whole when it is
+    too deep: another extension's metadata entry, a cell's metadata entry, one value of an
+    output (a mime type's data), a field of planbook's record (the agent's conversation)."""
+
+    def name(entry: tuple[dict[str, Any] | list[Any], list[str]]) -> str | int:
+        return entry[1][0] if isinstance(entry[0], dict) else len(entry[0])
+
+    if not stack:
+        return True
+    first = name(stack[0])
+    if first == "cells":  # an output and its fields, an attachment, are read too
+        return len(stack) <= 3 or (len(stack) <= 5 and name(stack[2]) in _READ_WHOLE)
+    if first == "metadata":
+        return len(stack) == 1 or (len(stack) == 2 and name(stack[1]) == "planbook")
+    return False
+
+
+def _part(text: str, at: int, room: int) -> tuple[Any, int]:
+    """The value of the container opening at ``at`` (parsed in C) and where it ends; kept
+    whole as its text when it nests more than ``room`` levels."""
+    try:
+        value, end = _DECODER.raw_decode(text, at)
+    except RecursionError:  # far too deep for the C decoder: never parsed
+        end = _kept(text, at)
+        return KeptJson(text[at:end]), end
+    if nested_deeper(value, room):
+        return KeptJson(text[at:end]), end
+    return value, end
+
+
 def _parse(text: str, depth: int) -> Any:
-    """The iterative parse behind ``loads`` for a deep text (no recursion at all)."""
+    """The parse behind ``loads`` for a deep text: the notebook's frame (``_frame``) read
+    here without recursion, each part below it read whole in C or kept as its text."""
     # Open containers, innermost last, each with the key its next value goes to (objects).
     stack: list[tuple[dict[str, Any] | list[Any], list[str]]] = []
     at = _space(text, 0)
     while True:
         mark = text[at : at + 1]
         value: Any
-        if mark in ("[", "{") and mark and len(stack) >= depth:
-            end = _kept(text, at)
-            value, at = KeptJson(text[at:end]), end
+        if mark in ("[", "{") and mark and not _frame(stack):
+            value, at = _part(text, at, depth - len(stack))
         elif mark in ("[", "{") and mark:
             close = "]" if mark == "[" else "}"
             at = _space(text, at + 1)
