@@ -727,3 +727,31 @@ def test_an_outside_rewrite_while_a_step_runs_gives_its_outputs_back(
     finally:
         runner.shell.user_ns.pop("rewrite_outside", None)
         trial.close()
+
+
+def test_a_server_killed_after_a_step_before_its_save_gives_its_outputs_back(
+    server: RunningServer, runner: IPythonRunner
+) -> None:
+    """The server is killed the moment a code step is done (its outputs are in the room, not
+    yet saved) and started again: the room comes back from the file, without them, and the
+    save the step then waits for is of that copy. The step is done, its code ran once, and
+    its cell gets its outputs back, in the room and on disk."""
+    trial = Trial(server, runner)
+    killed = threading.Event()
+
+    def kill_once(event: Event) -> None:
+        if event.kind == "step_finished" and event.data.get("number") == 2 and not killed.is_set():
+            killed.set()
+            server.kill()
+            server.start()
+
+    trial.session.subscribe(kill_once)
+    try:
+        three_steps(trial, "pass")
+        trial.approve()
+        assert killed.is_set()
+        found = trial.audit(finished=trial.finish())
+        assert found == Audit(), str(found)
+        assert trial.ran.read_text() == "s2\n"
+    finally:
+        trial.close()
