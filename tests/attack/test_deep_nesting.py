@@ -11,6 +11,9 @@ is refused in one line, and only that; the file, the CLI and the MCP read tools 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import pytest
 
 from planbook.agent import memory
 from planbook.documents.file import FileNotebook
+from planbook.documents.headless import HeadlessRun, open_headless
 from planbook.documents.page import PageNotebook
 from planbook.errors import MetadataError, PlanbookError
 from planbook.model.cell import Cell
@@ -233,4 +237,36 @@ def test_opening_ten_thousand_levels_takes_bounded_time_and_memory(tmp_path: Pat
         tracemalloc.stop()
     # the deep part is 800 KB of text: a few copies of it, never a tree of 100,000 levels
     assert peak < 16 * len(deep), peak
+    assert path.read_text().count(deep) == 1
+
+
+@pytest.mark.parametrize("where", WHERES)
+def test_strip_as_a_git_filter_keeps_a_deep_part_and_drops_planbook(
+    where: str, tmp_path: Path
+) -> None:
+    path, deep = received(tmp_path, where, 10_000)
+    done = subprocess.run(
+        [sys.executable, "-m", "planbook", "strip"],
+        input=path.read_bytes(),
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    nb = json.loads(out.replace(deep, STAND_IN))
+    assert "planbook" not in nb["metadata"]
+    assert out.count(deep) == (0 if where == "conversation" else 1)
+
+
+def test_a_headless_run_edits_a_deep_notebook(tmp_path: Path) -> None:
+    path, deep = received(tmp_path, "output", 10_000)
+    run = HeadlessRun(
+        tool="jupyter nbconvert --execute", notebook=path, writes=tmp_path / "out.ipynb"
+    )
+    document = open_headless(run)
+    session = Session(document, Workspace(tmp_path, protected=(path,)), notebook_path=path)
+    session.propose.edit_cell("c3", "print(3)", reason="say three")
+    assert session.approve().ok
     assert path.read_text().count(deep) == 1
