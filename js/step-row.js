@@ -10,6 +10,7 @@ import { icon } from "./icons.js";
  *   cell_id?: string | null, checkpoint?: string | null,
  *   run_at_approval?: boolean, runs_later?: string | null,
  *   origin?: string | null, preview?: string | null, preview_off?: string,
+ *   previewing?: boolean,
  *   hash?: string | null, approved_elsewhere?: string | null }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
@@ -50,6 +51,24 @@ export function iconButton(doc, name, text, key, onClick, cls = "pb-btn pb-small
   b.append(icon(doc, name));
   if (text) b.append(h(doc, "span", "", text));
   return b;
+}
+
+/**
+ * A pending shell step can be run once in an overlay to see what it would change; while its
+ * preview runs (off the kernel's main thread) the button says so and waits.
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @param {RowState} st
+ * @param {RowActions} act
+ */
+function previewButton(doc, step, st, act) {
+  const again = step.previewing ? "Previewing…" : step.preview ? "Preview again" : "Preview";
+  const pv = button(doc, again, `step:${step.id}:preview`, () => act.preview(step.id),
+    "pb-btn pb-small pb-preview-button");
+  pv.setAttribute("aria-label", `${again}: what step ${step.number} would change`);
+  pv.disabled = st.busy || Boolean(step.preview_off) || Boolean(step.previewing);
+  if (step.preview_off) pv.title = step.preview_off;
+  return pv;
 }
 
 /** Diffs past this many steps start folded, so a big plan renders fast. */
@@ -146,17 +165,7 @@ export function renderStep(doc, step, st, act) {
   down.setAttribute("aria-label", `Move step ${step.number} down`);
   down.disabled = st.last || !pending || st.busy;
 
-  // A pending shell step can be run once in an overlay to see what it would change.
-  const extra = [];
-  if (step.kind === "shell" && pending) {
-    const again = step.preview ? "Preview again" : "Preview";
-    const pv = button(doc, again, `step:${step.id}:preview`, () => act.preview(step.id),
-      "pb-btn pb-small");
-    pv.setAttribute("aria-label", `${again}: what step ${step.number} would change`);
-    pv.disabled = st.busy || Boolean(step.preview_off);
-    if (step.preview_off) pv.title = step.preview_off;
-    extra.push(pv);
-  }
+  const extra = step.kind === "shell" && pending ? [previewButton(doc, step, st, act)] : [];
   if (step.diff && step.diff.kind !== "same") {
     const stat = h(doc, "span", "pb-stat");
     stat.append(h(doc, "span", "pb-stat-add", `+${step.diff.added}`), " ",

@@ -9,6 +9,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -17,6 +18,7 @@ from planbook.model.base import PlanbookModel
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import AskFirst, Plan
+from planbook.model.questions import MAX_KEPT, PersonQuestion
 
 #: 2: plans, checkpoints and log entries stored by id (see planbook.engine.store); 1 is read too.
 SCHEMA_VERSION: Final = 2
@@ -50,17 +52,32 @@ class PlanbookState(PlanbookModel):
     #: This person's signature over the mode (engine/signing.py). A mode other than plan
     #: without it was chosen elsewhere: the notebook opens in plan mode instead.
     mode_signature: str | None = Field(default=None, max_length=200)
+    #: Questions MCP clients asked the person (model/questions.py), oldest first.
+    questions: list[PersonQuestion] = Field(default_factory=list, max_length=MAX_KEPT)
     #: Parts of the stored record refused on load but kept (engine/store.py): name -> (its
     #: stored value, written back as it is; why it was refused, in one line).
     _set_aside: dict[str, tuple[Any, str]] = PrivateAttr(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Stored as before the signature existed when it is absent."""
+        """Stored as before the signature (and the questions) existed when they are absent."""
         dumped: dict[str, Any] = handler(self)
         if self.mode_signature is None:
             dumped.pop("mode_signature", None)
+        if not self.questions:
+            dumped.pop("questions", None)
         return dumped
+
+    @field_validator("questions")
+    @classmethod
+    def _one_question_per_id(cls, questions: list[PersonQuestion]) -> list[PersonQuestion]:
+        """An answer names its question by id: two with one id would take each other's."""
+        seen: set[str] = set()
+        for question in questions:
+            if question.id in seen:
+                raise ValueError(f"two questions have the id {question.id!r}")
+            seen.add(question.id)
+        return questions
 
     @model_validator(mode="after")
     def _questions_onto_steps(self) -> PlanbookState:

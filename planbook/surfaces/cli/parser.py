@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable
 
 from planbook.surfaces.cli.commands import (
+    cmd_answer,
     cmd_approve,
     cmd_gc,
     cmd_log,
@@ -183,6 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
         "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
     )
     strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
+
+    answer = command(
+        "answer",
+        "answer a question an agent asked over MCP",
+        cmd_answer,
+        "Answer question QID (see `planbook show`) that an agent asked through planbook's MCP "
+        "server: one of its options, the option's number, or your own words. The answer is "
+        "recorded in the notebook with your name and signed with your key; the agent's "
+        "wait_for_review receives it.",
+    )
+    answer.add_argument("notebook", help="the .ipynb file")
+    answer.add_argument("question", metavar="QID", help="the question's id, such as q1")
+    answer.add_argument(
+        "answer", nargs="+", metavar="ANSWER", help="an option, its number, or text"
+    )
 
     mcp = command(
         "mcp",
