@@ -79,9 +79,10 @@ _NESTS = _Nests()
 
 
 def loads(text: str | bytes, depth: int = DEPTH) -> Any:
-    """``json.loads(text)``, with every container below ``depth`` levels kept as a
-    ``KeptJson``. Invalid JSON raises ``JSONDecodeError`` (a ValueError) as ``json.loads``
-    does, and so does text that is not UTF-8 (``UnicodeDecodeError``)."""
+    """``json.loads(text)``; when that nests more than ``depth`` levels, each part below the
+    notebook's frame that does (``_frame``) is kept whole as a ``KeptJson``. Invalid JSON
+    raises ``JSONDecodeError`` (a ValueError) as ``json.loads`` does, and so does text that
+    is not UTF-8 (``UnicodeDecodeError``)."""
     try:
         tree = json.loads(text)
     except RecursionError:
@@ -94,24 +95,25 @@ def loads(text: str | bytes, depth: int = DEPTH) -> Any:
 
 def holds_kept(value: Any) -> bool:
     """Whether ``value`` (a parsed tree) holds a ``KeptJson`` anywhere."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, KeptJson):
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    return _levels_past(value, None)
 
 
 def nested_deeper(value: Any, depth: int) -> bool:
     """Whether ``value`` nests containers more than ``depth`` levels (a ``KeptJson`` counts
-    as deeper than any). Walked a level at a time, without recursion: a notebook's long
+    as deeper than any)."""
+    return _levels_past(value, depth)
+
+
+def _levels_past(value: Any, depth: int | None) -> bool:
+    """Whether ``value`` holds a ``KeptJson`` or (``depth`` given) containers more than
+    ``depth`` levels deep. Walked a level at a time, without recursion: a notebook's long
     strings cost nothing here, only its containers."""
     level = [value] if _NESTS[type(value)] else []
-    for _ in range(depth):
+    levels = 0
+    while level:
+        if depth is not None and levels == depth:
+            return True
+        levels += 1
         below: list[Any] = []
         for item in level:
             if isinstance(item, dict):
@@ -122,9 +124,7 @@ def nested_deeper(value: Any, depth: int) -> bool:
                 return True  # a KeptJson
         # the containers among them, picked in C: most of a notebook's values are strings
         level = list(compress(below, map(_NESTS.__getitem__, map(type, below))))
-        if not level:
-            return False
-    return bool(level)
+    return False
 
 
 def plain_copy(value: Any) -> Any:
