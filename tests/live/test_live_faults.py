@@ -410,7 +410,14 @@ def rewrite_outside(trial: Trial, mark: str) -> None:
     """Another program rewrites the file while the plan runs (a formatter, jupytext, `git
     pull`): it reads the notebook as saved, changes the cell the plan inserts after, adds a
     cell and a metadata key, and writes it back (atomically, as such tools do)."""
-    nb = json.loads(trial.path.read_text())
+    for _ in range(50):  # the server writes the file in place: a read may catch it half done
+        try:
+            nb = json.loads(trial.path.read_text())
+            break
+        except ValueError:
+            time.sleep(0.02)
+    else:
+        raise AssertionError(f"{trial.name} never read as a whole notebook")
     nb["cells"][0]["source"] = f"a = 1  # {mark}"
     nb["cells"].append(
         {"cell_type": "markdown", "id": mark, "metadata": {}, "source": f"written by {mark}"}
