@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from planbook.agent.activity import Activity
 from planbook.agent.decisions import Answer, Decision
 from planbook.engine.received import record_is_local, sign_record
+from planbook.engine.store import conversation_of
 from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
 from planbook.sessions.session import Session
@@ -38,7 +39,7 @@ MESSAGES_BUDGET = 200_000
 def saved(session: Session) -> Conversation | None:
     """The conversation as the notebook has it now (another kernel may have written it)."""
     session.store.sync()
-    return session.store.state.conversation
+    return conversation_of(session.store.state)
 
 
 def update(session: Session, change: Callable[[Conversation], Conversation | None]) -> Conversation:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
+from planbook.documents.deep_json import KeptJson, kept_text
+
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
@@ -147,6 +149,8 @@ class Encoder:
                 self._cache[id(value)] = (value, text)
                 self._added += 1
             return text
+        if isinstance(value, KeptJson):  # too deep to hold as values: written as it was read
+            return value.text
         return _scalar(value)
 
     def _container(self, value: dict[str, Any] | list[Any], depth: int) -> Text:
@@ -352,7 +356,7 @@ def _has_unsplit_source(nb: dict[str, Any]) -> bool:
 
 
 def _all_ascii(nb: dict[str, Any]) -> bool:
-    return json.dumps(nb, ensure_ascii=False).isascii()
+    return json.dumps(nb, ensure_ascii=False, default=kept_text).isascii()
 
 
 def split_text(text: str, style: Style) -> str | list[str]:

@@ -18,6 +18,10 @@ buckets keep each object small, so a file save re-joins at most one bucket's ent
 
 Loading validates the whole state against the schema. A state that is corrupted, or written by
 a newer planbook, is refused with a message and left exactly as it is: nothing is saved over it.
+A part nested deeper than ``RECORD_DEPTH`` levels (pydantic and the encoders give up near 250)
+is refused the same way, except the agent's conversation: it alone is set aside, kept as
+stored and written back with every save, refused in one line where it is read, and plans keep
+working.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
+from planbook.documents.deep_json import nested_deeper
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
 from planbook.engine.received import bind, rebind, settle_received, sign_checkpoint
 from planbook.errors import MetadataError, invalid_as
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
@@ -43,6 +49,11 @@ _BY_PART = frozenset({"plans", "checkpoints", "blobs", "log"})
 
 
 BUCKET = 64
+#: The most levels of containers one part of the record (a field, a plan, a checkpoint...)
+#: may nest; planbook's own parts stay under 20, a tool call's arguments included.
+RECORD_DEPTH = 64
+#: Fields that a load sets aside when they are too deep, instead of refusing the record.
+_SET_ASIDE = frozenset({"conversation"})
 
 
 def log_key(number: int) -> str:
@@ -166,8 +177,24 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
         )
 
+    set_aside: dict[str, tuple[Any, str]] = {}
+    for name, value in raw.items():
+        if not nested_deeper(value, RECORD_DEPTH):
+            continue
+        at = _deep_entry(name, value)
+        if name not in _SET_ASIDE:
+            raise corrupted(at, f"nested deeper than {RECORD_DEPTH} levels")
+        set_aside[name] = (
+            value,
+            f"planbook metadata in {where} is corrupted at {at}: nested deeper than "
+            f"{RECORD_DEPTH} levels; it was set aside untouched (plans keep working): remove "
+            f"notebook.metadata['planbook']['{name}'] to start it afresh",
+        )
+    if set_aside:
+        raw = {k: v for k, v in raw.items() if k not in set_aside}
     with invalid_as(corrupted, whole="(top level)"):
         state = PlanbookState.model_validate(from_layout(raw))
+    state._set_aside = set_aside
     clash = duplicate_id(state)
     if clash is not None:
         raise corrupted(*clash)
@@ -175,6 +202,24 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
     # in seq order, as they are appended (schema 2 is read that way; schema 1 as written)
     state.checkpoints.sort(key=lambda c: c.seq)
     return state
+
+
+def _deep_entry(name: str, value: Any) -> str:
+    """Where in field ``name`` the record is too deep: the entry (a plan, a checkpoint's
+    bucket) for a field kept by part, else the field."""
+    if name in _BY_PART and isinstance(value, dict):
+        for key, entry in value.items():
+            if nested_deeper(entry, RECORD_DEPTH - 1):
+                return f"{name}/{key}"
+    return name
+
+
+def conversation_of(state: PlanbookState) -> Conversation | None:
+    """The agent's conversation, or its one-line refusal when the load set it aside."""
+    kept = state._set_aside.get("conversation")
+    if kept is not None:
+        raise MetadataError(kept[1])
+    return state.conversation
 
 
 def duplicate_id(state: PlanbookState) -> tuple[str, str] | None:
@@ -294,7 +339,8 @@ class Store:
         for c in state.checkpoints:
             if c._made_here:
                 sign_checkpoint(state, c)  # first: it may give the notebook its identity
-        whole = state.model_dump(mode="json", exclude=set(_BY_PART))
+        whole = state.model_dump(mode="json", exclude=set(_BY_PART) | state._set_aside.keys())
+        whole.update((name, kept[0]) for name, kept in state._set_aside.items())
         whole["schema_version"] = SCHEMA_VERSION
         whole["plan_order"] = [p.id for p in state.plans]
         dumps = PlanDumps()
@@ -455,9 +501,10 @@ class _Saved:
         self.log = list(log)
 
         # Last: signing a checkpoint above may have given the notebook its identity.
-        rest = state.model_dump(mode="json", exclude=set(_BY_PART))
+        set_aside = state._set_aside.keys()  # stored as they are: never written, never deleted
+        rest = state.model_dump(mode="json", exclude=set(_BY_PART) | set_aside)
         rest["schema_version"] = SCHEMA_VERSION
-        for name in self.rest.keys() - rest.keys():
+        for name in self.rest.keys() - rest.keys() - set_aside:
             changes[(name,)] = DELETE
         for name, value in rest.items():
             if self.rest.get(name, DELETE) != value:

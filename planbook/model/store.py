@@ -74,6 +74,9 @@ class PlanbookState(PlanbookModel):
     _bound: str | None = PrivateAttr(default=None)
     #: Where the notebook was opened (its absolute path; "" for one without a file).
     _place: str = PrivateAttr(default="")
+    #: Parts of the stored record refused on load but kept (engine/store.py): name -> (its
+    #: stored value, written back as it is; why it was refused, in one line).
+    _set_aside: dict[str, tuple[Any, str]] = PrivateAttr(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _without_absent_signature(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from planbook.documents import deep_json
 from planbook.documents.file import FileNotebook, atomic_write
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.retention import strip_text
@@ -19,6 +20,12 @@ from planbook.engine.store import parse_state, user_name
 from planbook.model.store import PlanbookState
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
+
+
+def read_notebook_json(source: Path | bytes) -> Any:
+    """The JSON of a notebook file (or its bytes), any part nested too deep to hold kept as
+    its text (documents/deep_json.py); ValueError when it is not JSON in UTF-8."""
+    return deep_json.loads(source if isinstance(source, bytes) else source.read_bytes())
 
 
 def read_state(metadata: Any, where: str) -> PlanbookState:

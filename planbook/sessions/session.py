@@ -33,6 +33,7 @@ from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_r
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.signing import who
 from planbook.engine.start_over import start_over
+from planbook.engine.store import conversation_of
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
@@ -335,7 +336,7 @@ class Session(PreviewingSession, PersonQuestions):
         notebook, as one transaction: from the saved state, saved at once, nothing kept in
         memory if ``change`` fails."""
         with self._editing():
-            conversation = self.store.state.conversation or Conversation()
+            conversation = conversation_of(self.store.state) or Conversation()
             conversation = change(conversation) or conversation
             self.store.state.conversation = conversation
             self.store.save()
