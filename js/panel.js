@@ -7,7 +7,8 @@ import { h } from "./diff-view.js";
 import { commandFor } from "./keyboard.js";
 import { renderAgent, renderHeader, renderProgress, renderRevisions, renderTimeline }
   from "./sections.js";
-import { button, iconButton, OPEN_LIMIT, renderStep } from "./step-row.js";
+import { button, EAGER_ROWS, iconButton, OPEN_LIMIT, renderStep, renderSummary }
+  from "./step-row.js";
 
 /** Statuses the filter offers, in this order ("all" first). */
 export const FILTERS = ["all", "pending", "skipped", "failed", "done", "rejected"];
@@ -210,10 +211,53 @@ export function createPanel({ model, el }) {
     send({ action: "approve", step_ids: ids, revision: revision(), shown: shownHashes() });
   };
 
-  /** JSON of each step object seen (a step object is never changed, only replaced). */
+  /** JSON of each step object compared (a step object is never changed, only replaced). */
   const stepJson = new WeakMap(/** @type {Array<[object, string]>} */ ([]));
-  /** Rendered rows by step id, with the JSON of what they show. */
-  let rowCache = new Map(/** @type {Array<[string, { key: string, li: HTMLLIElement }]>} */ ([]));
+  /** @param {import("./step-row.js").StepJSON} step */
+  const jsonOf = (step) => {
+    let json = stepJson.get(step);
+    if (json === undefined) {
+      json = JSON.stringify(step);
+      stepJson.set(step, json);
+    }
+    return json;
+  };
+  /**
+   * @typedef {{ step: import("./step-row.js").StepJSON, state: string,
+   *   st: import("./step-row.js").RowState, whole: boolean, li: HTMLLIElement }} Row
+   */
+  /** Rendered rows by step id: the step and row state they show, and whether the row is
+   * whole or still its one-line summary (see completeRow). */
+  let rowCache = new Map(/** @type {Array<[string, Row]>} */ ([]));
+  /** The steps' scroll box, kept from one render to the next so that the observer below can
+   * keep watching inside it while a run redraws the panel at every step. */
+  const stepsBox = h(doc, "div", "pb-body");
+  stepsBox.dataset.key = "steps-box";
+  /** Completes summary rows as they come within 600 px of the view (none without one)... */
+  let observer = /** @type {IntersectionObserver | null} */ (null);
+  /** ...inside this scroll box (null: the page's view, for a plan too short to scroll)... */
+  let observerRoot = /** @type {Element | null} */ (null);
+  /** ...watching these summary rows. */
+  const watched = new Set(/** @type {Element[]} */ ([]));
+
+  /**
+   * Replace a summary row by the whole row, keeping its focus, tab stop and highlight.
+   * @param {Element} li
+   */
+  const completeRow = (li) => {
+    const id = /** @type {HTMLElement} */ (li).dataset.stepId ?? "";
+    const row = rowCache.get(id);
+    if (!row || row.li !== li || row.whole) return;
+    const whole = renderStep(doc, row.step, row.st, actions);
+    whole.tabIndex = row.li.tabIndex;
+    for (const cls of ["pb-focused", "pb-highlight"]) {
+      whole.classList.toggle(cls, row.li.classList.contains(cls));
+    }
+    const focused = doc.activeElement === row.li;
+    row.li.replaceWith(whole);
+    rowCache.set(id, { ...row, whole: true, li: whole });
+    if (focused) whole.focus({ preventScroll: true });
+  };
 
   const textarea = /** @type {HTMLTextAreaElement} */ (h(doc, "textarea", "pb-feedback"));
   textarea.rows = 2;
@@ -354,15 +398,18 @@ export function createPanel({ model, el }) {
     if (v.steps.length) {
       // The toolbar sticks to the top of the panel's own scroll box: in a long plan it stays
       // in view wherever the host (JupyterLab, Notebook 7, VS Code) clips its outputs.
-      const body = h(doc, "div", v.steps.length >= SCROLL_FROM ? "pb-body pb-scroll" : "pb-body");
-      body.dataset.key = "steps-box";
-      body.append(renderToolbar());
+      const body = stepsBox;
+      body.className = v.steps.length >= SCROLL_FROM ? "pb-body pb-scroll" : "pb-body";
+      body.replaceChildren(renderToolbar());
       const list = h(doc, "ol", "pb-steps");
       list.setAttribute("aria-label", "Steps (j/k to move, a approve, s skip, Alt+↑/↓ reorder)");
       const ids = v.steps.map((s) => s.id);
       if (!ui.focus || !ids.includes(ui.focus)) ui.focus = ids[0];
-      /** @type {Map<string, { key: string, li: HTMLLIElement }>} */
+      /** @type {Map<string, Row>} */
       const rows = new Map();
+      // Rows past the first EAGER_ROWS start as summaries where the page can tell what is in
+      // view (an IntersectionObserver); the focused and highlighted steps are always whole.
+      const lazy = typeof win?.IntersectionObserver === "function";
       v.steps.forEach((step, i) => {
         if (!shown(step)) return;
         const st = {
@@ -370,22 +417,24 @@ export function createPanel({ model, el }) {
           expanded: ui.expanded.has(step.id), focused: false, mode: ui.mode,
           busy: busy(), first: i === 0, last: i === v.steps.length - 1,
         };
+        const state = JSON.stringify(st);
+        const whole = !lazy || rows.size < EAGER_ROWS || step.id === ui.focus
+          || step.id === ui.highlight;
         // A row whose step and state did not change is reused: a run changes one step at a
         // time, and rebuilding 300 rows with their diffs for that is wasted work.
-        let json = stepJson.get(step);
-        if (json === undefined) {
-          json = JSON.stringify(step);
-          stepJson.set(step, json);
-        }
-        const key = json + JSON.stringify(st);
         const cached = rowCache.get(step.id);
-        const li = cached && cached.key === key ? cached.li : renderStep(doc, step, st, actions);
+        const same = cached && cached.state === state && (cached.whole || !whole)
+          && (cached.step === step || jsonOf(cached.step) === jsonOf(step));
+        const row = same ? { ...cached, step } : {
+          step, state, st, whole,
+          li: whole ? renderStep(doc, step, st, actions) : renderSummary(doc, step),
+        };
         const focused = step.id === ui.focus;
-        li.tabIndex = focused ? 0 : -1;
-        li.classList.toggle("pb-focused", focused);
-        li.classList.toggle("pb-highlight", step.id === ui.highlight);
-        rows.set(step.id, { key, li });
-        list.append(li);
+        row.li.tabIndex = focused ? 0 : -1;
+        row.li.classList.toggle("pb-focused", focused);
+        row.li.classList.toggle("pb-highlight", step.id === ui.highlight);
+        rows.set(step.id, row);
+        list.append(row.li);
       });
       rowCache = rows;
       body.append(list);
@@ -422,12 +471,50 @@ export function createPanel({ model, el }) {
       }));
     }
     root.replaceChildren(...parts);
+    watchSummaries();
     const box = root.querySelector(".pb-scroll");
     if (box && scrolled) box.scrollTop = scrolled;
     if (key) {
       const again = byKey(key);
       if (again && !(/** @type {HTMLButtonElement} */ (again).disabled)) again.focus();
       else if (ui.focus) byKey(`step:${ui.focus}`)?.focus();
+    }
+  }
+
+  /** Watch the summary rows now drawn (and no others), completing each as it nears the
+   * scroll box's view (or the page's, for a plan that does not scroll). */
+  function watchSummaries() {
+    const waiting = [...rowCache.values()].filter((row) => !row.whole).map((row) => row.li);
+    const scroll = stepsBox.isConnected && stepsBox.classList.contains("pb-scroll")
+      ? stepsBox : null;
+    if (observer && observerRoot !== scroll) {
+      observer.disconnect();
+      observer = null;
+      watched.clear();
+    }
+    const drawn = new Set(/** @type {Element[]} */ (waiting));
+    for (const li of watched) {
+      if (drawn.has(li)) continue;
+      observer?.unobserve(li);
+      watched.delete(li);
+    }
+    if (!waiting.length || !win) return;
+    if (!observer) {
+      const seen = new win.IntersectionObserver((entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          seen.unobserve(entry.target);
+          watched.delete(entry.target);
+          completeRow(entry.target);
+        }
+      }, { root: scroll, rootMargin: "600px 0px" });
+      observer = seen;
+      observerRoot = scroll;
+    }
+    for (const li of waiting) {
+      if (watched.has(li)) continue;
+      observer.observe(li);
+      watched.add(li);
     }
   }
 
@@ -512,6 +599,7 @@ export function createPanel({ model, el }) {
   win?.addEventListener("planbook:focus-step", onFocusStep);
   render();
   return () => {
+    observer?.disconnect();
     model.off("comm_live_update", onLive);
     win?.removeEventListener("planbook:focus-step", onFocusStep);
     model.off("change:deselected", onDeselected);

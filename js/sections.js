@@ -2,6 +2,7 @@
 
 import { h, renderDiff } from "./diff-view.js";
 import { button } from "./step-row.js";
+import { askedBy } from "./questions.js";
 
 /**
  * @typedef {{ plan_id: string | null, task: string, state: string, revision: number,
@@ -173,7 +174,7 @@ export function renderRevisions(doc, revisions, diff, opts) {
 
 /**
  * @typedef {{ id: string, kind: string, question: string, options: string[],
- *   allow_text: boolean }} DecisionJSON
+ *   allow_text: boolean, origin?: string, received?: string | null }} DecisionJSON
  * @typedef {{ activity?: string[], todos?: Array<{ text: string, status: string,
  *   steps: number[] }>, decisions?: DecisionJSON[], running?: boolean }} AgentJSON
  */
@@ -202,6 +203,8 @@ export function renderAgent(doc, agent, opts) {
     ask.setAttribute("role", "group");
     ask.setAttribute("aria-label", `Question ${d.id}`);
     ask.append(h(doc, "p", "pb-question", d.question));
+    const by = askedBy(doc, d);
+    if (by) ask.append(by);
     const row = h(doc, "div", "pb-toolbar");
     /** @type {HTMLInputElement | null} */
     let input = null;

@@ -10,6 +10,7 @@ import { icon } from "./icons.js";
  *   cell_id?: string | null, checkpoint?: string | null,
  *   run_at_approval?: boolean, runs_later?: string | null,
  *   origin?: string | null, preview?: string | null, preview_off?: string,
+ *   previewing?: boolean,
  *   hash?: string | null, approved_elsewhere?: string | null }} StepJSON
  * @typedef {{ selected: boolean, open: boolean, expanded: boolean, focused: boolean,
  *   mode: "unified" | "split", busy: boolean, first: boolean, last: boolean }} RowState
@@ -52,8 +53,62 @@ export function iconButton(doc, name, text, key, onClick, cls = "pb-btn pb-small
   return b;
 }
 
+/**
+ * A pending shell step can be run once in an overlay to see what it would change; while its
+ * preview runs (off the kernel's main thread) the button says so and waits.
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @param {RowState} st
+ * @param {RowActions} act
+ */
+function previewButton(doc, step, st, act) {
+  const again = step.previewing ? "Previewing…" : step.preview ? "Preview again" : "Preview";
+  const pv = button(doc, again, `step:${step.id}:preview`, () => act.preview(step.id),
+    "pb-btn pb-small pb-preview-button");
+  pv.setAttribute("aria-label", `${again}: what step ${step.number} would change`);
+  pv.disabled = st.busy || Boolean(step.preview_off) || Boolean(step.previewing);
+  if (step.preview_off) pv.title = step.preview_off;
+  return pv;
+}
+
 /** Diffs past this many steps start folded, so a big plan renders fast. */
 export const OPEN_LIMIT = 20;
+/** Rows drawn whole at once; the rest start as one-line summaries (renderSummary), each
+ * completed as it comes near the view: a 1,000-step plan first draws about what fits. */
+export const EAGER_ROWS = 40;
+
+/**
+ * What a row says to a screen reader: its number, kind, target and status.
+ * @param {StepJSON} step
+ */
+function rowLabel(step) {
+  return `Step ${step.number}: ${KIND[/** @type {keyof KIND} */ (step.kind)] ?? step.kind} `
+    + `${step.target}, ${step.status}`;
+}
+
+/**
+ * A step as one line of text (its number, kind, target, change size, risk and status), in
+ * a row that takes focus and is found by its key like a whole row: what a row out of view
+ * shows until it comes near the view (a fraction of the elements and no listeners), when the
+ * panel replaces it with ``renderStep``'s row.
+ * @param {Document} doc
+ * @param {StepJSON} step
+ * @returns {HTMLLIElement}
+ */
+export function renderSummary(doc, step) {
+  const li = /** @type {HTMLLIElement} */ (h(doc, "li",
+    `pb-step pb-summary pb-status-${step.status}`));
+  li.dataset.stepId = step.id;
+  li.dataset.key = `step:${step.id}`;
+  li.tabIndex = -1;
+  li.setAttribute("aria-label", rowLabel(step));
+  const kind = KIND[/** @type {keyof KIND} */ (step.kind)] ?? step.kind;
+  const stat = step.diff && step.diff.kind !== "same"
+    ? `  +${step.diff.added} −${step.diff.removed}` : "";
+  li.textContent = `${step.number}  ${kind}  ${step.target}${stat}  ·  ${step.risk} risk  ·  `
+    + step.status.replace("_", " ");
+  return li;
+}
 
 /**
  * @param {Document} doc
@@ -82,8 +137,7 @@ export function renderStep(doc, step, st, act) {
   li.dataset.stepId = step.id;
   li.dataset.key = `step:${step.id}`;
   li.tabIndex = st.focused ? 0 : -1;
-  li.setAttribute("aria-label", `Step ${step.number}: ${KIND[/** @type {keyof KIND} */
-    (step.kind)] ?? step.kind} ${step.target}, ${step.status}`);
+  li.setAttribute("aria-label", rowLabel(step));
   if (st.focused) li.classList.add("pb-focused");
   li.addEventListener("focus", () => act.focus(step.id));
 
@@ -146,17 +200,7 @@ export function renderStep(doc, step, st, act) {
   down.setAttribute("aria-label", `Move step ${step.number} down`);
   down.disabled = st.last || !pending || st.busy;
 
-  // A pending shell step can be run once in an overlay to see what it would change.
-  const extra = [];
-  if (step.kind === "shell" && pending) {
-    const again = step.preview ? "Preview again" : "Preview";
-    const pv = button(doc, again, `step:${step.id}:preview`, () => act.preview(step.id),
-      "pb-btn pb-small");
-    pv.setAttribute("aria-label", `${again}: what step ${step.number} would change`);
-    pv.disabled = st.busy || Boolean(step.preview_off);
-    if (step.preview_off) pv.title = step.preview_off;
-    extra.push(pv);
-  }
+  const extra = step.kind === "shell" && pending ? [previewButton(doc, step, st, act)] : [];
   if (step.diff && step.diff.kind !== "same") {
     const stat = h(doc, "span", "pb-stat");
     stat.append(h(doc, "span", "pb-stat-add", `+${step.diff.added}`), " ",

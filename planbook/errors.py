@@ -321,6 +321,11 @@ class NotInKernel(PlanbookError):
     """Running a cell needs an IPython kernel; there is none here."""
 
 
+class KernelUnreachable(PlanbookError):
+    """A notebook's kernel cannot be asked (none is attached, or it did not answer in time):
+    nothing ran in it."""
+
+
 class CliError(PlanbookError):
     """A one-line message for the person at the ``planbook`` command and the exit code that goes
     with it (planbook/surfaces/cli/exit_codes.py). The message is written in the command's own

@@ -145,8 +145,8 @@ def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]
 def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
     """An edit, an insert, a move and a delete: each step's checkpoint, change and "done"
     reach the disk in one save, and nothing more: the approval travels with the first step's
-    save, the plan leaving "executing" with the last one's (told to listeners just before
-    that save)."""
+    save, the plan leaving "executing" with the last one's. Each step is told to listeners
+    once its save is on disk, the last one too (after the run's end)."""
     path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2", "c = 3"])
     session = open_session(path)
     session.propose.edit_cell("c1", "a = 10", reason="r")
@@ -157,7 +157,7 @@ def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -
     with counted_saves() as saves:
         session.subscribe(lambda e: at_step.append(len(saves)) if e.kind == "step_finished" else 0)
         assert session.approve().ok
-    assert at_step == [1, 2, 3, 3]  # the last step's save carries the run's end
+    assert at_step == [1, 2, 3, 4]  # the last step's save carries the run's end
     assert len(saves) == 4
 
 
@@ -213,8 +213,8 @@ def test_a_step_that_runs_code_is_two_durable_writes_the_first_before_its_code(
     counted = json.loads(reply.stdout.strip().splitlines()[-1])
     assert counted["ok"], reply.text
     # edit with the approval: 1; edit and run: 2 (-> 3); run: 2, its second one with the
-    # run's end, after the step's event (-> 4 when told, 5 in all)
-    assert counted["at"] == [1, 3, 4] and counted["saves"] == 5, counted
+    # run's end, told once that save is on disk (-> 5)
+    assert counted["at"] == [1, 3, 5] and counted["saves"] == 5, counted
     outputs = json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["outputs"]
     assert outputs[0]["text"] == ["['done', 'running', 'approved']\n"], outputs
 

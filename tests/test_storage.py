@@ -284,6 +284,12 @@ def test_gc_keeps_the_newest_checkpoints_and_says_when_one_was_dropped(tmp_path:
     assert "\n" not in str(info.value)
     session.rollback(session.checkpoints()[0].id)  # the kept ones still roll back
     assert [c.id for c in session.cells()] == ["c2", "c3"]
+    kept = path.read_bytes()
+    for zero in ({"keep_checkpoints": 0}, {"keep_plans": 0}, {"keep_checkpoints": -3}):
+        # a count under 1 given to the call is refused, not taken as "the configured one"
+        with pytest.raises(UsageMistake, match="give a count of 1 or more"):
+            session.gc(**zero)
+    assert path.read_bytes() == kept
     (tmp_path / "pyproject.toml").write_text("[tool.planbook]\nkeep_checkpoints = 0\n")
     with pytest.raises(UsageMistake, match="keep_checkpoints = 0"):
         session.gc()

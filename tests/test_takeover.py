@@ -60,7 +60,10 @@ def _left_running(path: Path, token: str, status: str = "running") -> None:
     # approved by this same person (their signing key shared with that host): a received
     # approval would send the step back to pending (tests/attack/test_received_notebooks.py)
     approval = Approval(revision=1, step_ids=(step["id"],), sha256=approval_hash([Step(**step)]))
-    plan["approvals"].append(signed_approval(plan["id"], approval).model_dump(mode="json"))
+    state = open_session(path).store.state  # signed in this notebook, at this place
+    plan["approvals"].append(signed_approval(state, plan["id"], approval).model_dump(mode="json"))
+    assert state.notebook is not None
+    data["metadata"]["planbook"]["notebook"] = state.notebook.model_dump(mode="json")
     path.write_text(json.dumps(data, indent=1))
 
 

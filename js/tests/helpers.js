@@ -90,9 +90,14 @@ export class FakeModel {
   }
 }
 
-/** Mount a panel on a fresh document; returns what a test needs. */
-export function mount(view = makeView(), model = new FakeModel(view)) {
+/**
+ * Mount a panel on a fresh document; returns what a test needs. `prepare` runs on the window
+ * before the panel is built (to install a fake IntersectionObserver, say).
+ * @param {(window: Window) => void} [prepare]
+ */
+export function mount(view = makeView(), model = new FakeModel(view), prepare = undefined) {
   const window = new Window();
+  prepare?.(window);
   const document = window.document;
   const el = document.createElement("div");
   document.body.append(el);
@@ -106,4 +111,27 @@ export function mount(view = makeView(), model = new FakeModel(view)) {
   };
   const close = () => { cleanup(); window.close(); };
   return { window, document, el, model, $, $$, byKey, key, close, cleanup };
+}
+
+/**
+ * An IntersectionObserver the test drives: `show(el)` tells every observer watching `el`
+ * that it came into view (happy-dom's own never reports anything).
+ */
+export function fakeObservers() {
+  /** @type {Set<{ cb: Function, watched: Set<Element> }>} */
+  const live = new Set();
+  class FakeObserver {
+    constructor(cb) { this.me = { cb, watched: new Set() }; live.add(this.me); }
+    observe(el) { this.me.watched.add(el); }
+    unobserve(el) { this.me.watched.delete(el); }
+    disconnect() { this.me.watched.clear(); live.delete(this.me); }
+    takeRecords() { return []; }
+  }
+  const show = (el) => {
+    for (const me of [...live]) {
+      if (me.watched.has(el)) me.cb([{ target: el, isIntersecting: true }]);
+    }
+  };
+  const watching = () => [...live].reduce((n, me) => n + me.watched.size, 0);
+  return { FakeObserver, show, watching };
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { makeView, mount, step } from "./helpers.js";
+import { EAGER_ROWS } from "../step-row.js";
+import { fakeObservers, makeView, mount, step } from "./helpers.js";
 
 /** Each step's hash as the view carries it (helpers.step): what Approve sends back. */
 const SHOWN = { s1: "h-s1", s2: "h-s2", s3: "h-s3" };
@@ -199,7 +200,57 @@ test("a big plan starts with diffs folded so it renders fast", (t) => {
   t.after(p.close);
   assert.equal(p.$$(".pb-step").length, 300);
   assert.equal(p.$$("table.pb-diff").length, 0);
-  assert.equal(p.$$(".pb-stat-add").length, 300, "each row still says how big its change is");
+  const sized = p.$$(".pb-step").filter((li) => li.querySelector(".pb-stat-add")
+    ? li.querySelector(".pb-stat")?.textContent === "+1 −1" : li.textContent.includes("+1 −1"));
+  assert.equal(sized.length, 300, "each row still says how big its change is");
+});
+
+/** 300 steps mounted where the page reports what comes into view (a fake observer). */
+const lazyPanel = (t) => {
+  const seen = fakeObservers();
+  const steps = Array.from({ length: 300 }, (_, i) => step(`s${i}`, i + 1));
+  const p = mount(makeView({ steps }), undefined, (w) => {
+    /** @type {any} */ (w).IntersectionObserver = seen.FakeObserver;
+  });
+  t.after(p.close);
+  return { p, seen };
+};
+
+test("rows out of view start as one-line summaries that still list every step", (t) => {
+  const { p, seen } = lazyPanel(t);
+  const rows = p.$$(".pb-step");
+  assert.equal(rows.length, 300, "every step is listed");
+  assert.equal(p.$$(".pb-step-head").length, EAGER_ROWS, "only the first rows are drawn whole");
+  assert.equal(seen.watching(), 300 - EAGER_ROWS);
+  const last = rows[299];
+  assert.ok(last.classList.contains("pb-summary"));
+  assert.equal(last.textContent, "300  edit cell  cell c300: x = 300  +1 −1  ·  low risk  ·  pending");
+  assert.equal(last.getAttribute("aria-label"), "Step 300: edit cell cell c300: x = 300, pending");
+  assert.equal(last.dataset.key, "step:s299");
+});
+
+test("a summary row is drawn whole when it comes near the view, keeping the focus", (t) => {
+  const { p, seen } = lazyPanel(t);
+  const row = () => p.byKey("step:s45");
+  p.key(p.byKey("step:s0"), "j");  // j moves the focus one row down, forty-five times
+  for (let i = 0; i < 44; i += 1) p.key(p.document.activeElement, "j");
+  assert.equal(p.document.activeElement, row(), "a summary row takes the focus");
+  seen.show(row());
+  assert.ok(row().querySelector(".pb-step-head"), "now whole: toggles, badges, buttons");
+  assert.equal(p.document.activeElement, row(), "the whole row has the focus");
+  assert.equal(row().tabIndex, 0);
+  assert.equal(seen.watching(), 300 - EAGER_ROWS - 1);
+  row().querySelector("input[type=checkbox]").click();  // and it acts like any whole row
+  assert.deepEqual(JSON.parse(JSON.stringify(p.model.state.deselected)), ["s45"]);
+});
+
+test("approving a lazily drawn plan carries the hash of every step it lists", (t) => {
+  const { p } = lazyPanel(t);
+  p.byKey("action:approve_all").click();
+  const sent = /** @type {any} */ (p.model.sent.at(-1));
+  assert.equal(sent.action, "approve_all");
+  assert.equal(Object.keys(sent.shown).length, 300);
+  assert.equal(sent.shown.s299, "h-s299", "a summary row's step counts: its line lists it");
 });
 
 test("revision switcher asks for a comparison and shows what changed", (t) => {

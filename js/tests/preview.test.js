@@ -40,3 +40,15 @@ test("without overlays the button is off and says why", (t) => {
   assert.equal(button.title, why);
   assert.match(p.$('[data-step-id="s1"]').textContent, /user namespaces are off/);
 });
+
+test("while its preview runs the step says so and a second one cannot be asked", (t) => {
+  const p = mount(shell({ preview: null, preview_off: "", previewing: true }));
+  t.after(p.close);
+  const button = p.byKey("step:s1:preview");
+  assert.equal(button.textContent, "Previewing…");
+  assert.equal(button.disabled, true);
+  const sent = p.model.sent.length;
+  button.click();
+  assert.equal(p.model.sent.length, sent, "a disabled button sends nothing");
+  assert.equal(p.byKey("step:s2:skip").disabled, false, "the other steps stay usable");
+});

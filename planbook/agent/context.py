@@ -22,6 +22,7 @@ from planbook.agent.step_questions import offer as offer_step_questions
 from planbook.agent.todos import TodoList
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.matching import RuleSet
+from planbook.engine.store import conversation_of
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 
@@ -42,7 +43,7 @@ def decisions_of(session: Session) -> Decisions:
     state = state_of(session)
     if state.decisions is None:
         # Ids go on from those a previous kernel saved, so `d3` always means one question.
-        conversation = session.store.state.conversation
+        conversation = conversation_of(session.store.state)
         used = [d.id for d in conversation.decisions] if conversation else []
         numbers = [int(i[1:]) for i in used if i[1:].isdigit()]
         state.decisions = Decisions(first=max(numbers, default=0) + 1)
@@ -70,7 +71,7 @@ def todos_of(session: Session) -> TodoList:
     state = state_of(session)
     if state.todos is None:
         state.todos = TodoList()
-        conversation = session.store.state.conversation
+        conversation = conversation_of(session.store.state)
         if conversation is not None:
             state.todos.replace(conversation.todos)
     return state.todos

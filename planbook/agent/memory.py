@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from planbook.agent.activity import Activity
 from planbook.agent.decisions import Answer, Decision
-from planbook.engine import signing
+from planbook.engine.received import record_is_local, sign_record
+from planbook.engine.store import conversation_of
 from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
 from planbook.sessions.session import Session
@@ -38,7 +39,7 @@ MESSAGES_BUDGET = 200_000
 def saved(session: Session) -> Conversation | None:
     """The conversation as the notebook has it now (another kernel may have written it)."""
     session.store.sync()
-    return session.store.state.conversation
+    return conversation_of(session.store.state)
 
 
 def update(session: Session, change: Callable[[Conversation], Conversation | None]) -> Conversation:
@@ -157,7 +158,8 @@ def answer_saved(session: Session, decision_id: str, answer: Answer) -> SavedDec
                 decision.answer = answer.choice
                 decision.answer_text = answer.text
                 decision.answer_args = answer.args
-                decision.signature = signing.sign("answer", _answer_content(decision))
+                content = _answer_content(decision)
+                decision.signature = sign_record(session.store.state, "answer", content)
                 found.append(decision)
 
     conversation = saved(session)
@@ -172,25 +174,26 @@ def _answer_content(decision: SavedDecision) -> dict[str, Any]:
     return decision.model_dump(mode="json", exclude={"signature"})
 
 
-def recorded_answers(conversation: Conversation) -> dict[str, Answer]:
+def recorded_answers(session: Session, conversation: Conversation) -> dict[str, Answer]:
     """Answers this person gave after the run ended, by the tool call that asked. An answer
     recorded elsewhere (a received notebook's: unsigned, or signed by another key) is not
     one: its question is asked again."""
     return {
         d.call_id: Answer(choice=d.answer, text=d.answer_text, args=d.answer_args)
         for d in conversation.decisions
-        if d.answer is not None
-        and d.call_id
-        and signing.verify("answer", _answer_content(d), d.signature)
+        if d.answer is not None and d.call_id and _answered_here(session, d)
     }
 
 
-def answered_elsewhere(conversation: Conversation | None) -> list[SavedDecision]:
+def _answered_here(session: Session, decision: SavedDecision) -> bool:
+    content = _answer_content(decision)
+    return record_is_local(session.store.state, "answer", content, decision.signature)
+
+
+def answered_elsewhere(session: Session, conversation: Conversation | None) -> list[SavedDecision]:
     """The saved answers this person did not give here (shown as "recorded elsewhere")."""
     if conversation is None:
         return []
     return [
-        d
-        for d in conversation.decisions
-        if d.answer is not None and not signing.verify("answer", _answer_content(d), d.signature)
+        d for d in conversation.decisions if d.answer is not None and not _answered_here(session, d)
     ]

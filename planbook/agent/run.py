@@ -160,7 +160,7 @@ class AgentRun:
             emit=self._emit,
             auto_answers=self._auto_answers,
             keeper=keeper,
-            recorded=recorded_answers(conversation),
+            recorded=recorded_answers(session, conversation),
         )
         # Questions a previous kernel asked are asked again by the resumed calls (or answered
         # from what the person recorded since): the old entries go.

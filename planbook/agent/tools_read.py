@@ -18,11 +18,12 @@ import re
 from pydantic_ai import RunContext
 
 from planbook.agent.context import AgentDeps
-from planbook.agent.inspect_var import describe, user_namespace
+from planbook.agent.inspect_var import user_namespace
 from planbook.agent.staging import propose_shell
 from planbook.engine.rules.classifier import classify
 from planbook.errors import PlanbookError, UnknownCell
 from planbook.present.bounded import clip, numbered_lines, summarise_output
+from planbook.present.variables import describe
 from planbook.workspace.sandbox import probe
 from planbook.workspace.walk import folder_listing, walk_files
 

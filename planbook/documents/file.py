@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from planbook.documents import deep_json
 from planbook.documents.file_stat import Look, look, probe_fine_grained
 from planbook.documents.lock import notebook_lock
 from planbook.documents.nbnode import NodeNotebook, assign_ids, check_cell_types, normalize
@@ -105,7 +106,7 @@ class FileNotebook(NodeNotebook):
         name = self.path.name
         try:
             text = data.decode("utf-8")
-            nb = json.loads(text)
+            nb = deep_json.loads(text)  # parts nested too deep kept as their text
         except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
             raise MetadataError(
                 f"{name} is not a readable notebook ({type(exc).__name__}: {exc}); "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from planbook.documents.deep_json import plain_copy
 from planbook.documents.nbnode import NodeNotebook, assign_ids, normalize, to_raw
 from planbook.documents.serializer import JUPYTER
 from planbook.model.cell import Cell
@@ -22,7 +22,7 @@ class MemoryNotebook(NodeNotebook):
         description: str = "memory: changes stay in this kernel and are not saved to any file",
     ) -> None:
         # A plain JSON copy: the caller's notebook (often an nbformat NotebookNode) stays its own.
-        nb = normalize(json.loads(json.dumps(notebook))) if notebook is not None else _empty()
+        nb = normalize(plain_copy(notebook)) if notebook is not None else _empty()
         raws = list(nb["cells"])
         for item in cells:
             cell = item if isinstance(item, Cell) else Cell(id=f"cell-{len(raws) + 1}", source=item)

@@ -37,7 +37,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
+from planbook.documents import deep_json
 from planbook.documents.base import DELETE, MetadataPath, apply_metadata_changes
+from planbook.documents.deep_json import plain_copy, refuse_kept
 from planbook.documents.nbnode import NodeNotebook, Tree, assign_ids, normalize, to_raw
 from planbook.documents.serializer import join_text
 from planbook.errors import TransactionFailed, UsageMistake, read_message
@@ -137,7 +139,8 @@ def _json(cell: Cell) -> dict[str, Any]:
         out["execution_count"] = cell.execution_count
     elif cell.attachments:
         out["attachments"] = cell.attachments
-    copied: dict[str, Any] = json.loads(json.dumps(out))  # the page's own copy
+    # the page's own copy; a part too deep to hold (deep_json) is refused in one line
+    copied: dict[str, Any] = json.loads(json.dumps(out, default=refuse_kept))
     return copied
 
 
@@ -149,7 +152,7 @@ class PageNotebook(NodeNotebook):
     def __init__(
         self, nb: Tree | None = None, *, path: Path | None = None, description: str = ""
     ) -> None:
-        tree = normalize(json.loads(json.dumps(nb))) if nb is not None else _empty()
+        tree = normalize(plain_copy(nb)) if nb is not None else _empty()
         assign_ids(tree)
         super().__init__(tree)
         self.path = path
@@ -177,7 +180,7 @@ class PageNotebook(NodeNotebook):
     def from_file(cls, path: Path, *, description: str = "") -> PageNotebook:
         """The mirror starts as the file on disk (read, never written) until the page connects."""
         try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
+            nb = deep_json.loads(path.read_bytes())
         except (OSError, ValueError):
             nb = None
         if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
@@ -207,7 +210,13 @@ class PageNotebook(NodeNotebook):
             if self._depth:  # never inside a transaction: it would see the mirror change
                 raise TransactionFailed("a page message arrived inside a transaction")
             if isinstance(message, PageCells):
-                if message.full:
+                if message.full and self._owner is owner and self._stale(message):
+                    # written before the page applied changes the kernel has sent since: taken,
+                    # it would undo them in the mirror for good (an edit changes no order, so
+                    # nothing would ask again); the page's answer to a new request follows
+                    # its answers to those changes
+                    self._request_snapshot()
+                elif message.full:
                     self.attach(send, owner)
                     self._take_snapshot(message)
                 elif self._owner is owner:
@@ -221,6 +230,10 @@ class PageNotebook(NodeNotebook):
             else:
                 return self._refused(message)
         return None
+
+    def _stale(self, message: PageCells) -> bool:
+        """A snapshot the page wrote before applying a change still unanswered."""
+        return bool(self._unacked) and message.seen < max(self._unacked)
 
     def _ids(self) -> list[str]:
         return [str(raw.get("id")) for raw in self._nb["cells"]]

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
+from planbook.documents.deep_json import KeptJson
+
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
@@ -162,6 +164,8 @@ class Encoder:
                 self._cache[id(value)] = (value, text)
                 self._added += 1
             return text
+        if isinstance(value, KeptJson):  # too deep to hold as values: written as it was read
+            return value.text
         return _scalar(value)
 
     def _long_string(self, value: str) -> Rope:
@@ -441,6 +445,8 @@ def _all_ascii(nb: dict[str, Any]) -> bool:
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
+        elif isinstance(value, KeptJson) and not value.text.isascii():
+            return False  # written as its text (deep_json.py)
     return True
 
 

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from planbook.documents.base import CellPlace, NotebookDocument, index_of
+from planbook.documents.deep_json import refuse_kept
 from planbook.engine.blobs import BlobStore, decode_blob, encode_smallest
 from planbook.engine.hashing import ABSENT, bytes_hash, cell_hash
 from planbook.model.cell import Cell
@@ -57,7 +58,8 @@ def place_hash(found: CellPlace | None) -> str:
 
 def _json(value: Any) -> str:
     # Key order kept (not sorted): a restored value is written back in its own order.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # A part kept as its text (nested too deep to hold, documents/deep_json.py) is refused.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=refuse_kept)
 
 
 class CheckpointWriter:

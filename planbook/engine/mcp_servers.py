@@ -6,6 +6,10 @@ URL) is taken from the kernel's environment when the server is reached, so a tok
 written in the file. Each entry is validated on its own: a bad one gives one line naming its key
 and is left out, and the others work. Only what is here is read; starting a server or calling
 a tool is the floor above's job (sessions/mcp_client.py, agent/mcp_toolsets.py).
+
+A server's command runs as the person and its headers may carry the kernel's secrets, so an
+entry counts only when this person trusts it as written (engine/rules/trusted.py; ``planbook
+trust planbook.toml``): a project that arrives with servers in its planbook.toml starts none.
 """
 
 from __future__ import annotations
@@ -19,10 +23,18 @@ from typing import Any
 from pydantic import ConfigDict, Field, field_validator
 
 from planbook.engine.rules.rule import RULES_FILE
+from planbook.engine.rules.trusted import entry_signature, is_signed, keep
 from planbook.errors import McpServerError, invalid_as
 from planbook.model.base import PlanbookModel
 
-__all__ = ["HttpServer", "McpServerEntry", "StdioServer", "expand", "load_servers"]
+__all__ = [
+    "HttpServer",
+    "McpServerEntry",
+    "StdioServer",
+    "expand",
+    "load_servers",
+    "trust_servers",
+]
 
 #: A server's name: it prefixes its tools for the model and starts every ``server.tool`` rule.
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
@@ -73,19 +85,51 @@ _KEYS = frozenset(StdioServer.model_fields) | frozenset(HttpServer.model_fields)
 
 
 def load_servers(root: Path) -> tuple[dict[str, McpServerEntry], list[str]]:
-    """The servers of ``root``'s planbook.toml, and one line for each entry left out."""
-    path = root / RULES_FILE
+    """The servers of ``root``'s planbook.toml this person trusts, and one line for each
+    entry left out (invalid, or not trusted)."""
+    found, problems, raws = _read_servers(root / RULES_FILE)
+    distrusted = [name for name in found if not is_signed(_signature(root, name, raws[name]))]
+    for name in distrusted:
+        del found[name]
+    if distrusted:
+        problems.append(
+            f"{RULES_FILE}'s MCP {'server' if len(distrusted) == 1 else 'servers'} "
+            f"{', '.join(distrusted)} not trusted here (a server's command runs as you): left "
+            f"out until you read and trust the file: `planbook trust {RULES_FILE}` or "
+            "`%plan trust`"
+        )
+    return found, problems
+
+
+def trust_servers(path: Path) -> list[str]:
+    """Trust, as this person, the valid MCP server entries of the planbook.toml at ``path``
+    as they are now; the names newly trusted."""
+    found, _, raws = _read_servers(path)
+    fresh = {n: _signature(path.parent, n, raws[n]) for n in found}
+    fresh = {n: s for n, s in fresh.items() if not is_signed(s)}
+    keep(list(fresh.values()))
+    return list(fresh)
+
+
+def _signature(root: Path, name: str, raw: Any) -> str:
+    return entry_signature(root / RULES_FILE, "mcp-server", [name, raw])
+
+
+def _read_servers(
+    path: Path,
+) -> tuple[dict[str, McpServerEntry], list[str], dict[str, Any]]:
+    """The valid entries of ``path``, a line per one left out, and each entry as written."""
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
     except FileNotFoundError:
-        return {}, []
+        return {}, [], {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"{RULES_FILE}: cannot read it ({exc}); no MCP server is used"]
+        return {}, [f"{RULES_FILE}: cannot read it ({exc}); no MCP server is used"], {}
     mcp = data.get("mcp", {})
     servers = mcp.get("servers", {}) if isinstance(mcp, dict) else None
     if not isinstance(servers, dict):
-        return {}, [f"{RULES_FILE} [mcp.servers]: expected tables [mcp.servers.NAME]"]
+        return {}, [f"{RULES_FILE} [mcp.servers]: expected tables [mcp.servers.NAME]"], {}
     found: dict[str, McpServerEntry] = {}
     problems: list[str] = []
     for name, raw in servers.items():
@@ -93,7 +137,7 @@ def load_servers(root: Path) -> tuple[dict[str, McpServerEntry], list[str]]:
             found[name] = _entry(name, raw)
         except McpServerError as exc:
             problems.append(str(exc))
-    return found, problems
+    return found, problems, servers
 
 
 def _entry(name: str, raw: Any) -> McpServerEntry:

@@ -80,8 +80,9 @@ def shell_step(plan: Plan, number: int) -> tuple[Step, Shell]:
         raise UnknownStep(number, len(plan.steps))
     step = plan.steps[number - 1]
     if not isinstance(step.operation, Shell):
+        kind = step.operation.kind.replace("_", " ")
         raise UsageMistake(
-            f"step {number} is a {step.operation.kind.replace('_', ' ')} step: only shell "
+            f"step {number} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} step: only shell "
             "steps are previewed (the review already shows what the others change)"
         )
     return step, step.operation

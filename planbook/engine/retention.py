@@ -7,12 +7,12 @@ planbook.toml), for example ``keep_checkpoints = 50`` and ``keep_plans = 20``.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planbook.documents import deep_json
 from planbook.documents.nbnode import normalize
 from planbook.documents.serializer import JUPYTER, Encoder, detect
 from planbook.errors import MetadataError, UsageMistake
@@ -131,7 +131,7 @@ def strip_text(text: str, where: str = "the notebook") -> str:
     """The notebook without planbook's metadata, in the file's own style; unchanged text when
     there is none (so it works as a git clean filter, run on every ``git add``)."""
     try:
-        nb = json.loads(text)
+        nb = deep_json.loads(text)  # a part nested too deep is kept as its text
     except ValueError as exc:
         raise MetadataError(
             f"{where} is not a notebook (not JSON: {exc}); nothing was changed"

@@ -94,7 +94,7 @@ def preview_rollback(store: Store, target: Checkpoint) -> RollbackPreview:
     received: list[str] = []
     for cp in undo:
         allowed = _allowed(store, cp)
-        if not checkpoint_is_local(cp):
+        if not checkpoint_is_local(store.state, cp):
             received.append(
                 f"checkpoint {cp.id} was recorded elsewhere or by an older planbook (not "
                 "signed here): restoring it needs your confirmation"
@@ -115,7 +115,7 @@ def _allowed(store: Store, cp: Checkpoint, depth: int = 0) -> set[str] | None:
     rollback's record, what the checkpoints it undid may. None: anything it holds (a
     checkpoint signed here, of a step whose operation names no single target, a shell)."""
     if cp.kind == "rollback":
-        if checkpoint_is_local(cp) or depth > 50:
+        if checkpoint_is_local(store.state, cp) or depth > 50:
             return None if depth <= 50 else set()
         out: set[str] = set()
         for undone in store.state.checkpoints:
@@ -131,7 +131,7 @@ def _allowed(store: Store, cp: Checkpoint, depth: int = 0) -> set[str] | None:
         return {f"cell {target.removeprefix('cell:')!r}"}
     if target.startswith("file:"):
         return {f"file {target.removeprefix('file:')!r}"}
-    return None if checkpoint_is_local(cp) else set()
+    return None if checkpoint_is_local(store.state, cp) else set()
 
 
 def _step_of(store: Store, cp: Checkpoint) -> Step | None:

@@ -18,6 +18,10 @@ buckets keep each object small, so a file save re-joins at most one bucket's ent
 
 Loading validates the whole state against the schema. A state that is corrupted, or written by
 a newer planbook, is refused with a message and left exactly as it is: nothing is saved over it.
+A part nested deeper than ``RECORD_DEPTH`` levels (pydantic and the encoders give up near 250)
+is refused the same way, except the agent's conversation: it alone is set aside, kept as
+stored and written back with every save, refused in one line where it is read, and plans keep
+working.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ import getpass
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
+from planbook.documents.deep_json import nested_deeper
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
-from planbook.engine.received import settle_received, sign_checkpoint
+from planbook.engine.received import bind, rebind, settle_received, sign_checkpoint
 from planbook.errors import MetadataError, invalid_as
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
@@ -43,6 +49,11 @@ _BY_PART = frozenset({"plans", "checkpoints", "blobs", "log"})
 
 
 BUCKET = 64
+#: The most levels of containers one part of the record (a field, a plan, a checkpoint...)
+#: may nest; planbook's own parts stay under 20, a tool call's arguments included.
+RECORD_DEPTH = 64
+#: Fields that a load sets aside when they are too deep, instead of refusing the record.
+_SET_ASIDE = frozenset({"conversation"})
 
 
 def log_key(number: int) -> str:
@@ -166,8 +177,24 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
             "untouched: repair it or remove notebook.metadata['planbook'] to start afresh"
         )
 
+    set_aside: dict[str, tuple[Any, str]] = {}
+    for name, value in raw.items():
+        if not nested_deeper(value, RECORD_DEPTH):
+            continue
+        at = _deep_entry(name, value)
+        if name not in _SET_ASIDE:
+            raise corrupted(at, f"nested deeper than {RECORD_DEPTH} levels")
+        set_aside[name] = (
+            value,
+            f"planbook metadata in {where} is corrupted at {at}: nested deeper than "
+            f"{RECORD_DEPTH} levels; it was set aside untouched (plans keep working): remove "
+            f"notebook.metadata['planbook']['{name}'] to start it afresh",
+        )
+    if set_aside:
+        raw = {k: v for k, v in raw.items() if k not in set_aside}
     with invalid_as(corrupted, whole="(top level)"):
         state = PlanbookState.model_validate(from_layout(raw))
+    state._set_aside = set_aside
     clash = duplicate_id(state)
     if clash is not None:
         raise corrupted(*clash)
@@ -175,6 +202,24 @@ def parse_state(raw: Any, where: str = "this notebook") -> PlanbookState:
     # in seq order, as they are appended (schema 2 is read that way; schema 1 as written)
     state.checkpoints.sort(key=lambda c: c.seq)
     return state
+
+
+def _deep_entry(name: str, value: Any) -> str:
+    """Where in field ``name`` the record is too deep: the entry (a plan, a checkpoint's
+    bucket) for a field kept by part, else the field."""
+    if name in _BY_PART and isinstance(value, dict):
+        for key, entry in value.items():
+            if nested_deeper(entry, RECORD_DEPTH - 1):
+                return f"{name}/{key}"
+    return name
+
+
+def conversation_of(state: PlanbookState) -> Conversation | None:
+    """The agent's conversation, or its one-line refusal when the load set it aside."""
+    kept = state._set_aside.get("conversation")
+    if kept is not None:
+        raise MetadataError(kept[1])
+    return state.conversation
 
 
 def duplicate_id(state: PlanbookState) -> tuple[str, str] | None:
@@ -203,8 +248,11 @@ def duplicate_id(state: PlanbookState) -> tuple[str, str] | None:
 class Store:
     """The in-memory state and its copy in the notebook metadata, kept in step."""
 
-    def __init__(self, document: NotebookDocument) -> None:
+    def __init__(self, document: NotebookDocument, place: str = "") -> None:
         self.document = document
+        #: Where the notebook is (its absolute path; "" for one without a file): what this
+        #: person's signatures in it are bound to (engine/received.py).
+        self.place = place
         self.state = empty_state()
         self._raw: Any = None
         self._saved = _Saved()
@@ -223,12 +271,29 @@ class Store:
         self.state = parse_state(raw, _where(self.document))
         #: What the record carried from elsewhere and lost its authority here, one line each
         #: (engine/received.py): approvals made elsewhere, a mode chosen elsewhere.
-        self.received = settle_received(self.state)
+        self.received = settle_received(self.state, self.place)
         for cp in self.state.checkpoints:
             cp._made_here = False  # its signature (or none) is as the notebook has it
         self._raw = raw
         self._saved = _Saved.of(raw, self.state)
         self._save_failed = False
+
+    def rebind(self) -> Literal["moved", "here", "not yours"]:
+        """The person says this notebook is theirs, moved here: its identity, when they signed
+        it for another place, is signed for this one and the record read again, its records'
+        authority back (engine/received.py); "moved" then. Works on the record as saved, not
+        on memory (which ``load`` already took the authority out of). "here": its identity
+        holds here already (or it has none: nothing was signed in it); "not yours": another
+        key signed it, and nothing changes."""
+        fresh = parse_state(self.document.get_metadata(METADATA_KEY), _where(self.document))
+        if fresh.notebook is None or (bind(fresh, self.place) is None and fresh._bound):
+            return "here"
+        if not rebind(fresh, self.place):
+            return "not yours"
+        identity = fresh.notebook.model_dump(mode="json")
+        self.document.update_metadata(METADATA_KEY, {("notebook",): identity})
+        self.load()
+        return "moved"
 
     def sync(self) -> None:
         """Pick up changes someone else saved (another kernel, the CLI, an undo in the editor).
@@ -271,7 +336,11 @@ class Store:
     def layout(self) -> dict[str, Any]:
         """The whole state in the stored layout (schema 2)."""
         state = self.state
-        whole = state.model_dump(mode="json", exclude=set(_BY_PART))
+        for c in state.checkpoints:
+            if c._made_here:
+                sign_checkpoint(state, c)  # first: it may give the notebook its identity
+        whole = state.model_dump(mode="json", exclude=set(_BY_PART) | state._set_aside.keys())
+        whole.update((name, kept[0]) for name, kept in state._set_aside.items())
         whole["schema_version"] = SCHEMA_VERSION
         whole["plan_order"] = [p.id for p in state.plans]
         dumps = PlanDumps()
@@ -279,8 +348,6 @@ class Store:
         whole["checkpoints"] = {}
         numbers: dict[str, StepIndex] = {}
         for c in state.checkpoints:
-            if c._made_here:
-                sign_checkpoint(c)
             whole["checkpoints"].setdefault(bucket(c.seq), {})[c.id] = dump_checkpoint(
                 c, state.plans, numbers
             )
@@ -367,15 +434,6 @@ class _Saved:
 
     def changes(self, state: PlanbookState) -> dict[MetadataPath, Any]:
         changes: dict[MetadataPath, Any] = {}
-        rest = state.model_dump(mode="json", exclude=set(_BY_PART))
-        rest["schema_version"] = SCHEMA_VERSION
-        for name in self.rest.keys() - rest.keys():
-            changes[(name,)] = DELETE
-        for name, value in rest.items():
-            if self.rest.get(name, DELETE) != value:
-                changes[(name,)] = value
-        self.rest = rest
-
         order = [p.id for p in state.plans]
         #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
         dropped: set[str] = set()
@@ -412,7 +470,7 @@ class _Saved:
             del self.checkpoints[gone]
         for cp in fresh:
             if cp._made_here:
-                sign_checkpoint(cp)  # its content is final once saved with its step
+                sign_checkpoint(state, cp)  # its content is final once saved with its step
             looks = _looks(cp)
             seen = self.checkpoints.get(cp.id)
             if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
@@ -441,6 +499,17 @@ class _Saved:
         else:
             changes[("log",)] = bucketed_log(log)
         self.log = list(log)
+
+        # Last: signing a checkpoint above may have given the notebook its identity.
+        set_aside = state._set_aside.keys()  # stored as they are: never written, never deleted
+        rest = state.model_dump(mode="json", exclude=set(_BY_PART) | set_aside)
+        rest["schema_version"] = SCHEMA_VERSION
+        for name in self.rest.keys() - rest.keys() - set_aside:
+            changes[(name,)] = DELETE
+        for name, value in rest.items():
+            if self.rest.get(name, DELETE) != value:
+                changes[(name,)] = value
+        self.rest = rest
         return changes
 
 

@@ -55,19 +55,37 @@ def first_line(source: str, width: int = 60) -> str:
 
 def short_ids(ids: Sequence[str]) -> dict[str, str]:
     """Each id cut to the shortest prefix of at least ``SHORT_ID`` characters that no other id
-    shares: what a person can copy from ``%plan cells`` and paste as an anchor."""
+    shares: what a person can copy from ``%plan cells`` and paste as an anchor.
+
+    The other id sharing the longest prefix with an id is next to it in sorted order, so one
+    sort finds every prefix (comparing each id with all others took seconds on 2,000 cells
+    with the front end's 36-character ids)."""
+    if all(len(cell_id) <= WHOLE_ID for cell_id in ids):
+        return {cell_id: cell_id for cell_id in ids}
+    ordered = sorted(set(ids))
+    at = {cell_id: k for k, cell_id in enumerate(ordered)}
     out: dict[str, str] = {}
     for cell_id in ids:
         if len(cell_id) <= WHOLE_ID:
             out[cell_id] = cell_id
             continue
-        size = SHORT_ID
-        while size < len(cell_id) and any(
-            o != cell_id and o.startswith(cell_id[:size]) for o in ids
-        ):
-            size += 1
-        out[cell_id] = cell_id[:size]
+        k = at[cell_id]
+        shared = max(
+            (_common(cell_id, ordered[n]) for n in (k - 1, k + 1) if 0 <= n < len(ordered)),
+            default=0,
+        )
+        out[cell_id] = cell_id[: min(len(cell_id), max(SHORT_ID, shared + 1))]
     return out
+
+
+def _common(a: str, b: str) -> int:
+    """How many first characters ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def tags_of(cell: Cell) -> list[str]:

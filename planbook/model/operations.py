@@ -173,12 +173,18 @@ def anchors_of(op: AnyOperation) -> list[str]:
     return []
 
 
+#: The same unions as tuples: ``isinstance`` with a tuple is several times faster than with a
+#: union, and a 10,000-step plan asks it for every step each time it is shown.
+_CELL_OPERATIONS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
+_FILE_OPERATIONS = (WriteFile, EditFile, DeleteFile)
+
+
 def target_of(op: AnyOperation) -> str:
     """A stable key for what the operation touches: ``cell:<id>``, ``file:<path>``, ``shell``
     or ``mcp:<server>.<tool>``."""
-    if isinstance(op, CellOperation):
+    if isinstance(op, _CELL_OPERATIONS):
         return f"cell:{op.cell_id}"
-    if isinstance(op, FileOperation):
+    if isinstance(op, _FILE_OPERATIONS):
         return f"file:{op.path}"
     if isinstance(op, McpCall):
         return f"mcp:{op.name}"

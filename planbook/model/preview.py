@@ -63,5 +63,11 @@ class ShellPreview(PlanbookModel):
             for k in ("created", "changed", "deleted", "mode")
             if counts.get(k)
         ]
-        ran = "timed out" if self.timed_out else f"exit {self.exit_code}"
-        return f"preview ({ran}): " + (", ".join(parts) or "no changes to the workspace")
+        changes = ", ".join(parts) or "no changes to the workspace"
+        if self.timed_out:
+            # what it wrote until it was stopped; a preview never applies anything
+            return (
+                "preview timed out: the command was stopped at its time limit and nothing was "
+                f"applied; until then: {changes}"
+            )
+        return f"preview (exit {self.exit_code}): {changes}"

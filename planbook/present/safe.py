@@ -93,14 +93,21 @@ def md_text(text: str, *, prefix: str = "") -> str:
     return ("  \n" + prefix).join(_words(line, _MD_PUNCT) for line in lines)
 
 
+_BACKTICKS = re.compile(r"`+")
+#: Text that needs no escape, delimiter or padding in a code span (ASCII only).
+_PLAIN = re.compile(r"[A-Za-z0-9_.:#/=+-]+")
+
+
 def _ticks(text: str, least: int) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0) if "`" in text else 0
     return "`" * max(least, longest + 1)
 
 
 def md_code(text: str) -> str:
     """``text`` as one inline code span whose delimiter is longer than any backtick run inside
     (a newline shows as ``\\n``: a code span cannot hold a blank line)."""
+    if _PLAIN.fullmatch(text):  # an id, a name, a simple path: nothing to escape or pad
+        return f"`{text}`"
     inner = visible(text).replace("\n", "\\n")
     ticks = _ticks(inner, 1)
     pad = " " if inner.startswith(("`", " ")) or inner.endswith(("`", " ")) else ""

@@ -4,6 +4,7 @@ changed between two revisions."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from planbook.engine.unified import unified_diff as engine_unified_diff
 from planbook.model.checkpoint import Checkpoint
@@ -93,6 +94,60 @@ def header(plan: Plan, *, mode: str, backend: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Note:
+    """One line said under a step's title, the same for every surface; each writes it its
+    own way (``_note_markdown``, ``_note_text``)."""
+
+    #: Our words ("why", "failed"; "!" takes no colon), or "" for a line without one.
+    label: str
+    #: The stored text: anyone's words, escaped by each surface for itself.
+    value: str
+    #: The model's prose (a reason): markdown keeps its emphasis and lists (``md_prose``)
+    #: and shows it without the label, as the quote under the title.
+    prose: bool = False
+    #: Shown in bold in markdown: a warning the person must not miss.
+    strong: bool = False
+    #: Our own text after the value, already safe markdown (a command in a code span).
+    tail: str = ""
+
+
+def _notes(v: StepView) -> list[_Note]:
+    """What is said under step ``v``'s title, in order."""
+    notes = []
+    if v.reason:
+        notes.append(_Note("why", v.reason, prose=True))
+    if v.runs_later:
+        notes.append(_Note("runs code later", v.runs_later))
+    if v.approved_elsewhere:
+        notes.append(_Note("", ELSEWHERE.format(v.approved_elsewhere), strong=True))
+    if v.runner:
+        notes.append(_Note("", f"{v.status} in {v.runner}", tail=_takeover(v)))
+    if v.error:
+        notes.append(_Note("failed" if v.status == "failed" else "!", v.error))
+    if v.depends_on:
+        notes.append(_Note("", f"builds on step {', '.join(map(str, v.depends_on))}"))
+    if v.kind == "mcp_call":
+        notes.append(_Note("", MCP_NOTE))
+    return notes
+
+
+def _label(note: _Note) -> str:
+    return note.label if note.label == "!" else f"{note.label}:"
+
+
+def _note_markdown(note: _Note) -> str:
+    if note.prose:
+        return md_prose(note.value, prefix="> ")
+    value = md_text(note.value, prefix="> ")
+    value = f"**{value}**" if note.strong else value
+    return f"> {f'**{_label(note)}** ' if note.label else ''}{value}{note.tail}"
+
+
+def _note_text(note: _Note) -> str:
+    return f"   {f'{_label(note)} ' if note.label else ''}{note.value}{note.tail}"
+
+
 def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str) -> str:
     """The plan as markdown for Jupyter's rich display. Every stored string is escaped
     (``planbook.present.safe``): words as words, code in fences nothing inside can close, the
@@ -105,21 +160,7 @@ def plan_markdown(plan: Plan, views: list[StepView], *, mode: str, backend: str)
         status = md_text(v.status.replace("_", " "))
         # The title's names, paths and commands are already safe code spans (step_title).
         out.append(f"**{v.number}. {v.title}** · {md_text(v.risk)} risk · *{status}*")
-        if v.reason:
-            out.append(md_prose(v.reason, prefix="> "))
-        if v.runs_later:
-            out.append(f"> **runs code later:** {md_text(v.runs_later, prefix='> ')}")
-        if v.approved_elsewhere:
-            out.append(f"> **{md_text(ELSEWHERE.format(v.approved_elsewhere), prefix='> ')}**")
-        if v.runner:
-            out.append(f"> {_runner(v, markdown=True)}")
-        if v.error:
-            error = md_text(v.error, prefix="> ")
-            out.append(f"> **failed:** {error}" if v.status == "failed" else f"> **!** {error}")
-        if v.depends_on:
-            out.append(f"> builds on step {', '.join(map(str, v.depends_on))}")
-        if v.kind == "mcp_call":
-            out.append(f"> {MCP_NOTE}")
+        out += [_note_markdown(note) for note in _notes(v)]
         body = _body(v)
         if body:
             fence = {"run_cell": "python", "shell": "sh", "mcp_call": "json"}.get(v.kind, "diff")
@@ -140,40 +181,29 @@ def plan_text(
         out += [plan.current.summary, ""]
     for v in views:
         out.append(f"{v.number}. [{v.status}] {v.title.replace('`', '')}  ({v.risk} risk)")
-        if v.reason:
-            out.append(f"   why: {v.reason}")
-        if v.runs_later:
-            out.append(f"   runs code later: {v.runs_later}")
-        if v.approved_elsewhere:
-            out.append(f"   {ELSEWHERE.format(v.approved_elsewhere)}")
-        if v.runner:
-            out.append(f"   {_runner(v)}")
-        if v.error:
-            out.append(f"   ! {v.error}")
-        if v.kind == "mcp_call":
-            out.append(f"   {MCP_NOTE}")
+        out += [_note_text(note) for note in _notes(v)]
         # Split on newlines only: a carriage return in the body must show as one (``visible``).
         body = _body(v).rstrip("\n")
-        out += ["   " + line for line in body.split("\n")] if body else []
+        if body:
+            out.append("   " + body.replace("\n", "\n   "))
         out.append("")
     if not views:
         out.append("no steps yet")
-    shown = visible("\n".join(out).rstrip()).split("\n")
-    return "\n".join(_color_body(line) if color else line for line in shown) + "\n"
+    shown = visible("\n".join(out).rstrip())
+    if not color:
+        return shown + "\n"
+    return "\n".join(_color_body(line) for line in shown.split("\n")) + "\n"
 
 
-def _runner(view: StepView, *, markdown: bool = False) -> str:
-    """Who runs an approved or running step; where it is on another host (which cannot be
-    checked from here, so the step waits for it), how to take it over if that host is gone.
-    ``markdown``: the runner (stored in the notebook, so anyone's words) escaped for it."""
-    runner = md_text(view.runner or "") if markdown else view.runner
-    line = f"{md_text(view.status) if markdown else view.status} in {runner}"
-    if view.runner_elsewhere:
-        line += (
-            f"; if that process is gone, take the step over: `%plan takeover {view.number}` "
-            f"(or `planbook takeover NOTEBOOK {view.number}`)"
-        )
-    return line
+def _takeover(view: StepView) -> str:
+    """How to take over a step whose runner is on another host (which cannot be checked from
+    here, so the step waits for it) if that host is gone; "" on this host."""
+    if not view.runner_elsewhere:
+        return ""
+    return (
+        f"; if that process is gone, take the step over: `%plan takeover {view.number}` "
+        f"(or `planbook takeover NOTEBOOK {view.number}`)"
+    )
 
 
 def _color_body(line: str) -> str:

@@ -29,7 +29,7 @@ from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.rules.project import ProjectRules
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.store import Store
-from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
+from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
 from planbook.model.events import Event, EventBus, EventKind, Listener
 from planbook.model.plan import (
     Plan,
@@ -59,7 +59,7 @@ class SessionCore:
             protected=(notebook_path,) if notebook_path else (),
         )
         self.events = EventBus()
-        self.store = Store(document)
+        self.store = Store(document, str(notebook_path.resolve()) if notebook_path else "")
         self.executor = Executor(
             self.store,
             document,
@@ -275,6 +275,27 @@ class SessionCore:
             self.store.save()
         self._changed("mode_changed", message=mode)
         return self.store.state.mode
+
+    def trust(self) -> list[str]:
+        """The person vouches for this notebook and its project (``%plan trust``, ``planbook
+        trust``): a notebook of theirs that was copied or moved gets its records' authority
+        back here (engine/received.py), and the allow rules of the project's rules files, as
+        they are now, are trusted (engine/rules/trusted.py). One line each of what changed;
+        `NothingToDo` when the notebook's records were signed by someone else."""
+        lines: list[str] = []
+        with self._editing():
+            before = list(self.store.received)
+            found = self.store.rebind() if self.store.place else "here"
+            if found == "not yours":
+                raise NothingToDo(
+                    "nothing was trusted: this notebook's records were not signed by you "
+                    "(received); read its steps and approve them here instead"
+                )
+            if found == "moved":
+                self.warnings[:] = [w for w in self.warnings if w not in before]
+                lines.append(f"trusted this notebook's records at {self.store.place}")
+        lines += self.rules.trust_files()
+        return lines
 
     def current_plan(self) -> Plan | None:
         """The open plan, or else the most recent one."""

@@ -1,6 +1,6 @@
 """A notebook file opened by a tool outside Jupyter (the ``planbook`` command): its planbook
 state, a Session that only shows it or one that edits the file, its planbook metadata stripped
-in place, and the name an approval is recorded under.
+in place, the name an approval is recorded under, and a project's rules files trusted.
 
 The floor below a surface for files: the surface reads the notebook and decides what to say; the
 documents, the workspace and the store stay behind these functions.
@@ -11,13 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from planbook.documents import deep_json
 from planbook.documents.file import FileNotebook, atomic_write
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.retention import strip_text
+from planbook.engine.rules.project import trust_rules_in
 from planbook.engine.store import parse_state, user_name
 from planbook.model.store import PlanbookState
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
+
+
+def read_notebook_json(source: Path | bytes) -> Any:
+    """The JSON of a notebook file (or its bytes), any part nested too deep to hold kept as
+    its text (documents/deep_json.py); ValueError when it is not JSON in UTF-8."""
+    return deep_json.loads(source if isinstance(source, bytes) else source.read_bytes())
 
 
 def read_state(metadata: Any, where: str) -> PlanbookState:
@@ -60,3 +68,9 @@ def strip_file(path: Path, where: str) -> bool:
 def approver() -> str:
     """Who approves from a tool by default: the login name, as the store records it."""
     return user_name()
+
+
+def trust_rules_files(folder: Path, names: tuple[str, ...] | None = None) -> list[str]:
+    """Trust, as this person, the allow rules the rules files ``names`` (default: planbook.toml
+    and pyproject.toml) in ``folder`` hold now: one line per file that had any new."""
+    return trust_rules_in(folder, names) if names else trust_rules_in(folder)

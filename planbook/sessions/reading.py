@@ -33,8 +33,7 @@ class ReadingSession(SessionCore):
             plan,
             self.document.cells(),
             self.workspace,
-            self.store.state.checkpoints,
-            self.store.blobs,
+            self.store.state,
         )
 
     def render_markdown(self, *, shown_to: str | None = None) -> str:

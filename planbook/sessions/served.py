@@ -16,6 +16,7 @@ from pathlib import Path
 
 from planbook.documents.base import NotebookDocument
 from planbook.engine.anchors import resolve
+from planbook.engine.received import bind
 from planbook.engine.store import METADATA_KEY, parse_state
 from planbook.errors import UsageMistake
 from planbook.model.cell import Cell
@@ -122,8 +123,12 @@ class ServedNotebooks:
         return self.workspace.read_text(path)
 
     def state(self, path: Path) -> PlanbookState:
-        """The planbook record as the notebook file holds it now (empty when it has none)."""
-        return parse_state(self.document(path).get_metadata(METADATA_KEY), path.name)
+        """The planbook record as the notebook file holds it now (empty when it has none),
+        bound to the notebook's place, so what it carries from elsewhere tells apart
+        (engine/received.py)."""
+        state = parse_state(self.document(path).get_metadata(METADATA_KEY), path.name)
+        bind(state, str(path.resolve()))
+        return state
 
     # --- proposing -------------------------------------------------------------------------
     def session(self, name: str | None) -> Session:

@@ -36,15 +36,23 @@ class ServerRoute:
     collaboration: bool
 
 
-def room_session(route: ServerRoute, root: Path, path: Path, tool: str) -> Session:
+def room_session(
+    route: ServerRoute,
+    root: Path,
+    path: Path,
+    tool: str,
+    credentials: tuple[tuple[str, str], ...] = (),
+) -> Session:
     """A Session that edits ``path`` (a notebook under ``root``, the server's root folder)
-    through its collaboration room; LiveConnectionError (one line) when the room does not
-    open."""
+    through its collaboration room, joined with the server's token and ``credentials`` (what
+    a request the server let in carried: the way in on a server whose identity provider takes
+    no token); LiveConnectionError (one line) when the room does not open."""
     rel = path.relative_to(root).as_posix()
     document = open_live(
         route.url,
         route.token,
         rel,
+        headers=credentials,
         description=f"live: {rel} in its collaboration room ({tool}; the open page sees changes)",
     )
     try:

@@ -25,7 +25,6 @@ from planbook.engine.approval import (
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.executor.report import RunReport
 from planbook.engine.policy import decide
-from planbook.engine.preview import preview_shell, shell_step
 from planbook.engine.received import locally_approved, signed_approval
 from planbook.engine.retention import GcReport, Retention, gc
 from planbook.engine.retry import retry_of
@@ -34,6 +33,7 @@ from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_r
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.signing import who
 from planbook.engine.start_over import start_over
+from planbook.engine.store import conversation_of
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
@@ -49,13 +49,13 @@ from planbook.model.plan import (
     Step,
     approved_by_mode,
 )
-from planbook.model.preview import ShellPreview
+from planbook.sessions.previewing import PreviewingSession
 from planbook.sessions.proposer import Proposer
-from planbook.sessions.reading import ReadingSession
+from planbook.sessions.questions import PersonQuestions
 from planbook.workspace.files import Workspace
 
 
-class Session(ReadingSession):
+class Session(PreviewingSession, PersonQuestions):
     """One per kernel (or per notebook a tool opens): see the module's docstring."""
 
     def __init__(
@@ -206,6 +206,7 @@ class Session(ReadingSession):
                 if dry_run:
                     return approval_checks.dry_run(plan, chosen, self.document, self.workspace)
                 approval = signed_approval(
+                    self.store.state,
                     plan.id,
                     Approval(
                         revision=plan.current.number,
@@ -335,7 +336,7 @@ class Session(ReadingSession):
         notebook, as one transaction: from the saved state, saved at once, nothing kept in
         memory if ``change`` fails."""
         with self._editing():
-            conversation = self.store.state.conversation or Conversation()
+            conversation = conversation_of(self.store.state) or Conversation()
             conversation = change(conversation) or conversation
             self.store.state.conversation = conversation
             self.store.save()
@@ -369,7 +370,7 @@ class Session(ReadingSession):
                 chosen, again = ask_first.answer(plan, number, choice)
                 # only steps approved here run on an answer: a received plan's question
                 # may name any step as held back
-                local = locally_approved(plan)
+                local = locally_approved(self.store.state, plan)
                 again = [n for n in again if plan.steps[n - 1].id in local]
                 self.store.log("answered", f"step {plan.steps[number - 1].id}: {chosen}")
                 self.store.save()
@@ -377,25 +378,6 @@ class Session(ReadingSession):
             if not again:
                 return None
             return self.approve(again, by="answer to step question")
-
-    def preview(self, number: int) -> ShellPreview:
-        """Run shell step ``number`` once in the sandbox with the workspace as an overlay (no
-        network, the sandbox's limits; nothing reaches the workspace) and keep on the step
-        what it would change, for every surface's review (engine/preview.py)."""
-        check_step_number(number)
-        with self._editing():
-            step, op = shell_step(self._require_plan(), number)
-        preview = preview_shell(self.workspace, op)
-        with self._editing():
-            plan = self._require_plan()
-            found = plan.find_step(step.id)
-            if found is None:
-                raise UsageMistake(f"step {number} left the plan while it was previewed")
-            found.preview = preview
-            self.store.log("preview", f"{step.id}: {preview.summary}")
-            self.store.save()
-        self._changed(plan=plan)
-        return preview
 
     def rollback_preview(self, checkpoint: str | None = None) -> RollbackPreview:
         """What ``rollback(checkpoint)`` would write (files and cells), what it refuses to, and
@@ -438,9 +420,12 @@ class Session(ReadingSession):
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
         configured = Retention.load(self.workspace.root)
+        # `is None`, not `or`: a 0 given is refused in one line (Retention), never ignored
         retention = Retention(
-            keep_checkpoints=keep_checkpoints or configured.keep_checkpoints,
-            keep_plans=keep_plans or configured.keep_plans,
+            keep_checkpoints=configured.keep_checkpoints
+            if keep_checkpoints is None
+            else keep_checkpoints,
+            keep_plans=configured.keep_plans if keep_plans is None else keep_plans,
         )
         with self._editing():
             report = gc(self.store.state, retention)

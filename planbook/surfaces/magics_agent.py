@@ -22,6 +22,9 @@ from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
 from planbook.agent.state import state_of
 from planbook.errors import PlanbookError, UsageMistake
+from planbook.model.conversation import SavedDecision
+from planbook.model.questions import PersonQuestion
+from planbook.present.questions import question_line
 from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces import api
@@ -108,7 +111,8 @@ def stop_plan(session: Session) -> str:
 
 def answer_line(session: Session, line: str) -> str:
     """``%answer``: list open decisions; ``%answer d3 approve``, ``%answer d3 deny "why"``,
-    ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``."""
+    ``%answer d3 2`` (by number), ``%answer d3 edit {"content": "..."}``; an MCP client's
+    question: ``%answer q1 yes``, ``%answer q1 2`` or ``%answer q1 your own words``."""
     decisions = decisions_of(session)  # with the questions steps wait on (agent/step_questions)
     try:
         words = shlex.split(line)
@@ -118,20 +122,17 @@ def answer_line(session: Session, line: str) -> str:
     # With no run alive, the questions are those the last run left in the notebook.
     conversation = None if live or _running(session) else memory.saved(session)
     waiting = conversation.open_decisions() if conversation else []
+    # ...and beside them the questions agents outside the kernel asked over MCP
+    asked = session.person_questions(waiting_only=True)
     if not words:
-        if live:
-            return "\n".join(
-                f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}]" for d in live
-            )
-        if not waiting:
-            return "planbook: no open decision"
-        return "\n".join(
-            f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}] "
-            "(asked before the kernel restarted)"
-            for d in waiting
-        )
+        return _open_decisions(session, live, waiting, asked)
     if len(words) < 2:
         raise UsageMistake("usage: `%answer <id> <choice> [reason or edited arguments]`")
+    if any(q.id == words[0] for q in session.person_questions()):
+        answered = session.answer_question(words[0], " ".join(words[1:]))
+        return visible(
+            f"planbook: {answered.id} -> {answered.answer} (answered for {answered.origin})"
+        )
     decision_id, choice, rest = words[0], words[1], " ".join(words[2:]) or None
     picked: str | int = int(choice) if choice.isdigit() else choice
     args = None
@@ -168,6 +169,24 @@ def answer_line(session: Session, line: str) -> str:
     return f"planbook: {decision_id} -> {answer.choice}"
 
 
+def _open_decisions(
+    session: Session,
+    live: list[Decision],
+    waiting: list[SavedDecision],
+    asked: list[PersonQuestion],
+) -> str:
+    """What ``%answer`` alone lists: the agent's open decisions (those of the run, or those
+    its last run left in the notebook) and the questions MCP clients asked."""
+    lines = [f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}]" for d in live]
+    lines += [
+        f"{d.id}: {d.question} [{' / '.join(d.options) or 'free text'}] "
+        "(asked before the kernel restarted)"
+        for d in ([] if live else waiting)
+    ]
+    lines += [question_line(q, session.answered_here) for q in asked]
+    return "\n".join(lines) if lines else "planbook: no open decision"
+
+
 def _running(session: Session) -> bool:
     return state_of(session).running()
 
@@ -202,7 +221,7 @@ def conversation_text(session: Session, *, lines: int = 8) -> str | None:
             f"  waiting for you ({decision.id}): {decision.question} -> "
             f"%answer {decision.id} <{' / '.join(decision.options) or 'text'}>"
         )
-    for decision in memory.answered_elsewhere(conversation):
+    for decision in memory.answered_elsewhere(session, conversation):
         out.append(
             f"  recorded elsewhere ({decision.id}): {decision.question} -> {decision.answer}; "
             "not acted on here: `%plan continue` asks it again"

@@ -233,6 +233,12 @@ def _rules(session: NotebookSession, words: list[str]) -> None:
     say(revoke_rule(session, _number("rules", token, "rule number")))
 
 
+def _trust(session: NotebookSession, words: list[str]) -> None:
+    _words("trust", words, 0, 0)
+    lines = session.trust()
+    say("\n".join(f"planbook: {line}" for line in lines) or "planbook: nothing new to trust here")
+
+
 def _takeover(session: NotebookSession, words: list[str]) -> None:
     tokens = _words("takeover", words, 1, 2)
     if len(tokens) == 2 and tokens[1] != "--yes":
@@ -297,6 +303,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("stop", "", "end the agent's run (the plan staged so far is kept)", _stop),
     Verb("continue", "", "resume the agent's last run where it stopped", _continue),
     Verb("rules", "[revoke N]", "the permission rules; `revoke N` removes rule N", _rules),
+    Verb(
+        "trust",
+        "",
+        "trust this notebook after you moved it, and the allow rules of its project's files",
+        _trust,
+    ),
     Verb(
         "takeover",
         "N [--yes]",

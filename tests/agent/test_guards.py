@@ -14,6 +14,7 @@ from planbook.agent.run import plan_task
 from planbook.agent.state import state_of
 from planbook.agents import Scripted
 from tests.agent.conftest import make_session, next_decision
+from tests.support.rules import own_rules
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,7 @@ async def test_stop_at_a_doom_loop_ends_the_run(session: planbook.Session) -> No
 
 
 def project(tmp_path: Path, rules: str) -> planbook.Session:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n" + rules)
+    own_rules(tmp_path / "pyproject.toml", "[project]\nname = 'x'\n\n" + rules)
     (tmp_path / "notes.txt").write_text("hello\n")
     return make_session(tmp_path)
 

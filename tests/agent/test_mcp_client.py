@@ -36,6 +36,7 @@ from planbook.engine.rules.mcp_tools import looks_like_write, runs_at_once, word
 from planbook.errors import NothingToDo
 from planbook.model.operations import McpCall
 from tests.agent.conftest import make_session, next_decision
+from tests.support.rules import own_rules
 from tests.support.tamper import after_first_step
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
@@ -56,14 +57,14 @@ class Things:
         return self.root / "things.jsonl"
 
     def write(self) -> None:
-        (self.root / "planbook.toml").write_text(
+        own_rules(  # the person's own file, trusted
+            self.root / "planbook.toml",
             f"{self.rules}\n"
             "[mcp.servers.things]\n"
             f"command = {json.dumps(sys.executable)}\n"
             f"args = [{json.dumps(str(SERVER))}]\n"
             f"env = {{ THINGS_LOG = {json.dumps(str(self.log))} }}\n"
             f"{self.extra}\n",
-            encoding="utf-8",
         )
 
     def calls(self) -> list[dict[str, Any]]:
@@ -331,11 +332,11 @@ def http_things(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Thi
             assert process.poll() is None and time.monotonic() < deadline, "no HTTP server"
             time.sleep(0.1)
         monkeypatch.setenv("THINGS_TOKEN", "s3cret")
-        (tmp_path / "planbook.toml").write_text(
+        own_rules(
+            tmp_path / "planbook.toml",
             "[mcp.servers.things]\n"
             f'url = "http://127.0.0.1:{port}/mcp"\n'
             'headers = { "X-Token" = "${THINGS_TOKEN}" }\n',
-            encoding="utf-8",
         )
         yield project
     finally:
@@ -379,7 +380,7 @@ def test_the_documented_planbook_toml_loads(tmp_path: Path) -> None:
     page = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
     section = page.split("## planbook's agent as an MCP client", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
-    (tmp_path / "planbook.toml").write_text(block, encoding="utf-8")
+    own_rules(tmp_path / "planbook.toml", block)
     servers, problems = load_servers(tmp_path)
     assert problems == []
     assert isinstance(servers["github"], HttpServer) and isinstance(servers["tracker"], StdioServer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tomllib
 from pathlib import Path
 
@@ -9,12 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planbook.engine.rules.matching import RuleSet
+from planbook.engine.rules.matching import RuleSet, trust_file
 from planbook.errors import PolicyDenied, RulesError
 
 
 def write(path: Path, text: str) -> None:
+    """The person's own rules file, trusted (a broken one has nothing to trust)."""
     path.write_text(text, encoding="utf-8")
+    with contextlib.suppress(RulesError):
+        trust_file(path)
 
 
 def test_no_files_means_no_opinion(tmp_path: Path) -> None:

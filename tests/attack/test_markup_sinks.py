@@ -151,7 +151,19 @@ RECEIVED_FIELDS = (
     "cell_id",
     "origin",
     "log detail",
+    "output",
+    "diff",
+    "after_run",
 )
+#: A preview the sender's notebook carries on its shell step (model/preview.py), as JSON.
+STORED_PREVIEW = {
+    "command": "ls",
+    "exit_code": 0,
+    "output": "listing",
+    "changes": [{"path": "made.txt", "kind": "created", "diff": "+made\n"}],
+    "at": "2026-11-26T09:00:00Z",
+    "after_run": "the changes match the preview",
+}
 
 
 def _received_notebook(root: Path) -> Path:
@@ -186,6 +198,10 @@ def received(field: str, payload: str, root: Path) -> Path:
     path = _received_notebook(root)
     data = json.loads(path.read_text(encoding="utf-8"))
     meta = data["metadata"]["planbook"]
+    for plan in meta["plans"].values():
+        for step in plan["revisions"][-1]["steps"]:
+            if step["operation"]["kind"] == "shell":
+                step["preview"] = json.loads(json.dumps(STORED_PREVIEW))
     if field == "log detail":
         _poison(meta["log"], "detail", payload)
     else:

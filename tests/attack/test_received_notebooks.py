@@ -258,7 +258,7 @@ async def test_a_forged_answer_signature_is_refused(keys: Keys, tmp_path: Path) 
     # the sender's own signature, moved onto a different answer: signed content differs
     edit_meta(sent, lambda m: m["conversation"]["decisions"][0].update(answer_args={"x": 1}))
     session = reopen(sent)
-    assert memory.recorded_answers(memory.saved(session) or Conversation()) == {}
+    assert memory.recorded_answers(session, memory.saved(session) or Conversation()) == {}
 
 
 @pytest.mark.anyio

@@ -27,6 +27,7 @@ from planbook.documents.file import FileNotebook
 from planbook.engine.rules.protected import Protected
 from planbook.workspace.files import Workspace
 from tests.support.attack import tool_context
+from tests.support.rules import own_rules
 
 MODES = ["plan", "ask", "auto-edit", "act"]
 ALLOW_ALL = """
@@ -52,7 +53,7 @@ PYPROJECT = '[project]\nname = "demo"\n'
 def project(tmp_path: Path) -> tuple[planbook.Session, Path]:
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "planbook.toml").write_text(ALLOW_ALL)
+    own_rules(root / "planbook.toml", ALLOW_ALL)
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "a.txt").write_text("a\n")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)

@@ -27,3 +27,21 @@ def artifacts() -> Path:
 def browser(tmp_path: Path) -> Iterator[Any]:
     with chromium_context(tmp_path / "chromium-profile") as context:
         yield context
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test that fails with a page open leaves the page as it was then (a screenshot and the
+    text of its cells) in tests/artifacts: taken here, before the fixtures close the page."""
+    report = yield
+    page = getattr(item, "funcargs", {}).get("page")
+    if report.when == "call" and report.failed and page is not None:
+        name = item.name.replace("/", "_")[:120]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+            cells = page.locator(".jp-Cell").all_inner_texts()
+            (ARTIFACTS / f"{name}.txt").write_text("\n---\n".join(cells))
+        except Exception as exc:  # the page may be gone with what failed
+            (ARTIFACTS / f"{name}.txt").write_text(f"no picture: {exc}")
+    return report

@@ -164,6 +164,10 @@ def test_no_payload_runs_loads_or_links_in_any_sink(
         assert "<img src=x onerror=" in agent_text and "|<img src=x onerror=" in agent_text
         reasons = review.locator(".pb-cell-review-reason")
         assert "<img src=x onerror=" in reasons.first.text_content() or ""
+        # the shell steps' boxes (after the last cell) show each command as its text
+        commands = review.locator(".pb-shell-command")
+        expect(commands).to_have_count(len(PAYLOADS))
+        assert "<img src=x onerror=" in "".join(commands.all_text_contents())
     except BaseException:
         page.screenshot(path=str(artifacts / "markup-payloads-failure.png"), full_page=True)
         raise

@@ -80,6 +80,7 @@ class Bench:
             chosen = [s for s in plan.steps if s.status == "pending"]
             # signed as the person here would (an unsigned approval is a received one)
             approval = signed_approval(
+                self.store.state,
                 plan.id,
                 Approval(
                     revision=plan.current.number,
@@ -301,3 +302,22 @@ def test_a_last_step_whose_save_fails_is_not_counted_done(
     assert not report.ok and "could not record the end of the run" in (report.stopped or "")
     assert bench.path.read_bytes() == saved != before
     assert sources(bench.path)[0] == ("c1", "x = 1")
+
+
+def test_a_step_is_announced_done_only_once_the_file_holds_it(bench: Bench) -> None:
+    """The surfaces show what the file holds: each step_finished is told after the save that
+    records it, the run's last step too (its save is the run's end)."""
+    from planbook.documents.base import coalesced_saves
+
+    plan = bench.stage(insert("a", "y = 2"), insert("b", "z = 3", after="a"))
+    seen: list[list[str]] = []
+
+    def on_event(event: Event) -> None:
+        if event.kind == "step_finished":
+            seen.append(bench.statuses(plan))
+
+    bench.executor.emit = on_event
+    approval = bench.approve(plan)
+    with coalesced_saves(bench.document):
+        assert bench.executor.run(plan.id, approval).ok
+    assert seen == [["done", "approved"], ["done", "done"]]

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from planbook.sessions.served import ServedNotebooks
+from planbook.sessions.served_kernels import RunningServers
 from planbook.surfaces.mcp.server import build_server
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
@@ -24,12 +25,14 @@ FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 def tool_table(folder: Path) -> str:
     """The table of tools as the server lists them: name, kind, and its description's first
     sentence."""
-    tools = anyio.run(build_server(ServedNotebooks(folder)).list_tools)
+    tools = anyio.run(build_server(ServedNotebooks(folder), RunningServers()).list_tools)
     rows = ["| tool | kind | what it does |", "| --- | --- | --- |"]
     for tool in tools:
         kind = "read" if tool.annotations and tool.annotations.read_only_hint else "propose"
         if tool.name == "wait_for_review":
             kind = "wait"
+        elif tool.name == "ask_person":
+            kind = "ask"
         first = " ".join((tool.description or "").split("\n\n")[0].split())
         rows.append(f"| `{tool.name}` | {kind} | {first} |")
     return "\n".join(rows) + "\n"

@@ -140,7 +140,7 @@ def test_a_proposal_reaches_the_room_and_the_kernel_hears_of_it_at_once(
         async def main() -> float:
             async with connect_http(server, name="claude-code", version="2.1.0") as session:
                 tools = {t.name for t in (await session.list_tools()).tools}
-                assert tools == READ_TOOLS | PROPOSE_TOOLS | {"wait_for_review"}
+                assert tools == READ_TOOLS | PROPOSE_TOOLS | {"ask_person", "wait_for_review"}
                 assert "analysis.ipynb" in (await ok(session, "list_notebooks")).splitlines()
                 cell = await ok(session, "read_cell", notebook="analysis.ipynb", cell="#2")
                 assert cell.startswith("#2 id=show code\nprint(x + 1)")
@@ -299,11 +299,21 @@ def test_the_documented_configurations_reach_the_endpoint(server: RunningServer)
         anyio.run(main)
 
 
+#: Collaboration absent (its server extension off), or installed and switched off by flag (its
+#: endpoints still answer, but no page joins a room).
+WITHOUT_COLLABORATION = {
+    "absent": {"collaboration": False},
+    "switched off": {"extra_args": ["--YDocExtension.disable_rtc=True"]},
+}
+
+
+@pytest.mark.parametrize("how", list(WITHOUT_COLLABORATION))
 def test_without_collaboration_proposals_go_to_the_file(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, how: str
 ) -> None:
     root = tmp_path_factory.mktemp("mcp-http-file-root")
-    with with_endpoint(RunningServer(root, collaboration=False)) as server:
+    setup: Any = WITHOUT_COLLABORATION[how]
+    with with_endpoint(RunningServer(root, **setup)) as server:
         server.start()
         path = notebook(server, "plain.ipynb")
 
@@ -318,8 +328,12 @@ def test_without_collaboration_proposals_go_to_the_file(
                     reason="greet",
                 )
                 assert answer.startswith("Staged step 1")
+                # in the file when the answer comes: no room holds it to save later
+                [step] = planbook_steps(path)
+                assert step["origin"] == "cursor 3 (MCP)"
 
         anyio.run(main)
-        [step] = planbook_steps(path)  # in the file at once: no room to save it later
-        assert step["origin"] == "cursor 3 (MCP)"
         assert [c["id"] for c in json.loads(path.read_text())["cells"]] == ["load", "show"]
+        log = server.log_path.read_text(errors="replace")  # the whole log: it starts there
+        assert "as files (collaboration is off or absent on this server" in log
+        assert "through their collaboration rooms" not in log

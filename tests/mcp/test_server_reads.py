@@ -24,6 +24,7 @@ READ_TOOLS = {
     "read_notebook",
     "read_cell",
     "read_plan",
+    "read_variables",
     "list_files",
     "read_file",
 }
@@ -65,7 +66,7 @@ def test_the_tools_read_propose_and_wait_and_none_decides(tmp_path: Path) -> Non
     async def main() -> None:
         async with connect(path) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == READ_TOOLS | PROPOSE_TOOLS | {"wait_for_review"}
+            assert set(tools) == READ_TOOLS | PROPOSE_TOOLS | {"ask_person", "wait_for_review"}
             for name in tools:  # no way to approve, reject, answer, or change mode or rules
                 for word in ("approve", "reject", "mode", "rule", "answer", "permission"):
                     assert word not in name

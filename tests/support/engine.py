@@ -84,6 +84,7 @@ class Bench:
         plan = self.plan()
         # signed as the person here would (an unsigned approval is a received one)
         approval = signed_approval(
+            self.store.state,
             plan.id,
             Approval(
                 revision=plan.current.number,

@@ -22,15 +22,17 @@ async def connect(
     name: str = "test-agent",
     version: str = "1.0",
     args: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A session with planbook's MCP server on ``target``, introduced as ``name version``;
     ``args``: how to start it with ``python`` in ``target``'s folder (default:
-    ``-m planbook.surfaces.mcp TARGET``; the CLI's ``-m planbook mcp ...`` is the other way)."""
+    ``-m planbook.surfaces.mcp TARGET``; the CLI's ``-m planbook mcp ...`` is the other way);
+    ``env``: variables set on top of this process's environment."""
     params = StdioServerParameters(
         command=sys.executable,
         args=args if args is not None else ["-m", "planbook.surfaces.mcp", str(target)],
         # the whole environment: PYTHONPATH puts this checkout's planbook first
-        env=dict(os.environ),
+        env={**os.environ, **(env or {})},
         cwd=str(target if target.is_dir() else target.parent),
     )
     with open(os.devnull, "w") as quiet:

@@ -116,6 +116,7 @@ def doc_shot(name: str, *parts: Any) -> None:
     """Save the smallest picture holding ``parts`` (locators) as docs' ``name``-<theme>.png."""
     if not DOC_SHOTS or not parts:
         return
+    parts[0].scroll_into_view_if_needed()  # a clip is taken from what the window shows
     boxes = [box for part in parts if (box := part.bounding_box()) is not None]
     if not boxes:
         return

@@ -14,7 +14,7 @@ import pytest
 from planbook import errors
 from planbook.errors import CliError, PlanbookError
 from planbook.sessions.open_file import editing_session
-from planbook.surfaces.cli import commands, demo, serve_mcp
+from planbook.surfaces.cli import commands, demo, serve_mcp, trust
 from planbook.surfaces.cli.exit_codes import EXIT_NOT_NOTEBOOK, EXIT_USAGE
 from planbook.surfaces.cli.main import main
 from planbook.surfaces.cli.parser import build_parser
@@ -57,6 +57,8 @@ def test_every_subcommand_runs_its_own_function() -> None:
         "log": commands.cmd_log,
         "gc": commands.cmd_gc,
         "strip": commands.cmd_strip,
+        "trust": trust.cmd_trust,
+        "answer": commands.cmd_answer,
         "mcp": serve_mcp.cmd_mcp,
         "demo": demo.cmd_demo,
     }
@@ -103,6 +105,8 @@ def test_the_other_subcommands_take_theirs() -> None:
     assert (parse("gc", "nb.ipynb").keep, parse("gc", "nb.ipynb").keep_plans) == (None, None)
     assert parse("strip").notebook is None  # a git clean filter: stdin to stdout
     assert parse("strip", "-").notebook == "-"
+    answered = parse("answer", "nb.ipynb", "q1", "only", "2023")
+    assert (answered.question, answered.answer) == ("q1", ["only", "2023"])
     made = parse("demo", "--dir", "here", "--no-color")
     assert (made.dir, made.color) == ("here", False)
 

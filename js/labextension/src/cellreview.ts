@@ -11,6 +11,7 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { PanelLayout, Widget } from '@lumino/widgets';
 import { renderDiff } from './diffview';
+import { previewLabel, renderShell } from './shellbox';
 import { IDecided, IDecision, IPlanMessage, IStep } from './protocol';
 
 /** Sent on `window` when a cell's badge is clicked: the plan panel shows that step. */
@@ -200,14 +201,16 @@ export class CellReview {
     for (const step of message.steps) {
       // An insert whose cell is in the notebook (approved, running, failed) is drawn on that
       // cell, like every other step: one place for a step's box, above the cell's code.
+      // A shell step has no cell: its box goes after the last cell, as an insert at the end.
+      const cellId = step.cell_id ?? '';
       const shown =
-        step.kind === 'insert_cell' && !byId.has(step.cell_id)
+        step.kind === 'shell' || (step.kind === 'insert_cell' && !byId.has(cellId))
           ? this.placeholder(step, byId, placeholders)
-          : this.onCell(step, byId.get(step.cell_id));
+          : this.onCell(step, byId.get(cellId));
       if (shown) {
         this.shown.push(shown);
         if (step.kind === 'insert_cell') {
-          placeholders.set(step.cell_id, shown);
+          placeholders.set(cellId, shown);
         }
       }
     }
@@ -281,7 +284,7 @@ export class CellReview {
    */
   private keepTrust(message: IPlanMessage): void {
     const ours = new Set([
-      ...message.steps.filter(s => s.status !== 'pending').map(s => s.cell_id),
+      ...message.steps.filter(s => s.status !== 'pending' && s.cell_id !== null).map(s => s.cell_id),
       ...(message.decided ?? []).map(d => d.cell_id)
     ]);
     const cells = [...(this.panel.content.model?.cells ?? [])];
@@ -443,13 +446,13 @@ export class CellReview {
     box.addClass('pb-cell-review');
     box.addClass(`pb-status-${step.status}`);
     box.addClass(`pb-kind-${step.kind}`);
-    if (placeholder) {
+    if (placeholder && step.kind !== 'shell') {
       box.addClass('pb-placeholder');
     }
     const node = box.node;
     node.dataset.stepId = step.id;
     node.dataset.stepNumber = String(step.number);
-    node.dataset.cellId = step.cell_id;
+    node.dataset.cellId = step.cell_id ?? '';
     node.setAttribute('role', 'group');
     node.setAttribute('aria-label', trans.__('Planbook step %1: %2', step.number, step.title));
 
@@ -467,7 +470,9 @@ export class CellReview {
     });
     const title = document.createElement('span');
     title.className = 'pb-cell-review-title';
-    title.textContent = placeholder
+    title.textContent = step.kind === 'shell'
+      ? trans.__('Shell command, run in the workspace once approved')
+      : placeholder
       ? trans.__('Proposed new %1 cell (not in the notebook until approved)', step.cell_type ?? 'code')
       : step.title;
     head.append(badge, title);
@@ -491,7 +496,9 @@ export class CellReview {
       reason.textContent = step.reason;
       node.append(reason);
     }
-    if (step.diff) {
+    if (step.kind === 'shell') {
+      node.append(renderShell(step, trans));
+    } else if (step.diff) {
       node.append(renderDiff(step.diff));
     } else if (step.kind === 'delete_cell') {
       const note = document.createElement('div');
@@ -544,6 +551,16 @@ export class CellReview {
           button(trans.__('Approve'), 'approve', 'jp-mod-accept'),
           button(trans.__('Reject'), 'reject', 'jp-mod-reject')
         );
+        const preview = previewLabel(step, trans);
+        if (preview !== null) {
+          actions.append(button(preview, 'preview', ''));
+        }
+        if (step.previewing) {
+          // approve once the preview shows what it does (the kernel refuses it before)
+          actions.querySelectorAll('.pb-cell-approve, .pb-cell-preview').forEach(b => {
+            (b as HTMLButtonElement).disabled = true;
+          });
+        }
       }
       node.append(actions);
     }

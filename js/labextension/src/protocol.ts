@@ -41,12 +41,38 @@ export type Anchor =
   | { end: true }
   | { top: true };
 
+/** One path a shell step's preview changed (planbook/surfaces/comm/shell_view.py). */
+export interface IShellChange {
+  path: string;
+  kind: 'created' | 'changed' | 'deleted' | 'mode';
+  entry: 'file' | 'folder' | 'symlink';
+  /** Octal permission bits, as text. */
+  mode_before: string | null;
+  mode_after: string | null;
+  /** A bounded unified diff, or one line saying why none (binary, too large, a symlink). */
+  diff: string;
+}
+
+/** What running a shell step once in an overlay changed, or why it could not show it. */
+export interface IShellPreview {
+  summary: string;
+  problem: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  output: string;
+  changes: IShellChange[];
+  /** Changes not listed (the panel lists them all). */
+  more: number;
+  after_run: string | null;
+}
+
 export interface IStep {
   number: number;
   id: string;
-  kind: 'insert_cell' | 'edit_cell' | 'delete_cell' | 'move_cell' | 'run_cell';
+  kind: 'insert_cell' | 'edit_cell' | 'delete_cell' | 'move_cell' | 'run_cell' | 'shell';
   status: 'pending' | 'approved' | 'running' | 'failed' | 'skipped';
-  cell_id: string;
+  /** The cell it changes; null for a shell step (drawn after the last cell). */
+  cell_id: string | null;
   /** The cell's id as a person reads it (the shortest unique prefix, as `%plan cells`). */
   short_id?: string;
   cell_type: string | null;
@@ -63,6 +89,11 @@ export interface IStep {
   after: string;
   diff: IDiff | null;
   anchor?: Anchor;
+  /** A shell step: its command, its preview, whether one runs now, why none can run. */
+  command?: string;
+  preview?: IShellPreview | null;
+  previewing?: boolean;
+  preview_off?: string;
 }
 
 /** A cell step that is history now: the page draws a short trace of it if it saw it pending. */
@@ -146,7 +177,7 @@ export type PageMessage = ICellsMessage | IAppliedMessage | IRefusedMessage;
 
 /** What the page asks of the kernel. */
 export interface IDecision {
-  action: 'approve' | 'reject' | 'retry';
+  action: 'approve' | 'reject' | 'retry' | 'preview';
   step_id: string;
   revision: number;
   /** For approve: the step's hash as this page showed it; a step rewritten since is refused. */

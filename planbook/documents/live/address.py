@@ -23,6 +23,14 @@ class RoomAddress:
     """The server's token ("" when the server needs none)."""
     path: str
     """The notebook's path relative to the server's root_dir, with forward slashes."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Credentials sent with every request besides the token (whose header they replace when
+    they carry an Authorization), for a server whose identity provider authenticates
+    otherwise (a cookie, a header set by a proxy or a hub)."""
+
+    def header_lines(self) -> list[str]:
+        """``headers`` as the websocket handshake takes them."""
+        return [f"{name}: {value}" for name, value in self.headers]
 
     def open_session(self) -> tuple[str, str]:
         """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room."""
@@ -32,7 +40,9 @@ class RoomAddress:
         body = json.dumps({"format": "json", "type": "notebook"}).encode()
         request = urllib.request.Request(url, data=body, method="PUT")
         request.add_header("Content-Type", "application/json")
-        if self.token:
+        for name, value in self.headers:
+            request.add_header(name, value)
+        if self.token and not request.has_header("Authorization"):
             request.add_header("Authorization", f"token {self.token}")
         with urllib.request.urlopen(request, timeout=10) as response:
             reply = json.loads(response.read())

@@ -447,8 +447,14 @@ class LiveNotebook:
 
 
 def open_live(
-    server_url: str, token: str, path: str, *, description: str | None = None
+    server_url: str,
+    token: str,
+    path: str,
+    *,
+    description: str | None = None,
+    headers: tuple[tuple[str, str], ...] = (),
 ) -> LiveNotebook:
-    """Connect to the room of ``path`` (relative to the server's root) and sync it."""
+    """Connect to the room of ``path`` (relative to the server's root) and sync it; with
+    ``headers``, sent as credentials on every request (a server without a token)."""
     url = server_url if server_url.endswith("/") else server_url + "/"
-    return LiveNotebook(RoomAddress(url, token, path), description=description)
+    return LiveNotebook(RoomAddress(url, token, path, headers), description=description)

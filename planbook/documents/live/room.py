@@ -355,6 +355,7 @@ class Room(SharedCopy):
             self._file_id, self._session_id = file_id, session_id
         ws = websocket.create_connection(
             self.address.room_url(self._file_id, self._session_id),
+            header=self.address.header_lines(),
             enable_multithread=True,
             timeout=self.connect_timeout,
         )

@@ -52,6 +52,9 @@ class KeptOutputs:
         self._kept: dict[str, RunOutputs] = {}
         #: step id -> the document's reload count when a save last held its outputs
         self._saved_at: dict[str, int] = {}
+        #: step id -> the reload count when its outputs were last written into the cell: a
+        #: save confirmed after a reload since then saved the reloaded copy, not them
+        self._written_at: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -63,6 +66,7 @@ class KeptOutputs:
         """Before a step's outputs are written into ``cell`` (as it is before them)."""
         self._kept.pop(step_id, None)
         self._saved_at.pop(step_id, None)
+        self._written_at[step_id] = self._reloads()
         self._kept[step_id] = RunOutputs(
             cell.id, cell.source, list(cell.outputs), list(run.outputs), run.execution_count
         )
@@ -72,6 +76,7 @@ class KeptOutputs:
     def _forget(self, step_id: str) -> None:
         self._kept.pop(step_id, None)
         self._saved_at.pop(step_id, None)
+        self._written_at.pop(step_id, None)
 
     def _state(self, kept: RunOutputs) -> tuple[str, Cell | None]:
         """ "before" (the cell is as it was before the run: its outputs are missing, it is
@@ -102,6 +107,8 @@ class KeptOutputs:
             elif cell is not None:
                 todo.append((step_id, kept, cell))
         if todo:
+            for step_id, _, _ in todo:
+                self._written_at[step_id] = reloads
             with self.document.transaction():
                 for _, kept, cell in todo:
                     self.document.replace_cell(
@@ -116,8 +123,11 @@ class KeptOutputs:
 
     def saved_with(self, step_id: str) -> None:
         """After a confirmed save that followed the commit of ``step_id``'s outputs: the file
-        holds them (nothing is read: a step's end must not fail on a read)."""
-        if step_id in self._kept:
+        holds them (nothing is read: a step's end must not fail on a read), unless the room
+        was reloaded since they were written. Then the save wrote the reloaded copy (an
+        outside rewrite read before they were saved lacks them) and they stay kept, to be put
+        back if the cell is found without them."""
+        if step_id in self._kept and self._written_at.get(step_id) == self._reloads():
             self._saved_at[step_id] = self._reloads()
 
     def restorable(self) -> bool:

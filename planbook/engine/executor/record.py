@@ -72,6 +72,9 @@ class StepRecords:
         self._steps = StepIndex()
         #: The last step of the run under way: its save waits for the run's end.
         self._last_of_run: str | None = None
+        #: That step's announcement, held until its save went through (``_tell_held``): a
+        #: surface never shows "done" for a step the file does not hold yet.
+        self._held: tuple[str, StepOutcome, str | None] | None = None
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -211,8 +214,20 @@ class StepRecords:
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
         """Tell the surfaces, once what the step did is saved: written now, unless it is the
         run's last step, whose save carries the run's end (``_end_run``)."""
-        if outcome.step_id != self._last_of_run:
-            write_pending(self.document)
+        if outcome.step_id == self._last_of_run:
+            self._held = (plan_id, outcome, checkpoint)
+            return outcome
+        write_pending(self.document)
+        self._tell_finished(plan_id, outcome, checkpoint)
+        return outcome
+
+    def _tell_held(self) -> None:
+        """Announce the run's last step, its save done (or failed: its outcome says so)."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._tell_finished(*held)
+
+    def _tell_finished(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> None:
         if checkpoint is not None:
             self._tell(
                 Event(
@@ -232,7 +247,6 @@ class StepRecords:
                 data={"number": outcome.number},
             )
         )
-        return outcome
 
     def _finish(
         self,

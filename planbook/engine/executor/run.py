@@ -64,6 +64,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         self.stop_requested = False
         own = tuple(approval.step_ids)
         self._last_of_run = own[-1] if own else None
+        self._held = None
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
         self._reloads_at_start = self.watch.count()
@@ -102,6 +103,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 if self._reloaded():
                     self._settle_reload(plan_id, report)
                 self._end_run(plan_id, own, report)
+                self._tell_held()
                 # the last look, after the end's save: a slower network's edit had that long
                 # to arrive (a late conflict leaves no step open: the plan's state stands)
                 if not self._reloaded() and self._late_conflicts(plan_id, report):
@@ -110,6 +112,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                         report.notes.append(warning)
         finally:
             self.active = False
+            self._tell_held()  # a run that ended by an exception still says what its step did
         self._tell(
             Event(
                 kind="run_finished",

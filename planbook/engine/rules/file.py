@@ -2,7 +2,8 @@
 
 Reading and matching rules is ``matching.py``'s job; this module only changes the file, with
 tomlkit, so a rule the person added by answering "always allow ..." lands as one commented
-``[[rules]]`` table, and revoking it removes exactly that rule. Every change re-reads the file
+``[[rules]]`` table (trusted for this person: engine/rules/trusted.py), and revoking it
+removes exactly that rule. Every change re-reads the file
 under an OS lock, checks the result still parses, and replaces the file atomically.
 
 ``scopes_for`` turns one permission question into the choices a person can read: this file,
@@ -28,6 +29,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from planbook.engine.rules.rule import RULES_FILE, Rule
+from planbook.engine.rules.trusted import trust
 from planbook.errors import RulesError
 from planbook.model.base import PlanbookModel
 
@@ -178,6 +180,7 @@ def append_rule(root: Path, rule: Rule, comment: str = "") -> None:
             doc.append("rules", tomlkit.aot())
         doc["rules"].append(table)
         _write(path, tomlkit.dumps(doc))
+        trust(path, [rule])  # the person's own grant: trusted here, and only it
 
 
 def remove_rule(root: Path, rule: Rule) -> None:

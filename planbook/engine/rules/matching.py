@@ -32,6 +32,10 @@ continuations, ``$(...)``, subshells and wrappers such as ``sudo``/``env``/``xar
 through). A deny on any part denies the whole; the whole is allowed only when every part is;
 what cannot be parsed is asked about, never allowed.
 
+An allow rule read from a file holds only when this person trusts it (engine/rules/trusted.py:
+planbook trusts the rules it writes, ``planbook trust FILE`` the ones written by hand); an
+untrusted one acts as ask and never outweighs a deny, and ``ignored`` says so per file.
+
 Protected settings (engine/protected.py: planbook.toml, ``[tool.planbook]``, ``.git/``, the
 notebook) are always asked about: a rule that would allow them is ignored for them, and
 ``load`` says so in ``ignored``.
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +55,11 @@ from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action, Rule, first_error
 from planbook.engine.rules.shell_parse import parse
 from planbook.engine.rules.shell_words import SimpleCommand
+from planbook.engine.rules.trusted import trust, untrusted
 from planbook.engine.rules.wrappers import TRANSPARENT, WRAPPERS
 from planbook.errors import RulesError, invalid_as
 from planbook.model.operations import AnyOperation, McpCall, target_of
+from planbook.model.words import count
 
 
 @dataclass
@@ -73,10 +80,11 @@ class RuleSet:
         pyproject = base / "pyproject.toml"
         if pyproject.is_file():
             section = _read_toml(pyproject).get("tool", {}).get("planbook", {})
-            rules += _parse_section(section, "pyproject.toml [tool.planbook]")
+            found = _parse_section(section, "pyproject.toml [tool.planbook]")
+            rules += _as_trusted(pyproject, found)
         own = base / RULES_FILE
         if own.is_file():
-            rules += _parse_section(_read_toml(own), RULES_FILE)
+            rules += _as_trusted(own, _parse_section(_read_toml(own), RULES_FILE))
         return cls(rules=rules, root=base, protected=Protected(base))
 
     def decide(self, tool: str, target: str | None = None) -> Action | None:
@@ -102,9 +110,11 @@ class RuleSet:
         return self.protected.op_reason(op) if self.protected else None
 
     def ignored(self) -> list[str]:
-        """One line for each rule that tries to allow a protected setting (it is ignored)."""
+        """One line for each file whose allow rules this person has not trusted (they act as
+        ask), and for each rule that tries to allow a protected setting (it is ignored)."""
+        out = self.not_trusted()
         if self.protected is None:
-            return []
+            return out
         samples = [
             ("write_file", "planbook.toml"),
             ("edit_file", "pyproject.toml"),
@@ -114,7 +124,6 @@ class RuleSet:
         ]
         if self.protected.notebook is not None:
             samples.append(("shell", f"rm {self.protected.notebook.name}"))
-        out = []
         for rule in self.rules:
             if rule.action != "allow" or rule.pattern == "*":
                 continue
@@ -125,6 +134,21 @@ class RuleSet:
                     f"for protected settings such as {hits[0]!r}: they are always reviewed"
                 )
         return out
+
+    def not_trusted(self) -> list[str]:
+        """One line per rules file whose allow rules this person has not trusted."""
+        by_file: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            if rule.untrusted:
+                name = RULES_FILE if rule.source.startswith(RULES_FILE) else "pyproject.toml"
+                by_file.setdefault(name, []).append(rule)
+        return [
+            f"{name}'s allow rules are not trusted here: {count(rules, 'rule')} "
+            f"({', '.join(f'{r.tool} {r.pattern!r}' for r in rules[:3])}"
+            f"{', ...' if len(rules) > 3 else ''}) act as ask until you trust them: "
+            f"`planbook trust {name}` or `%plan trust`"
+            for name, rules in by_file.items()
+        ]
 
     def add(
         self,
@@ -155,8 +179,18 @@ class RuleSet:
         return rule
 
     def _last_match(self, tool: str, target: str | None) -> Action | None:
-        for rule in reversed(self.rules):
-            if rule.matches(tool, target):
+        return self._verdict(lambda rule: rule.matches(tool, target))
+
+    def _verdict(self, matches: Callable[[Rule], bool]) -> Action | None:
+        """The action of the last rule that ``matches``; an untrusted allow (acting as ask)
+        never outweighs an earlier deny."""
+        for i in range(len(self.rules) - 1, -1, -1):
+            rule = self.rules[i]
+            if matches(rule):
+                if rule.untrusted and any(
+                    r.action == "deny" and matches(r) for r in self.rules[:i]
+                ):
+                    return "deny"
                 return rule.action
         return None
 
@@ -207,10 +241,9 @@ class RuleSet:
 
     def _match_part(self, text: str) -> Action | None:
         """As ``_last_match``; a pattern ``rm *`` also matches a bare ``rm`` (no arguments)."""
-        for rule in reversed(self.rules):
-            if rule.matches("shell", text) or rule.matches("shell", text + " "):
-                return rule.action
-        return None
+        return self._verdict(
+            lambda rule: rule.matches("shell", text) or rule.matches("shell", text + " ")
+        )
 
 
 def rule_tool(op: AnyOperation) -> str:
@@ -229,6 +262,30 @@ def rule_target(op: AnyOperation) -> str | None:
     if op.kind == "insert_cell":
         return None  # a new cell's id is random: there is nothing to match
     return key.split(":", 1)[1]
+
+
+def trust_file(file: Path) -> list[Rule]:
+    """Trust the allow rules ``file`` (a planbook.toml, or a pyproject.toml's
+    ``[tool.planbook]``) holds now, as this person: the ones newly trusted. `RulesError`
+    (one line) when it cannot be read."""
+    if not file.is_file():
+        raise RulesError(f"{file}: no such file; name a planbook.toml or pyproject.toml")
+    raw = _read_toml(file)
+    if file.name == "pyproject.toml":
+        rules = _parse_section(raw.get("tool", {}).get("planbook", {}), file.name)
+    else:
+        rules = _parse_section(raw, file.name)
+    return trust(file, rules)
+
+
+def _as_trusted(file: Path, rules: list[Rule]) -> list[Rule]:
+    """``rules`` as read from ``file``, each allow rule this person has not trusted made an
+    ask (engine/rules/trusted.py)."""
+    distrusted = {id(r) for r in untrusted(file, rules)}
+    return [
+        r.model_copy(update={"action": "ask", "untrusted": True}) if id(r) in distrusted else r
+        for r in rules
+    ]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -15,13 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from planbook.engine.rules.matching import RuleSet
+from planbook.engine.mcp_servers import trust_servers
+from planbook.engine.rules.matching import RuleSet, trust_file
 from planbook.engine.rules.protected import Protected
 from planbook.engine.rules.rule import RULES_FILE, Action
 from planbook.engine.rules.runs_later import extra_patterns
 from planbook.engine.rules.runs_later import reason as runs_later_reason
 from planbook.errors import RulesError
 from planbook.model.operations import AnyOperation
+from planbook.model.words import count
 
 __all__ = ["ProjectRules"]
 
@@ -80,6 +82,13 @@ class ProjectRules:
             return "hold"
         return verdict
 
+    def trust_files(self) -> list[str]:
+        """Trust the allow rules the project's rules files hold now, as this person (what
+        ``%plan trust`` and ``planbook trust`` do): one line per file that had any."""
+        lines = trust_rules_in(self.root)
+        self._seen = None  # the same bytes, now trusted: read again
+        return lines
+
     def protected_reason(self, op: AnyOperation) -> str | None:
         """Why ``op`` touches settings no rule may let through unreviewed (planbook's rules,
         pyproject.toml, .git, the notebook file), or None; the same whatever the files say."""
@@ -96,6 +105,24 @@ class ProjectRules:
         fresh.rules.extend(r for r in self._rules.rules if r.source == "added")
         self._rules = fresh
         self._broken = None
+
+
+def trust_rules_in(folder: Path, names: tuple[str, ...] = _SOURCES) -> list[str]:
+    """Trust the allow rules of the rules files ``names`` in ``folder``; one line per file
+    that holds any (`RulesError`, one line, for a file that cannot be read)."""
+    out = []
+    for name in names:
+        path = folder / name
+        if path.is_file():
+            fresh = trust_file(path)
+            if fresh:
+                listed = ", ".join(f"{r.tool} {r.pattern!r}" for r in fresh)
+                out.append(f"trusted {count(fresh, 'allow rule')} of {name}: {listed}")
+            servers = trust_servers(path) if name == RULES_FILE else []
+            if servers:
+                listed = ", ".join(servers)
+                out.append(f"trusted {count(servers, 'MCP server')} of {name}: {listed}")
+    return out
 
 
 def _read(path: Path) -> bytes | None:

@@ -28,6 +28,9 @@ class Rule(PlanbookModel):
     action: Action = Field(description="allow, ask or deny.")
     #: Where the rule was read from (file name and position), for messages.
     source: str = Field(default="", exclude=True, repr=False)
+    #: An allow rule read from a file this person has not trusted (engine/rules/trusted.py):
+    #: it acts as "ask", and never outweighs a deny.
+    untrusted: bool = Field(default=False, exclude=True, repr=False)
 
     def matches(self, tool: str, target: str | None) -> bool:
         if not fnmatchcase(tool, self.tool):

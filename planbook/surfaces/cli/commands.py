@@ -1,6 +1,7 @@
 """The ``planbook`` subcommands that work on a notebook file: show, approve, reject, rollback,
-takeover, preview, log, gc and strip. Each is one ``cmd_*`` function taking the parsed arguments and
-returning its exit code; what goes wrong is raised as a ``CliError`` (one line and its exit code).
+takeover, preview, log, gc, strip and answer. Each is one ``cmd_*`` function taking the parsed
+arguments and returning its exit code; what goes wrong is raised as a ``CliError`` (one line
+and its exit code).
 
 They read the file (``loading``), call a Session and print what happened; ``approve`` hands
 the run to a real kernel (``kernel``).
@@ -19,11 +20,12 @@ from planbook.errors import CliError, MetadataError
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.words import count, plural
 from planbook.present.checkpoint_names import checkpoint_name
+from planbook.present.questions import question_line, questions_text
 from planbook.present.safe import visible
 from planbook.present.text import color_line, preview_lines
 from planbook.sessions.open_file import strip_file, strip_metadata
 from planbook.sessions.session import Session
-from planbook.surfaces.cli.audit import audit_rows
+from planbook.surfaces.cli.audit import audit_line, audit_rows
 from planbook.surfaces.cli.exit_codes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -51,13 +53,32 @@ _CLEAN_STOP = "interrupted: the run ended cleanly between steps"
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    loaded = load(args.notebook)
+    loaded = load(args.notebook, need_plan=False)
+    if not loaded.state.plans and not loaded.state.questions:
+        load(args.notebook)  # says there is no plan, as every command does
     color = args.color if args.color is not None else sys.stdout.isatty()
     session = read_session(loaded)
-    # render_text makes stored text visible itself; only its own colours reach the terminal.
-    print(session.render_text(color=color), end="")
+    if loaded.state.plans:
+        # render_text makes stored text visible itself; only its own colours reach the terminal.
+        print(session.render_text(color=color), end="")
     if loaded.state.checkpoints:  # numbered as `planbook rollback NB N` takes them
         say("\ncheckpoints:\n" + session.checkpoints_text())
+    waiting = session.person_questions(waiting_only=True)
+    if waiting:
+        how = f"`planbook answer {shown(loaded.path)} QID ANSWER`"
+        say(f"\nquestions for you:\n{questions_text(waiting, session.answered_here, how)}")
+    elif not loaded.state.plans:
+        say(f"{shown(loaded.path)}: no plan yet, and every question asked over MCP is answered")
+    return EXIT_OK
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    loaded = load(args.notebook, need_plan=False)
+    text = " ".join(args.answer)
+    session = file_session(loaded)
+    answered = planbook_errors(loaded, lambda: session.answer_question(args.question, text))
+    given = visible(answered.answer or "")
+    say(f"answered {question_line(answered, session.answered_here)}: {given}")
     return EXIT_OK
 
 
@@ -144,7 +165,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         say(f"{args.notebook}: no planbook history yet")
     else:
         for row in rows:
-            say(f"{row['at']}  {row['by']:<20} {row['event']:<10} {row['detail']}")
+            say(audit_line(row))
     return EXIT_OK
 
 

@@ -16,7 +16,12 @@ from typing import Any, TypeVar
 
 from planbook.errors import CliError, MetadataError, PlanbookError
 from planbook.model.store import PlanbookState
-from planbook.sessions.open_file import editing_session, read_state, showing_session
+from planbook.sessions.open_file import (
+    editing_session,
+    read_notebook_json,
+    read_state,
+    showing_session,
+)
 from planbook.sessions.session import Session
 from planbook.surfaces.cli.exit_codes import (
     EXIT_METADATA,
@@ -38,9 +43,12 @@ def _nbformat() -> Any:
 
 def read_nb(source: Path | bytes) -> Any:
     """nbformat's reader (untyped), from a file or from bytes."""
-    if isinstance(source, bytes):
-        return _nbformat().reads(source.decode("utf-8"), as_version=4)
-    return _nbformat().read(source, as_version=4)
+    try:
+        if isinstance(source, bytes):
+            return _nbformat().reads(source.decode("utf-8"), as_version=4)
+        return _nbformat().read(source, as_version=4)
+    except RecursionError:  # nested deeper than nbformat reads: its deep parts kept as text
+        return _nbformat().from_dict(read_notebook_json(source))
 
 
 def write_nb(notebook: Any, path: Path) -> None:

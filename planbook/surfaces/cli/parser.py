@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable
 
 from planbook.surfaces.cli.commands import (
+    cmd_answer,
     cmd_approve,
     cmd_gc,
     cmd_log,
@@ -21,6 +22,7 @@ from planbook.surfaces.cli.commands import (
 from planbook.surfaces.cli.demo import cmd_demo
 from planbook.surfaces.cli.exit_codes import exit_codes_text
 from planbook.surfaces.cli.serve_mcp import cmd_mcp
+from planbook.surfaces.cli.trust import cmd_trust
 from planbook.version import __version__
 
 
@@ -183,6 +185,39 @@ def build_parser() -> argparse.ArgumentParser:
         "stripped to stdout: a git clean filter (see docs/checkpoints.md).",
     )
     strip.add_argument("notebook", nargs="?", help="the .ipynb file; - or nothing: stdin")
+
+    answer = command(
+        "answer",
+        "answer a question an agent asked over MCP",
+        cmd_answer,
+        "Answer question QID (see `planbook show`) that an agent asked through planbook's MCP "
+        "server: one of its options, the option's number, or your own words. The answer is "
+        "recorded in the notebook with your name and signed with your key; the agent's "
+        "wait_for_review receives it.",
+    )
+    answer.add_argument("notebook", help="the .ipynb file")
+    answer.add_argument("question", metavar="QID", help="the question's id, such as q1")
+    answer.add_argument(
+        "answer", nargs="+", metavar="ANSWER", help="an option, its number, or text"
+    )
+
+    trust = command(
+        "trust",
+        "trust a notebook you moved, or the allow rules of a rules file you wrote",
+        cmd_trust,
+        "Vouch for FILE as yours, as `jupyter trust` does for a notebook. A notebook (.ipynb) "
+        "you copied or moved gets its approvals, mode and checkpoints back (they are bound to "
+        "where they were signed), and its folder's rules files are trusted too. A planbook.toml "
+        "or pyproject.toml: its allow rules, as they are now, apply without review (an allow "
+        "rule you have not trusted acts as ask). Without FILE: the rules files of the current "
+        "folder. See docs/security.md.",
+    )
+    trust.add_argument(
+        "notebook",
+        nargs="?",
+        metavar="FILE",
+        help="a notebook, a planbook.toml or a pyproject.toml (default: the current folder)",
+    )
 
     mcp = command(
         "mcp",

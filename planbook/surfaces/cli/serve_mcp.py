@@ -9,11 +9,10 @@ here, and its absence is one line naming the extra.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from planbook.errors import CliError, MetadataError, PlanbookError
-from planbook.sessions.open_file import read_state
+from planbook.sessions.open_file import read_notebook_json, read_state
 from planbook.surfaces.cli.exit_codes import (
     EXIT_DEPENDENCY,
     EXIT_METADATA,
@@ -58,7 +57,7 @@ def _check_notebook(path: Path, given: str) -> None:
     """A notebook the server cannot read, or whose planbook metadata is broken, is one line
     now. (JSON, not nbformat: its schema validator costs seconds an agent waits for.)"""
     try:
-        nb = json.loads(path.read_bytes())
+        nb = read_notebook_json(path)
     except (OSError, ValueError):
         nb = None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):

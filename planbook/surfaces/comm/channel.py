@@ -1,11 +1,12 @@
 """The in-cell review's link to the kernel: one comm per open notebook page, target "planbook".
 
 A thin surface beside ``widget.py``: it sends the page the current plan (``comm_view``) after
-every Session event, and carries out the page's decisions (approve or reject one step) through
-the same Session calls and checks as ``%approve``, ``%reject`` and the panel. Decisions are
-handled on the kernel's main thread (``planbook.surfaces.widget.mainloop``): a comm message may
-arrive on
-another thread while a step runs, and the Session is only ever touched from the main thread.
+every Session event, and carries out the page's decisions (approve, reject, retry or preview
+one step) through the same Session calls and checks as ``%approve``, ``%reject``, ``%plan
+preview`` and the panel. Decisions are handled on the kernel's main thread
+(``planbook.surfaces.widget.mainloop``): a comm message may arrive on another thread while a
+step runs, and the Session is only ever touched from the main thread; a preview's command
+waits on a worker thread (``planbook.surfaces.widget.preview_task``).
 
 The page opens the comm when its kernel is ready (refused while planbook is not loaded, so the
 page shows nothing), and again when ``%load_ext planbook`` opens one to tell a page already open
@@ -32,6 +33,7 @@ from planbook.surfaces.comm.view import plan_message
 from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
+from planbook.surfaces.widget.preview_task import refuse_while_previewed, start_preview
 
 if TYPE_CHECKING:
     from planbook.documents.page import PageNotebook
@@ -67,7 +69,13 @@ class RetryStep(_Decision):
     action: Literal["retry"]
 
 
-AnyDecision = ApproveStep | RejectStep | RetryStep
+class PreviewStep(_Decision):
+    """Run a pending shell step once in an overlay (off the main thread) and show it."""
+
+    action: Literal["preview"]
+
+
+AnyDecision = ApproveStep | RejectStep | RetryStep | PreviewStep
 Decision = Annotated[AnyDecision, Field(discriminator="action")]
 _DECISION: TypeAdapter[AnyDecision] = TypeAdapter(Decision, config=DEFERRED)
 
@@ -176,6 +184,8 @@ class CellReviewLink:
                 self._approve(decision)
             elif isinstance(decision, RetryStep):
                 self._retry(decision)
+            elif isinstance(decision, PreviewStep):
+                self._preview(decision)
             else:
                 self._reject(decision)
         except PlanbookError as exc:
@@ -219,9 +229,24 @@ class CellReviewLink:
         else:
             self.send_plan()
 
+    def _preview(self, decision: PreviewStep) -> None:
+        """Start the preview and return: the page shows "previewing..." until it ends."""
+        number = self._number(decision)
+        if decision.step_id in self.session.previewing:
+            raise UsageMistake(f"step {number} is being previewed already: its preview shows soon")
+
+        def done(error: str | None) -> None:
+            if error is not None:
+                self.send_error(error, decision.step_id)
+            self.send_plan()
+
+        start_preview(self.session, decision.step_id, done, self._home)
+
     def _approve(self, decision: ApproveStep) -> None:
         shown = {decision.step_id: decision.shown}
-        self._run(self._number(decision), decision.revision, shown)
+        number = self._number(decision)
+        refuse_while_previewed(self.session, [decision.step_id], [number])
+        self._run(number, decision.revision, shown)
 
     def _run(self, number: int, revision: int, shown: dict[str, str] | None = None) -> None:
         """Run step ``number``; ``shown``: its hash as the page showed it (None: as it is now,

@@ -2,8 +2,9 @@
 
 Built from ``Session.step_views`` (the same before/after text the panel and the magics show)
 and ``planbook.present.diff`` (the same line diff the panel draws), so the page only renders and
-every surface agrees on what a step changes. Steps that touch files or run the shell are left
-to the panel: they have no cell to show on.
+every surface agrees on what a step changes. A shell step is shown too, after the last cell,
+with its preview (``planbook.surfaces.comm.shell_view``); steps that touch files are left to the
+panel: they have no cell to show on.
 """
 
 from __future__ import annotations
@@ -11,18 +12,40 @@ from __future__ import annotations
 from typing import Any
 
 from planbook.model.cell import short_ids
-from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell
+from planbook.model.operations import DeleteCell, EditCell, InsertCell, MoveCell, RunCell, Shell
+from planbook.model.plan import Step
 from planbook.model.retries import retried_step_ids
 from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
+from planbook.present.views import StepView
 from planbook.sessions.session import Session
 from planbook.surfaces.comm.protocol import PROTOCOL
+from planbook.surfaces.comm.shell_view import shell_entry
 
 #: Statuses shown on a cell. Done, rejected and rolled-back steps are history: the panel has it
 #: (the page draws a short trace of a decision it saw on a cell, from ``decided``).
 SHOWN = frozenset({"pending", "approved", "running", "failed", "skipped"})
 DECIDED = frozenset({"done", "rejected", "rolled_back"})
 CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell, RunCell)
+
+
+def _common(session: Session, number: int, step: Step, view: StepView) -> dict[str, Any]:
+    """What every step's entry has; as text, control characters visible (``visible``)."""
+    return {
+        "number": number,
+        "id": step.id,
+        "kind": step.operation.kind,
+        "status": step.status,
+        "title": visible(view.title),
+        "reason": visible(step.reason),
+        "origin": visible(step.origin) if step.origin else step.origin,
+        "hash": session.hash_of([step]),  # sent back with Approve: what was shown
+        "risk": step.risk,
+        "error": visible(view.error) if view.error else view.error,
+        "cell_type": None,
+        "before": "",
+        "after": "",
+    }
 
 
 def plan_message(session: Session) -> dict[str, Any]:
@@ -43,8 +66,23 @@ def plan_message(session: Session) -> dict[str, Any]:
     views = {view.id: view for view in session.step_views(plan)}
     retried = retried_step_ids(plan.steps)
     short = short_ids([c.id for c in session.cells()])
+    previewing = session.previewing
+    preview_off = next((v.shell_note for v in views.values() if v.shell_note), "")
     for number, step in enumerate(plan.steps, start=1):
         op = step.operation
+        if isinstance(op, Shell) and step.status in SHOWN:
+            message["steps"].append(
+                {
+                    **_common(session, number, step, views[step.id]),
+                    **shell_entry(
+                        step,
+                        op.command,
+                        previewing=step.id in previewing,
+                        preview_off=preview_off,
+                    ),
+                }
+            )
+            continue
         if not isinstance(op, CELL_OPS):
             continue
         if step.status in DECIDED or step.id in retried:
@@ -62,20 +100,10 @@ def plan_message(session: Session) -> dict[str, Any]:
             continue
         view = views[step.id]
         entry: dict[str, Any] = {
-            "number": number,
-            "id": step.id,
-            "kind": op.kind,
-            "status": step.status,
+            **_common(session, number, step, view),
             "cell_id": op.cell_id,
             "short_id": visible(short.get(op.cell_id, op.cell_id)),
             "cell_type": view.cell_type,
-            # What the page shows as text: control characters visible (``visible``).
-            "title": visible(view.title),
-            "reason": visible(step.reason),
-            "origin": visible(step.origin) if step.origin else step.origin,
-            "hash": session.hash_of([step]),  # sent back with Approve: what was shown
-            "risk": step.risk,
-            "error": visible(view.error) if view.error else view.error,
             "runs": step.runs_cell,
             "before": view.before,
             "after": view.after,

@@ -2,7 +2,8 @@
 origin checks, its identity provider, its authorizer: a request without the server's token or
 login is refused with 403 and reaches no tool), then handed to the MCP SDK's streamable HTTP
 session manager as an ASGI request, whose answer (JSON, or an event stream) is written back as
-it comes.
+it comes. The headers of a request let in are told to ``let_in`` (the served folder joins
+collaboration rooms with them on a server whose identity provider takes no token).
 
 The body is bounded before it is read: a request that says it is larger than ``MAX_BODY_BYTES``
 is refused at once with one line (413), and Tornado cuts a chunked body at that size. A client
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -27,6 +28,8 @@ from tornado.iostream import StreamClosedError
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 Message = MutableMapping[str, Any]
+#: Told the headers of every request the server let in, before the SDK sees it.
+LetIn = Callable[[Iterable[tuple[str, str]]], None]
 
 
 class SessionManagerTask:
@@ -57,8 +60,9 @@ class MCPHandler(APIHandler):
 
     auth_resource = "contents"
 
-    def initialize(self, manager: SessionManagerTask) -> None:
+    def initialize(self, manager: SessionManagerTask, let_in: LetIn) -> None:
         self.manager = manager
+        self.let_in = let_in
         self._body: list[bytes] = []
         self._size = 0
         self._gone = asyncio.Event()
@@ -121,6 +125,7 @@ class MCPHandler(APIHandler):
     async def _forward(self) -> None:
         if self._size > MAX_BODY_BYTES:
             raise web.HTTPError(413, f"the request body is over {MAX_BODY_BYTES:,} bytes")
+        self.let_in(self.request.headers.get_all())
         manager = await self.manager.started()
         body = b"".join(self._body)
         sent_body = False

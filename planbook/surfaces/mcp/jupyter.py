@@ -21,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from planbook.sessions.served_rooms import ServerRoute
 from planbook.surfaces.mcp.http_bridge import MAX_BODY_BYTES, MCPHandler, SessionManagerTask
 from planbook.surfaces.mcp.server import build_server
+from planbook.surfaces.mcp.server_kernels import ServerKernels
 from planbook.surfaces.mcp.server_target import ServerTarget
 
 #: Where the endpoint answers, under the server's base URL.
@@ -31,20 +32,33 @@ COLLABORATION = "jupyter_server_ydoc"
 
 def route_of(serverapp: Any) -> ServerRoute:
     """How this server's own rooms are reached: its connection URL and token, and whether
-    jupyter-collaboration is enabled on it."""
+    jupyter-collaboration is on: enabled, and not switched off by
+    ``--YDocExtension.disable_rtc=True`` (its endpoints still answer then, but the pages edit
+    their own plain model and never join a room)."""
     package = serverapp.extension_manager.extensions.get(COLLABORATION)
     url = str(serverapp.connection_url)
+    enabled = bool(package is not None and package.enabled)
     return ServerRoute(
         url=url if url.endswith("/") else url + "/",
         token=str(getattr(serverapp.identity_provider, "token", "") or ""),
-        collaboration=bool(package is not None and package.enabled),
+        collaboration=enabled and not rtc_disabled(serverapp, package),
     )
+
+
+def rtc_disabled(serverapp: Any, package: Any) -> bool:
+    """``YDocExtension.disable_rtc``, as the collaboration extension read it (else as the
+    server's configuration says it)."""
+    for point in getattr(package, "extension_points", {}).values():
+        app = getattr(point, "app", None)
+        if app is not None and hasattr(app, "disable_rtc"):
+            return bool(app.disable_rtc)
+    return bool(serverapp.config.get("YDocExtension", {}).get("disable_rtc", False))
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     route = route_of(serverapp)
     target = ServerTarget(Path(serverapp.root_dir), route)
-    server = build_server(target)
+    server = build_server(target, ServerKernels(serverapp))
     path = url_path_join(serverapp.base_url, PATH)
     # Jupyter checks the host, the origin and who asks before the SDK sees a request: the
     # SDK's own DNS-rebinding check would only repeat the first two.
@@ -54,7 +68,9 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     running = SessionManagerTask(server.session_manager)
-    serverapp.web_app.add_handlers(".*$", [(path, MCPHandler, {"manager": running})])
+    serverapp.web_app.add_handlers(
+        ".*$", [(path, MCPHandler, {"manager": running, "let_in": target.let_in})]
+    )
     serverapp.log.info(
         "planbook: MCP endpoint at %s (%s)", url_path_join(route.url, PATH), target.describe()
     )

@@ -111,6 +111,16 @@ StepIds = Annotated[
         ),
     ),
 ]
+QuestionIds = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=16)]] | None,
+    Field(
+        max_length=MAX_WAITED_STEPS,
+        description=(
+            "Ids of the questions to wait for (`q1`), as ask_person answered; none (and no "
+            "step_ids): every question asked through this server."
+        ),
+    ),
+]
 Offset = Annotated[int, Field(ge=0, description="First line to show (0-based).")]
 Lines = Annotated[
     int, Field(ge=1, le=MAX_READ_LINES, description="How many lines to show at most.")

@@ -5,6 +5,7 @@ anywhere in this server, approves: a staged step waits for the person."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -44,19 +45,51 @@ _WAITS = (
 _PROPOSES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
 
-class Proposals:
-    """The steps proposed through this server, per notebook, in order: what wait_for_review
-    waits for by default (stdio: one client per server process)."""
+class ClientProposals:
+    """The steps one client proposed and the questions it asked through this server, per
+    notebook, in order."""
 
     def __init__(self) -> None:
         self.step_ids: dict[Path, list[str]] = {}
+        self.question_ids: dict[Path, list[str]] = {}
 
     def add(self, notebook: Path, step_id: str) -> None:
         self.step_ids.setdefault(notebook, []).append(step_id)
 
+    def asked(self, notebook: Path, question_id: str) -> None:
+        self.question_ids.setdefault(notebook, []).append(question_id)
+
     def only_notebook(self) -> Path | None:
-        """The notebook every proposal went to, when there is one."""
-        return next(iter(self.step_ids)) if len(self.step_ids) == 1 else None
+        """The notebook every proposal and question of this client went to, when there is one."""
+        notebooks = {*self.step_ids, *self.question_ids}
+        return next(iter(notebooks)) if len(notebooks) == 1 else None
+
+
+class Proposals:
+    """What wait_for_review waits for by default: the steps of the client that waits, never
+    another's. A client is its MCP session: over HTTP, where many agents share one Jupyter
+    server, the ``Mcp-Session-Id`` the server gave it (a client cannot choose another's); over
+    stdio, the one client of the process. The latest ``MAX_CLIENTS`` are remembered."""
+
+    MAX_CLIENTS = 1_000
+
+    def __init__(self) -> None:
+        self._clients: OrderedDict[str, ClientProposals] = OrderedDict()
+
+    def of(self, ctx: Context[Any, Any]) -> ClientProposals:
+        """The record of the client making this call, made on its first use."""
+        key = client_key(ctx)
+        mine = self._clients.pop(key, None) or ClientProposals()
+        self._clients[key] = mine
+        while len(self._clients) > self.MAX_CLIENTS:
+            self._clients.popitem(last=False)
+        return mine
+
+
+def client_key(ctx: Context[Any, Any]) -> str:
+    """The MCP session of this call: its HTTP session id, or the process's one stdio client."""
+    headers = ctx.headers
+    return (headers.get("mcp-session-id") if headers is not None else None) or "stdio"
 
 
 class Edit(BaseModel):
@@ -102,11 +135,12 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         ctx: Context[Any, Any], notebook: str | None, make: Callable[[Proposer], Step]
     ) -> str:
         origin = client_origin(ctx)
+        mine = proposals.of(ctx)
 
         def work() -> str:
             session = target.session(notebook)
             step = make(session.proposing_as(origin))
-            proposals.add(session.notebook_path or Path(), step.id)
+            mine.add(session.notebook_path or Path(), step.id)
             return answer(target, session, step)
 
         return await in_thread(work)

@@ -157,8 +157,7 @@ def file_text(target: ServedNotebooks, path: str, offset: int, limit: int) -> st
 
 
 def register(server: MCPServer, target: ServedNotebooks) -> None:
-    """The read tools. The stdio server has no kernel attached, so there is no tool for the
-    kernel's variables here (a server inside Jupyter, with a kernel, will add one)."""
+    """The read tools of the notebooks and files (the kernel's variables: kernel_tools.py)."""
     tool = server.tool(annotations=ToolAnnotations(read_only_hint=True))
 
     @tool

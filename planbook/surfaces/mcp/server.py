@@ -19,15 +19,18 @@ from pydantic import ValidationError
 
 from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
-from planbook.surfaces.mcp import propose_tools, read_tools, review
+from planbook.sessions.served_kernels import KernelReach, RunningServers
+from planbook.surfaces.mcp import ask, kernel_tools, propose_tools, read_tools, review
 from planbook.version import __version__
 
 INSTRUCTIONS = """\
 planbook serves Jupyter notebooks under review. Read freely (list_notebooks, read_notebook,
-read_cell, read_plan, list_files, read_file). Every change is a proposal: the propose_* tools
-stage it as a step of the notebook's plan, with your reason, for the person to review; nothing
-changes until they approve it. Then call wait_for_review to learn what was decided and how the
-approved steps ran, and continue from there. No tool approves, rejects or changes the mode.
+read_cell, read_plan, list_files, read_file; read_variables where the notebook's kernel runs).
+Every change is a proposal: the propose_* tools stage it as a step of the notebook's plan, with
+your reason, for the person to review; nothing changes until they approve it. To ask the person
+something, call ask_person. Then call wait_for_review to learn what was decided, how the
+approved steps ran and what the person answered, and continue from there. No tool approves,
+rejects, answers or changes the mode.
 """
 
 
@@ -70,7 +73,9 @@ class PlanbookServer(MCPServer[Any]):
             raise
 
 
-def build_server(target: ServedNotebooks) -> PlanbookServer:
+def build_server(target: ServedNotebooks, kernels: KernelReach) -> PlanbookServer:
+    """The server over ``target``; ``kernels`` is how a notebook's kernel is reached (the
+    running Jupyter servers for stdio, the server's own kernel manager inside Jupyter)."""
     server = PlanbookServer(
         "planbook",
         version=__version__,
@@ -78,7 +83,9 @@ def build_server(target: ServedNotebooks) -> PlanbookServer:
     )
     proposals = propose_tools.Proposals()
     read_tools.register(server, target)
+    kernel_tools.register(server, target, kernels)
     propose_tools.register(server, target, proposals)
+    ask.register(server, target, proposals)
     review.register(server, target, proposals)
     return server
 
@@ -86,5 +93,5 @@ def build_server(target: ServedNotebooks) -> PlanbookServer:
 def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
     closes the connection."""
-    server = build_server(ServedNotebooks(target))
+    server = build_server(ServedNotebooks(target), RunningServers())
     anyio.run(server.run_stdio_async)

@@ -1,4 +1,5 @@
-"""The agent as the panel shows it: its activity, its todo list, the questions it waits on.
+"""The agent as the panel shows it: its activity, its todo list, the questions it waits on,
+and the questions agents outside the kernel asked over MCP (answered the same way).
 
 Read through the agent's state (``planbook.agent.state``) and session events only, so the panel
 works the same whether or not the agent ever ran (pydantic-ai is never imported here).
@@ -7,10 +8,11 @@ works the same whether or not the agent ever ran (pydantic-ai is never imported 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from planbook.agent.state import Run, state_of
-from planbook.errors import UsageMistake
+from planbook.errors import PlanbookError, UsageMistake
 from planbook.model.events import Event
 from planbook.present.safe import visible
 from planbook.sessions.session import Session
@@ -59,12 +61,49 @@ def agent_view(session: Session, state: dict[str, Any]) -> dict[str, Any] | None
             }
             for d in decisions.pending()
         ]
+    asked = person_questions(session)
+    if asked:
+        agent["decisions"] = [*agent.get("decisions", []), *asked]
     agent["running"] = _run(session) is not None
     return agent if any(agent.values()) else None
 
 
+def person_questions(session: Session) -> list[dict[str, Any]]:
+    """The questions agents outside the kernel asked over MCP, as the panel shows a decision:
+    options as buttons, a field for the person's own words, and who asked. A notebook whose
+    record cannot be read shows none here (the plan's own view says why)."""
+    try:
+        # as last read: the panel reads the record again on every plan change, and this
+        # runs on each agent event too
+        waiting = session.person_questions(waiting_only=True, fresh=False)
+    except PlanbookError:
+        return []
+    return [
+        {
+            "id": q.id,
+            "kind": "person_question",
+            "question": visible(q.question),
+            "options": list(q.options),
+            "allow_text": True,
+            "origin": visible(q.origin),
+            "received": None if q.is_open else visible(q.answered_by or "someone"),
+        }
+        for q in waiting
+    ]
+
+
+def asked_over_mcp(decision_id: str) -> bool:
+    """Whether the id names an MCP client's question (``q1``; the agent's decisions are
+    ``d1``): told by its form, without reading the Session (a run may hold it)."""
+    return re.fullmatch(r"q[0-9]+", decision_id) is not None
+
+
 def answer(session: Session, decision_id: str, choice: str, text: str | None) -> None:
-    """Settle one of the agent's open questions (thread-safe on the agent's side)."""
+    """Settle one of the agent's open questions (thread-safe on the agent's side), or answer
+    an MCP client's question with the option chosen or the words typed."""
+    if asked_over_mcp(decision_id):
+        session.answer_question(decision_id, choice)
+        return
     decisions = state_of(session).decisions
     if decisions is None:
         raise UsageMistake("no question is waiting for an answer")

@@ -54,6 +54,7 @@ from planbook.surfaces.widget.messages import (
     StopAgent,
     parse,
 )
+from planbook.surfaces.widget.preview_task import refuse_while_previewed, start_preview
 from planbook.surfaces.widget.reorder import moves_for
 from planbook.surfaces.widget.view import (
     Progress,
@@ -194,6 +195,7 @@ class ReviewPanel(anywidget.AnyWidget):
                 offer=self._offer,
                 warnings=session.warnings,
                 hashes=session.step_hashes(plan.steps) if plan else {},
+                previewing=session.previewing,
             )
             with self.hold_sync():  # one message: the new view and no stale overrides
                 self.view = view
@@ -317,6 +319,8 @@ class ReviewPanel(anywidget.AnyWidget):
             agent.stop(self._session, self._home_loop)
             return
         if isinstance(action, AnswerDecision):
+            if agent.asked_over_mcp(action.decision_id):  # stored in the record, as a step is
+                self._not_running("answer the question")
             # The agent's question, not the plan: fine while steps run (no Session access).
             agent.answer(self._session, action.decision_id, action.choice, action.text)
             self._show_error(None)
@@ -351,10 +355,8 @@ class ReviewPanel(anywidget.AnyWidget):
         if isinstance(action, Retry):
             self._retry(plan, action.step_id)
             return
-        if isinstance(action, Preview):  # up to the preview's time limit (30 s)
-            self._error = None
-            session.preview(self._number(plan, action.step_id))
-            self.refresh()
+        if isinstance(action, Preview):
+            self._preview(plan, action.step_id)
             return
         if isinstance(action, Approve | ApproveAll):
             ids = (
@@ -379,6 +381,20 @@ class ReviewPanel(anywidget.AnyWidget):
             self._revise(action.feedback)
             return
         self.refresh()
+
+    def _preview(self, plan: Plan, step_id: str) -> None:
+        """Start the step's preview and return: the command runs off the main thread, the
+        step says "previewing..." meanwhile, and the panel stays usable."""
+        number = self._number(plan, step_id)
+        if step_id in self._session.previewing:
+            raise UsageMistake(f"step {number} is being previewed already: its preview shows soon")
+        self._show_error(None)
+
+        def done(error: str | None) -> None:
+            if error is not None:
+                self._show_error(error)
+
+        start_preview(self._session, step_id, done, self._home_loop)
 
     def _retry(self, plan: Plan, step_id: str) -> None:
         """A failed step's code runs again at once (through the same path as Approve); a
@@ -443,6 +459,7 @@ class ReviewPanel(anywidget.AnyWidget):
             step = plan.steps[n - 1]
             if step.status != "pending":
                 raise UsageMistake(f"step {n} is {step.status}, not pending; nothing was applied")
+        refuse_while_previewed(self._session, [plan.steps[n - 1].id for n in numbers], numbers)
         # The Session checks dependencies and drift for the whole selection, applying nothing.
         self._session.approve(numbers, dry_run=True, shown=shown)
         batch = Batch(

@@ -6,8 +6,8 @@ revisions, the running progress and the last error. The front end renders it as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planbook.model.cell import SHORT_ID, WHOLE_ID, short_ids
@@ -93,7 +93,7 @@ def step_json(text: StepView, names: dict[str, str] | None = None) -> dict[str, 
         out["target"] = f"{text.target} ({MCP_NOTE})"
     if text.kind == "shell":
         # What a preview showed (text), and why previews are off here ("" when they work).
-        out["preview"] = shell_preview_text(text.model_copy(update={"shell_note": ""})) or None
+        out["preview"] = shell_preview_text(replace(text, shell_note="")) or None
         out["preview_off"] = text.shell_note
     if text.kind == "insert_cell" and ":" not in text.target:
         head = visible(first_line(text.after))
@@ -176,12 +176,14 @@ def build_view(
     checkpoint_names: dict[str, str] | None = None,
     cell_names: dict[str, str] | None = None,
     hashes: Mapping[str, str] | None = None,
+    previewing: Collection[str] = (),
 ) -> dict[str, Any]:
     """``offer``: a follow-up the error box proposes, such as forcing a refused rollback;
     ``checkpoint_names``: each checkpoint's name for people
     (``planbook.present.checkpoint_names``); ``cell_names``: each cell's (``cell_names``);
     ``hashes``: each step's hash as the Session computes it (``Session.step_hashes``), which
-    an approval from this view sends back."""
+    an approval from this view sends back; ``previewing``: ids of the shell steps whose
+    preview is running (``Session.previewing``)."""
     numbers = {s.id: s.number for s in steps}
     writes = rollback_writes(checkpoints)
     return {
@@ -196,7 +198,14 @@ def build_view(
             "counts": counts(steps),
             "warnings": [visible(w) for w in warnings],
         },
-        "steps": [{**step_json(s, cell_names), "hash": (hashes or {}).get(s.id)} for s in steps],
+        "steps": [
+            {
+                **step_json(s, cell_names),
+                "hash": (hashes or {}).get(s.id),
+                **({"previewing": True} if s.id in previewing else {}),
+            }
+            for s in steps
+        ],
         "checkpoints": [
             {**checkpoint_json(cp, numbers, checkpoint_names), "writes": writes.get(cp.id, [])}
             for cp in checkpoints
