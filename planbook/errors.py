@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
 
 _T = TypeVar("_T")
 
@@ -112,6 +113,9 @@ def invalid_as(
     """Inside, pydantic's ``ValidationError`` becomes ``error(where, problem)``, raised without
     pydantic's report: ``where`` and ``problem`` are its first problem (``first_problem``), or
     ``explain``'s words for the problem where a caller knows better ones."""
+    # heavy: pydantic (errors.py is imported by `%load_ext planbook`, which must stay light)
+    from pydantic import ValidationError
+
     try:
         yield
     except ValidationError as exc:

@@ -98,8 +98,9 @@ def test_nbconvert_finds_its_notebook_and_keeps_the_approved_change(tmp_path: Pa
     assert "y is 40" in "".join(o.get("text", "") for o in inserted.outputs)
     # nbconvert's own copy has the run's outputs, and says where planbook's changes went
     said = outputs(tmp_path / "report.nbconvert.ipynb")
-    assert "file: report.ipynb (the input of `jupyter nbconvert`" in said["ext"]
-    assert "report.nbconvert.ipynb, without planbook's changes" in said["ext"]
+    # the first magic says what it opened (loading opens nothing)
+    assert "file: report.ipynb (the input of `jupyter nbconvert`" in said["mode"]
+    assert "report.nbconvert.ipynb, without planbook's changes" in said["mode"]
     assert "step 1 (insert_cell): done" in said["run"]
 
 
@@ -126,7 +127,7 @@ def test_papermill_finds_its_input_and_keeps_the_approved_change(tmp_path: Path)
     assert approved(tmp_path / "report.ipynb")[2:6] == ["ext", "mode", "stage", "here"]
     assert "comm target 'planbook'" not in done.stderr  # no page: no comm opened for one
     said = outputs(tmp_path / "out" / "run.ipynb")
-    assert "file: report.ipynb (the input of `papermill`" in said["ext"]
+    assert "file: report.ipynb (the input of `papermill`" in said["mode"]
 
 
 def test_nbclient_api_says_how_to_name_the_notebook_then_finds_it(tmp_path: Path) -> None:
@@ -140,6 +141,7 @@ def test_nbclient_api_says_how_to_name_the_notebook_then_finds_it(tmp_path: Path
         [
             ("load", "x = 1"),
             ("ext", "%load_ext planbook"),
+            ("mode", "%mode"),
             (
                 "name",
                 f"import os; os.environ['PLANBOOK_NOTEBOOK'] = {str(tmp_path / 'api.ipynb')!r}",
@@ -151,7 +153,8 @@ def test_nbclient_api_says_how_to_name_the_notebook_then_finds_it(tmp_path: Path
     client = NotebookClient(nb, resources={"metadata": {"path": str(tmp_path)}}, timeout=120)
     client.execute(env=tool_env(tmp_path))
     said = {c.id: "".join(o.get("text", "") for o in c.outputs) for c in nb.cells}
-    line = said["ext"].strip()
-    assert "\n" not in line and "memory:" in line
+    # the first magic opens the kernel's notebook, and says in one line how to name it
+    (line,) = [line for line in said["mode"].splitlines() if "notebook:" in line]
+    assert "memory:" in line
     assert "PLANBOOK_NOTEBOOK=x.ipynb" in line
     assert said["again"].strip() == "file: api.ipynb (named by PLANBOOK_NOTEBOOK)"

@@ -1,4 +1,4 @@
-"""planbook reads a headless tool's command line by hand (documents/headless.py: importing the
+"""planbook reads a headless tool's command line by hand (documents/headless_run.py: importing the
 tools' parsers at `%load_ext` costs seconds); here every reading is checked against the tool's
 own parser (nbconvert's and nbclient's traitlets apps, papermill's click command) on real files:
 the notebook the run executes and the file it writes at the end must be the same."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from planbook.documents.headless import HeadlessRun, Unnamed, parse_command
+from planbook.documents.headless_run import HeadlessRun, Unnamed, parse_command
 
 NBCONVERT = ["python", "/venv/bin/jupyter-nbconvert"]
 PAPERMILL = ["python", "/venv/bin/papermill"]

@@ -52,10 +52,10 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
     nb = notebook(tmp_path / "page.ipynb", [("load", "x = 1")])
     saved = nb.read_bytes()
     with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
-        loaded = k.run("%load_ext planbook")
-        assert loaded.text.count(RELOAD_ADVICE) == 1, loaded.text
+        k.run("%load_ext planbook")
+        first_magic = k.run("%plan on")  # it opens the notebook, and says what it found
+        assert first_magic.text.count(RELOAD_ADVICE) == 1, first_magic.text
         assert "Reload Notebook from Disk" in RELOAD_ADVICE and "Ctrl+S" in RELOAD_ADVICE
-        k.run("%plan on")
         assert f"warning: {RELOAD_ADVICE}" in plain_plan(k)  # `%plan`, the panel's header
         assert nb.read_bytes() == saved  # loading, plan mode and the plan wrote nothing
 

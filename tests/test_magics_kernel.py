@@ -38,11 +38,22 @@ def cell(nb_path: Path, cell_id: str) -> nbformat.NotebookNode:
 def test_propose_review_approve_rollback_in_a_kernel(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         loaded = k.run("%load_ext planbook")
-        assert (
-            "mode plan" in loaded.stdout
-            and "file: sales.ipynb (from JPY_SESSION_NAME" in loaded.stdout
+        assert "notebook opens at first use" in loaded.stdout and "mode plan" not in loaded.stdout
+        # %load_ext costs the same on any notebook (issue 25): it opens nothing, and imports
+        # neither pydantic nor the Session
+        light = k.run(
+            "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' "
+            "or m.startswith(('planbook.sessions.session', 'planbook.documents.file'))))"
         )
-        # %load_ext stays fast (issue 10, item 7): no validator stack, no agent until asked
+        assert light.stdout.strip() == "[]", light.text
+        # the first magic opens the notebook and says what it opened, once
+        first = k.run("%mode")
+        assert (
+            "planbook: mode plan · notebook: file: sales.ipynb (from JPY_SESSION_NAME"
+            in first.stdout
+        ), first.text
+        assert k.run("%mode").stdout == "planbook: mode plan\n"
+        # no validator stack, no agent until asked (issue 10, item 7)
         heavy = k.run(
             "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('nbformat', 'jsonschema', 'pydantic_ai') or m == 'planbook.agent.run'))"
@@ -161,9 +172,9 @@ def test_the_pending_plan_survives_a_kernel_restart(nb: Path) -> None:
         k.run("%load_ext planbook")
         k.run('%%propose --replace c2 --reason "restart me"\nx = 100')
         k.restart()
-        loaded = k.run("%load_ext planbook")
-        assert "restored with 1 pending step" in loaded.stdout
-        k.run("%plan text")  # %approve approves what this kernel showed
+        k.run("%load_ext planbook")
+        shown = k.run("%plan text")  # %approve approves what this kernel showed
+        assert "restored with 1 pending step" in shown.stdout, shown.text
         assert "step 1 (edit_cell): done" in k.run("%approve").stdout
     assert cell(nb, "c2").source == "x = 100"
 
@@ -174,10 +185,11 @@ def test_corrupted_metadata_is_reported_at_load_and_left_alone(nb: Path) -> None
     nbformat.write(data, nb)
     raw = nb.read_bytes()
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
-        loaded = k.run("%load_ext planbook")
-        assert "corrupted at plans.0" in loaded.stderr and "left untouched" in loaded.stderr
+        k.run("%load_ext planbook")
         reply = k.run("%%propose --after c1\ny = 1")
-        assert "UsageError" in reply.stderr and "corrupted" in reply.stderr
+        # the first magic says what opening found, then refuses in one line
+        assert "corrupted at plans.0" in reply.stderr and "left untouched" in reply.stderr
+        assert "UsageError" in reply.stderr and "corrupted" in reply.stderr.split("UsageError")[1]
     assert nb.read_bytes() == raw
 
 

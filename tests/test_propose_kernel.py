@@ -89,6 +89,7 @@ def test_mistakes_are_one_line_in_the_magics_words_and_stage_nothing(nb: Path) -
 def test_a_rerun_cell_finds_its_step_already_staged(nb: Path) -> None:
     with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
         k.run("%load_ext planbook")
+        k.run("%mode")  # the first magic says what it opened: the next ones say only theirs
         k.run("import planbook; pb = planbook.session()")
         first = k.run("pb.propose.delete_cell('c4', reason='unused');")
         assert first.status == "ok" and first.stdout == "", first.text

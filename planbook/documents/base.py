@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
-from planbook.model.cell import Cell
+from planbook.model.cell import Cell, CellOutline
 
 #: A path below ``notebook.metadata[key]``: ("plans", "p-1") names metadata[key]["plans"]["p-1"].
 MetadataPath = tuple[str, ...]
@@ -96,6 +96,17 @@ class NotebookDocument(Protocol):
     def transaction(self) -> AbstractContextManager[None]:
         """Group changes; on an exception inside, none of them is applied."""
         ...
+
+
+def outline(document: NotebookDocument) -> list[CellOutline]:
+    """Every cell's id, type and source, in order, as ``document.cells()`` has them, without
+    a copy of each cell: from the backend's ``outline()`` where it keeps its cells converted
+    (file, memory, page, live), else from ``cells()``."""
+    read = getattr(document, "outline", None)
+    if callable(read):
+        found: list[CellOutline] = read()
+        return found
+    return [CellOutline(c.id, c.cell_type, c.source) for c in document.cells()]
 
 
 def close_document(document: NotebookDocument) -> None:

@@ -30,6 +30,7 @@ from planbook.documents.lock import notebook_lock
 from planbook.documents.nbnode import NodeNotebook, assign_ids, check_cell_types, normalize
 from planbook.documents.serializer import (
     JUPYTER,
+    Chunk,
     Encoder,
     detect,
     detect_bytes,
@@ -43,11 +44,11 @@ from planbook.errors import MetadataError, TransactionFailed, UsageMistake
 _Unsettled = tuple[str | bytes, dict[str, Any]] | None
 
 
-class _EncodedPieces(dict[str, bytes]):
+class _EncodedPieces(dict[str, Chunk]):
     """Pieces of the file's text and their UTF-8 bytes; a piece seen for the first time is
     encoded (a string's hash is kept in it, so an unchanged piece is found at once)."""
 
-    def __missing__(self, piece: str) -> bytes:
+    def __missing__(self, piece: str) -> Chunk:
         data = self[piece] = piece.encode("utf-8")
         return data
 
@@ -68,7 +69,7 @@ class FileNotebook(NodeNotebook):
         self._read: bytes | None = data
         #: The pieces of text planbook last wrote and their bytes (None: unknown since).
         self._written: list[str] | None = None
-        self._chunks: list[bytes] = []
+        self._chunks: list[Chunk] = []
         #: piece -> its UTF-8 bytes: a piece written before is not encoded again.
         self._encoded_pieces = _EncodedPieces()
         #: How deep ``coalesced`` blocks are; whether a save is kept in memory (and held).
@@ -265,8 +266,10 @@ class FileNotebook(NodeNotebook):
             raise _unencodable(exc) from None
         if not (self._read is not None and same_bytes(self._read, chunks)):
             if self._trusted is None:  # asked once per file read, not per save
-                old = self._read if self._read is not None else b"".join(self._chunks)
-                self._trusted = self._trust.was_trusted(old)
+                # the pieces, not joined: only a notary (where one exists) reads them whole
+                self._trusted = self._trust.was_trusted(
+                    self._read if self._read is not None else self._chunks
+                )
             self._seen = atomic_write(self.path, chunks)
             if self._trusted:  # the person trusted it: planbook's save keeps it so
                 self._trust.signed(b"".join(chunks))
@@ -300,7 +303,7 @@ def _converted(text: str, name: str) -> tuple[dict[str, Any], str]:
     return normalize(json.loads(text)), text + "\n"
 
 
-def _write_all(fd: int, chunks: list[bytes]) -> None:
+def _write_all(fd: int, chunks: list[Chunk]) -> None:
     """All of ``chunks`` to ``fd``, gathered by the kernel (writev), in order."""
     batch = 512  # under IOV_MAX (1024 on Linux)
     for start in range(0, len(chunks), batch):
@@ -312,7 +315,7 @@ def _write_all(fd: int, chunks: list[bytes]) -> None:
                 rest = rest[os.write(fd, rest) :]
 
 
-def atomic_write(path: Path, data: bytes | list[bytes]) -> Look:
+def atomic_write(path: Path, data: bytes | list[Chunk]) -> Look:
     """Write ``data`` (or its pieces, in order) to a temporary file beside ``path``, make it
     durable, then rename it over; the look at the file taken right after (``file_stat``),
     through the written file itself."""

@@ -4,7 +4,7 @@ Order: an explicit server (arguments, or ``PLANBOOK_SERVER_URL``/``PLANBOOK_SERV
 the running Jupyter server whose pid is this kernel's parent, confirmed by this kernel's id in
 its ``/api/sessions`` (which also gives the notebook's current path, unlike ``JPY_SESSION_NAME``
 that goes stale after a rename); else the notebook a headless run executes (nbconvert,
-papermill, ``PLANBOOK_NOTEBOOK``: documents/headless.py); else ``JPY_SESSION_NAME``. With
+papermill, ``PLANBOOK_NOTEBOOK``: documents/headless_run.py); else ``JPY_SESSION_NAME``. With
 jupyter-collaboration on that server the notebook is edited live in its room; otherwise the
 file, or memory, and ``description`` says why.
 """
@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from planbook.documents.base import NotebookDocument
 from planbook.documents.file import FileNotebook
-from planbook.documents.headless import HeadlessRun, Unnamed, find_run, open_headless
+from planbook.documents.headless import open_headless
+from planbook.documents.headless_run import HeadlessRun, Unnamed, find_run
 from planbook.documents.live.document import open_live
 from planbook.documents.memory import MemoryNotebook
 from planbook.documents.page import PageNotebook

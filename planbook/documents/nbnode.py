@@ -10,6 +10,7 @@ root, and lets the serializer reuse the text of everything a change did not touc
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -28,7 +29,7 @@ from planbook.documents.serializer import (
     split_text,
 )
 from planbook.errors import MetadataError, UnknownCell
-from planbook.model.cell import Cell
+from planbook.model.cell import Cell, CellOutline
 
 Tree = dict[str, Any]
 CELL_TYPES = ("code", "markdown", "raw")
@@ -179,6 +180,10 @@ class NodeNotebook:
         self._dirty = False
         self._mutex = threading.RLock()
         self._cell_cache: dict[int, tuple[Tree, Cell]] = {}
+        #: The raw cells the last ``outline()`` read, and what it gave: kept while the same
+        #: raw cells stand in the same order (a change replaces a raw cell, never edits one,
+        #: as ``_cell_of`` relies on too).
+        self._outline: tuple[list[Tree], list[CellOutline]] = ([], [])
 
     def _load(self) -> None:
         """Bring ``self._nb`` up to date with the storage."""
@@ -205,6 +210,18 @@ class NodeNotebook:
                 self._cell_cache = {id(raw): self._cell_cache[id(raw)] for raw in raws}
             # Copies: the cached Cells stay as read, whatever a caller does with these.
             return [c.model_copy() for c in out]
+
+    def outline(self) -> list[CellOutline]:
+        """``cells()`` as ids, types and sources, from the converted cells without a copy
+        (documents/base.py ``outline``)."""
+        with self._mutex:
+            self._refresh()
+            raws = self._nb["cells"]
+            kept, out = self._outline
+            if len(kept) != len(raws) or not all(map(operator.is_, kept, raws)):
+                out = [CellOutline(c.id, c.cell_type, c.source) for c in map(self._cell_of, raws)]
+                self._outline = (list(raws), out)
+            return list(out)
 
     def find_cell(self, cell_id: str) -> CellPlace | None:
         """The cell with ``cell_id`` and its place, converting only that cell (``cells()``

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
-from planbook.documents.deep_json import KeptJson, kept_text
+from planbook.documents.deep_json import KeptJson
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
@@ -31,6 +32,16 @@ _CACHE_DEPTH = 10
 _GROWN_MIN = 32
 #: Containers whose text is at least this long keep it in pieces (a ``Rope``).
 _ROPE_MIN = 16384
+#: Strings at least this long are pieces of their own (a ``Rope``), and so is every container
+#: holding one: their text is never copied into each container above them (a cell's image
+#: was held five times over: its data, its output, the outputs, the cell, the file).
+_LONG_STRING = 1024
+#: A Rope of a container of at most this many parts and pieces has its short pieces joined
+#: (``_compact``): an output, a cell. Others (the cells, the notebook, a plan's lists) take
+#: their parts' pieces as they are: they are listed again at every save, and joining would be
+#: a loop over them that grows with the file and the plan.
+_FEW_PARTS = 8
+_FEW_PIECES = 64
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -53,6 +64,8 @@ class Rope:
 
 
 Text = str | Rope
+#: A piece's bytes: its own, or a view of the file's bytes as read (``detect_bytes``).
+Chunk = bytes | memoryview
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,8 @@ class Encoder:
 
     def _value(self, value: Any, depth: int) -> Text:
         if isinstance(value, str):
+            if len(value) >= _LONG_STRING:
+                return self._long_string(value)
             return self._string(value)
         if isinstance(value, dict | list):
             if depth and depth <= _CACHE_DEPTH:
@@ -152,6 +167,15 @@ class Encoder:
         if isinstance(value, KeptJson):  # too deep to hold as values: written as it was read
             return value.text
         return _scalar(value)
+
+    def _long_string(self, value: str) -> Rope:
+        """A long string as a piece of its own: the string itself between quotes where it
+        needs no escape (an image's base64: its text is the tree's, not a copy), else its
+        escaped text."""
+        text = self._string(value)
+        if len(text) == len(value) + 2:  # an escape lengthens the text: there is none
+            return Rope(['"', value, '"'], len(text))
+        return Rope([text], len(text))
 
     def _container(self, value: dict[str, Any] | list[Any], depth: int) -> Text:
         if not value:
@@ -178,7 +202,10 @@ class Encoder:
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
             key = string(k) + ": "
             if isinstance(text, Rope):  # only a few per save: the long ones
-                parts.append(Rope([key, *text.pieces], len(key) + text.size))
+                keyed = [key]
+                _push(keyed, text.pieces[0])
+                keyed += text.pieces[1:]
+                parts.append(Rope(keyed, len(key) + text.size))
             else:
                 parts.append(key + text)
         return _wrap("{", inner, parts, self.style.indent * depth, "}")
@@ -217,14 +244,17 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
     """``opening``, the parts one per line, ``closing``: one string, or a Rope when long (a
     part that is a Rope makes its container one too, as it is at least as long)."""
     size = sum(map(len, parts))
-    if size < _ROPE_MIN:
-        short = cast("list[str]", parts)  # no Rope: it would be at least _ROPE_MIN long
+    if size < _ROPE_MIN and not _holds_rope(parts, size):
+        short = cast("list[str]", parts)
         return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
     sep = "," + inner
     pieces = [opening + inner]
     _append(pieces, parts, sep)
+    if len(parts) <= _FEW_PARTS and len(pieces) <= _FEW_PIECES:
+        pieces = _compact(pieces)
     pieces.append(f"\n{outer}{closing}")
-    return Rope(pieces, len(pieces[0]) + size + len(sep) * (len(parts) - 1) + len(pieces[-1]))
+    start, end = len(opening) + len(inner), len(pieces[-1])
+    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + end)
 
 
 def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
@@ -238,12 +268,18 @@ def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
         pieces = [old[: -len(closing)]]
         size = len(pieces[0])
     size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
-    if size < _ROPE_MIN:
+    if size < _ROPE_MIN and not isinstance(old, Rope) and not _holds_rope(parts, size):
         return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
     pieces.append(sep)
     _append(pieces, parts, sep)
     pieces.append(closing)
     return Rope(pieces, size)
+
+
+def _holds_rope(parts: list[Text], size: int) -> bool:
+    """Is one of ``parts`` (``size`` long together) a Rope? Only a part holding a long string
+    can be one below ``_ROPE_MIN``, so shorter parts are not looked at one by one."""
+    return size >= _LONG_STRING and Rope in map(type, parts)  # in C: no loop that grows
 
 
 def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
@@ -255,6 +291,29 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.extend(part.pieces)
         else:
             pieces.append(part)
+
+
+def _compact(pieces: list[str]) -> list[str]:
+    """``pieces`` with each run of short ones joined (as long as the joined text is short):
+    a container of a few parts holding a long string (an output, a cell) is then about three
+    pieces, the text before the string, the string, the text after."""
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(piece) < _LONG_STRING and len(out[-1]) + len(piece) < _LONG_STRING:
+            out[-1] += piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _push(pieces: list[str], text: str) -> None:
+    """``text`` onto ``pieces``, joined to the last piece when both are short: a long string
+    stays a piece of its own, and the keys and separators around it make a few short pieces,
+    not one each (a cell of images was thirty pieces, and a save wrote them one by one)."""
+    if pieces and len(text) < _LONG_STRING and len(pieces[-1]) + len(text) < _LONG_STRING:
+        pieces[-1] += text
+    else:
+        pieces.append(text)
 
 
 def _utf8_string(value: str) -> str:
@@ -296,7 +355,7 @@ def guess_style(text: str | bytes, nb: dict[str, Any]) -> Style | None:
     )
 
 
-def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], list[bytes]] | None:
+def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], list[Chunk]] | None:
     """``detect`` for a file's bytes, compared piece by piece (nothing the size of the file
     is made: no decoded text, no joined one): the encoder, its pieces of the file's text
     and their bytes; None when no style writes ``nb`` back as exactly ``data``."""
@@ -308,15 +367,31 @@ def detect_bytes(data: bytes, nb: dict[str, Any]) -> tuple[Encoder, list[str], l
         encoder = Encoder(style)
         try:
             pieces = encoder.pieces(nb)
-            chunks = [piece.encode("utf-8") for piece in pieces]
+            chunks = _as_read(data, pieces)
         except UnicodeEncodeError:  # not a text UTF-8 holds: written as Jupyter would
             return None
-        if same_bytes(data, chunks):
+        if chunks is not None:
             return encoder, pieces, chunks
     return None
 
 
-def same_bytes(data: bytes, chunks: list[bytes]) -> bool:
+def _as_read(data: bytes, pieces: list[str]) -> list[Chunk] | None:
+    """The bytes of ``pieces`` where ``data`` holds exactly their text, in order, else None. A
+    long piece's bytes are a view of ``data`` itself, not a copy: the file's bytes as read
+    become the bytes the next saves write (a copy of each doubled the memory of a notebook of
+    images at its first save)."""
+    view, at, chunks = memoryview(data), 0, []
+    for piece in pieces:
+        encoded = piece.encode("utf-8")
+        end = at + len(encoded)
+        if view[at:end] != encoded:
+            return None
+        chunks.append(view[at:end] if len(encoded) >= _LONG_STRING else encoded)
+        at = end
+    return chunks if at == len(data) else None
+
+
+def same_bytes(data: bytes, chunks: Sequence[Chunk]) -> bool:
     """``data`` is ``chunks`` joined (compared in place, nothing copied)."""
     if len(data) != sum(map(len, chunks)):
         return False
@@ -356,7 +431,23 @@ def _has_unsplit_source(nb: dict[str, Any]) -> bool:
 
 
 def _all_ascii(nb: dict[str, Any]) -> bool:
-    return json.dumps(nb, ensure_ascii=False, default=kept_text).isascii()
+    """Is every string of the tree, keys too, ASCII (so its unescaped JSON text is)? Walked,
+    not dumped: the dump was a copy of the whole file, twice the memory of its bytes."""
+    stack: list[Any] = [nb]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                return False
+        elif isinstance(value, dict):
+            if not all(str(key).isascii() for key in value):
+                return False
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, KeptJson) and not value.text.isascii():
+            return False  # written as its text (deep_json.py)
+    return True
 
 
 def split_text(text: str, style: Style) -> str | list[str]:

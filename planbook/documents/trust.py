@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger("planbook")
 
+#: A file's bytes, whole or in the pieces a save writes (joined only where a notary reads them).
+Data = bytes | Sequence[bytes | memoryview]
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+
+def _digest(data: Data) -> str:
+    digest = hashlib.sha256()
+    for chunk in [data] if isinstance(data, bytes) else data:
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 class KeptTrust:
@@ -28,7 +35,7 @@ class KeptTrust:
     def __init__(self) -> None:
         self._known: dict[str, bool] = {}
 
-    def was_trusted(self, data: bytes) -> bool:
+    def was_trusted(self, data: Data) -> bool:
         key = _digest(data)
         if key not in self._known:
             self._known = {key: _check(data)}  # only the last file content matters
@@ -63,7 +70,7 @@ def _notary() -> object | None:
         return None
 
 
-def _check(data: bytes) -> bool:
+def _check(data: Data) -> bool:
     return _with_notary(data, "check_signature") is True
 
 
@@ -72,7 +79,7 @@ def _sign(data: bytes) -> bool:
     return _with_notary(data, "sign") is not False
 
 
-def _with_notary(data: bytes, action: str) -> object:
+def _with_notary(data: Data, action: str) -> object:
     """The notary's ``action`` on the notebook in ``data`` (read as Jupyter reads it); False
     when there is no notary or it failed (a save never fails for it)."""
     notary = _notary()
@@ -82,7 +89,8 @@ def _with_notary(data: bytes, action: str) -> object:
         # heavy: nbformat
         import nbformat
 
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        whole = data if isinstance(data, bytes) else b"".join(data)
+        nb = nbformat.reads(whole.decode("utf-8"), as_version=4)
         return getattr(notary, action)(nb)
     except Exception as exc:
         log.warning("planbook: the notebook's trust could not be kept (%s: %s)", action, exc)

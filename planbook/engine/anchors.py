@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from planbook.errors import UnknownCellName, UsageMistake
-from planbook.model.cell import Cell, first_line, short_ids, tags_of
+from planbook.model.cell import Cell, CellText, first_line, short_ids, tags_of
 from planbook.model.words import count
 
 #: A prefix shorter than this is too easily a typo that happens to match.
@@ -23,6 +23,21 @@ _POSITION = re.compile(r"^#(\d+)$")
 def is_position(token: str) -> bool:
     """``#N``: a position, which only ever names a cell of the notebook as it is."""
     return _POSITION.match(token.strip()) is not None
+
+
+def at_position(token: str, cells: Sequence[CellText]) -> str:
+    """The id of the cell at position ``token`` (``#N``, ``is_position``) among ``cells``, the
+    notebook's cells in order (their outline is enough: documents/base.py)."""
+    found = _POSITION.match(token.strip())
+    if found is None:
+        raise UsageMistake(f"`{token}` is not a position like #3")
+    number = int(found.group(1))
+    if not 1 <= number <= len(cells):
+        raise UsageMistake(
+            f"there is no cell {token.strip()}: the notebook has {count(cells, 'cell')}, "
+            "numbered as `%plan cells` shows them"
+        )
+    return cells[number - 1].id
 
 
 def describe(cells: Sequence[Cell], cell_id: str) -> str:
@@ -51,15 +66,8 @@ def resolve(token: str, cells: Sequence[Cell], pending_ids: Sequence[str] = ()) 
     ids += [i for i in pending_ids if i not in known]
     if token in ids:
         return token
-    position = _POSITION.match(token)
-    if position is not None:
-        number = int(position.group(1))
-        if not 1 <= number <= len(cells):
-            raise UsageMistake(
-                f"there is no cell {token}: the notebook has {count(cells, 'cell')}, "
-                "numbered as `%plan cells` shows them"
-            )
-        return cells[number - 1].id
+    if is_position(token):
+        return at_position(token, cells)
     tagged = [c.id for c in cells if token in tags_of(c)]
     if len(tagged) == 1:
         return tagged[0]

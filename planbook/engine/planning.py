@@ -7,15 +7,15 @@ starts as a copy, so every approval keeps naming exactly what it approved.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 
 from planbook.engine.projection import Projection
 from planbook.engine.risk import risk_of
 from planbook.engine.rules.runs_later import reason as runs_later_reason
 from planbook.errors import UnknownStep, UsageMistake
-from planbook.model.cell import Cell
+from planbook.model.cell import CellOutline, CellText
 from planbook.model.operations import (
     AnyOperation,
-    CellType,
     DeleteCell,
     EditCell,
     InsertCell,
@@ -32,7 +32,10 @@ PROJECTED = OPEN_STATUSES
 
 
 def projection(
-    plan: Plan | None, cells: list[Cell], workspace: Workspace | None, until: int | None = None
+    plan: Plan | None,
+    cells: Sequence[CellText],
+    workspace: Workspace | None,
+    until: int | None = None,
 ) -> Projection:
     """The notebook and files as they will be after the open steps before index ``until``."""
     proj = Projection(cells, workspace)
@@ -56,11 +59,19 @@ class ProjectionCache:
         self._workspace: Workspace | None = None
         self._steps: list[Step] = []
         self._statuses: list[StepStatus] = []
-        self._cells: list[tuple[str, CellType, str]] = []
+        self._cells: list[CellText] = []
 
-    def projection(self, plan: Plan, cells: list[Cell], workspace: Workspace | None) -> Projection:
+    def projection(
+        self, plan: Plan, cells: Sequence[CellText], workspace: Workspace | None
+    ) -> Projection:
         steps = plan.steps
-        seen = [(c.id, c.cell_type, c.source) for c in cells]
+        # An outline (documents/base.py) is compared as it is: the same cells give the same
+        # CellOutline objects, so an unchanged notebook compares by identity, cell by cell.
+        seen: list[CellText] = (
+            list(cells)
+            if cells and isinstance(cells[0], CellOutline)
+            else [CellOutline(c.id, c.cell_type, c.source) for c in cells]
+        )
         done = len(self._steps)
         proj = self._proj
         if (
@@ -129,7 +140,7 @@ def stage(
     op: AnyOperation,
     *,
     reason: str,
-    cells: list[Cell],
+    cells: Sequence[CellText],
     workspace: Workspace | None,
     run_at_approval: bool = False,
     origin: str | None = None,

@@ -7,11 +7,12 @@ hash of its target here as the step's ``base``. Diffs are computed from it too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planbook.engine.hashing import ABSENT, cell_hash, sha256
 from planbook.errors import UnknownCell, UnreadableFile, UsageMistake
-from planbook.model.cell import Cell
+from planbook.model.cell import CellText
 from planbook.model.operations import (
     AnyOperation,
     DeleteCell,
@@ -55,7 +56,7 @@ class Projection:
     place a change may have shifted (``_valid``): replaying a plan of n steps costs about n
     look-ups, not n scans of the notebook (a 10,000-step plan took minutes to check)."""
 
-    def __init__(self, cells: list[Cell], workspace: Workspace | None) -> None:
+    def __init__(self, cells: Sequence[CellText], workspace: Workspace | None) -> None:
         self.cells = [ProjectedCell(c.id, c.cell_type, c.source) for c in cells]
         #: cell id -> the first cell with that id, and its position while below ``_valid``
         self._by_id: dict[str, ProjectedCell] = {}

@@ -4,7 +4,7 @@ recognises one: a short id, its first line, its tags."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
@@ -25,6 +25,20 @@ class Cell(PlanbookModel):
     outputs: list[dict[str, Any]] = Field(default_factory=list)
     execution_count: int | None = None
     attachments: dict[str, Any] | None = None
+
+
+class CellOutline(NamedTuple):
+    """What staging reads of a cell: its id, type and source (a ``Cell`` has the same three),
+    without copying its outputs and metadata: staging on 2,000 cells copied every cell per
+    step (``NotebookDocument.outline``)."""
+
+    id: str
+    cell_type: CellType
+    source: str
+
+
+#: A cell as a projection reads it: a whole ``Cell`` or its outline.
+CellText = Cell | CellOutline
 
 
 #: ``%plan cells`` shows ids this long at least (longer where that is not yet unique)...

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from planbook.documents.base import NotebookDocument, coalesced_saves
+from planbook.documents.base import NotebookDocument, coalesced_saves, outline
 from planbook.engine import approval_checks, ask_first, planning
 from planbook.engine.approval import (
     StepSelection,
@@ -134,7 +134,7 @@ class Session(PreviewingSession, PersonQuestions):
                 plan,
                 op,
                 reason=reason,
-                cells=self.document.cells(),
+                cells=outline(self.document),
                 workspace=self.workspace,
                 run_at_approval=run,
                 origin=origin,

@@ -35,6 +35,12 @@ class NotebookSession(Session):
         super().__init__(*args, **kwargs)
         # A re-run cell proposes what an open step already makes: one line, no second step.
         self.propose.on_already_staged = say_already_staged
+        plan = self.current_plan()
+        #: The open plan the notebook held when this session opened it, and its pending steps
+        #: then (the first magic says so: magic_common.py), or None.
+        self.opened_with: tuple[str, int] | None = None
+        if plan is not None and plan.is_open:
+            self.opened_with = plan.id, sum(1 for s in plan.steps if s.status == "pending")
 
     @property
     def plan(self) -> PlanHandle:

@@ -9,12 +9,11 @@ from typing import Any, TypeVar
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from planbook.errors import PlanbookError, speak_as
 from planbook.model.words import count
 from planbook.present.checkpoint_names import checkpoint_name
 from planbook.sessions.session import Session
-from planbook.surfaces import api, plan_verbs
-from planbook.surfaces.magic_common import as_usage_errors, kernel_session
+from planbook.surfaces import plan_verbs
+from planbook.surfaces.magic_common import announce_at_first_use, as_usage_errors, kernel_session
 from planbook.surfaces.magics_agent import register as register_agent
 from planbook.surfaces.magics_propose import ProposeMagics
 from planbook.surfaces.say import say
@@ -140,20 +139,9 @@ class PlanbookMagics(Magics):
 
 
 def register(ipython: Any) -> None:
+    """The real magics, in place of the stand-ins ``%load_ext planbook`` registered
+    (extension.py); the first magic to run says what the kernel's session opened on."""
     ipython.register_magics(PlanbookMagics)
     ipython.register_magics(ProposeMagics)
-    speak_as("magics")  # errors in this kernel name the magics as their fix
     register_agent(ipython)
-    try:
-        session = api.session()
-    except PlanbookError as exc:
-        say(f"planbook: {exc}", file=sys.stderr)
-        return
-    for note in [*session.recovered, *session.warnings]:
-        say(f"planbook: {note}", file=sys.stderr)
-    plan = session.current_plan()
-    restored = ""
-    if plan is not None and plan.is_open:
-        pending = sum(1 for s in plan.steps if s.status == "pending")
-        restored = f" · plan {plan.id} restored with {count(pending, 'pending step')}"
-    say(f"planbook: mode {session.mode} · notebook: {session.document.description}{restored}")
+    announce_at_first_use()

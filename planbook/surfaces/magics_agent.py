@@ -15,14 +15,9 @@ import shlex
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Any as AnyTrait
-from traitlets import Bool, Float, Int, Unicode, observe
-from traitlets.config import Configurable
-
 from planbook.agent import memory, view
 from planbook.agent.activity import Activity
-from planbook.agent.config import KERNEL_SETTINGS
-from planbook.agent.context import config_of, decisions_of, todos_of
+from planbook.agent.context import decisions_of, todos_of
 from planbook.agent.decisions import Answer, Decision, Decisions
 from planbook.agent.permissions import revoke, rule_views
 from planbook.agent.state import state_of
@@ -33,6 +28,8 @@ from planbook.present.questions import question_line
 from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.surfaces import api
+from planbook.surfaces.kernel_config import Planbook, add_configurable
+from planbook.surfaces.magic_common import kernel_session
 from planbook.surfaces.say import say
 
 if TYPE_CHECKING:
@@ -258,29 +255,6 @@ def revoke_rule(session: Session, number: int) -> str:
     return f"planbook: revoked rule {number} ({rule.action} {rule.tool} {rule.pattern})"
 
 
-class Planbook(Configurable):
-    """``%config Planbook.model = "openai:gpt-4.1"`` (or an OpenAI-compatible URL)."""
-
-    model = AnyTrait(
-        None,
-        allow_none=True,
-        help="Model string, OpenAI-compatible URL "
-        "(http://host/v1#model), or a pydantic-ai Model / planbook.agents.Scripted.",
-    ).tag(config=True)
-    base_url = Unicode(None, allow_none=True, help="OpenAI-compatible endpoint.").tag(config=True)
-    stream = Bool(True, help="Stream model responses when possible.").tag(config=True)
-    context_tokens = Int(32_000, help="The model's context window, in tokens.").tag(config=True)
-    summarise_at = Float(
-        0.5, help="Share of the context past which older turns are summarised by the model."
-    ).tag(config=True)
-
-    @observe("model", "base_url", "stream", "context_tokens", "summarise_at")
-    def _apply(self, change: dict[str, Any]) -> None:
-        KERNEL_SETTINGS[change["name"]] = change["new"]
-        config = config_of(api.session())
-        setattr(config, change["name"], change["new"])
-
-
 def _offer_questions(session: Session) -> None:
     decisions_of(session)
 
@@ -290,21 +264,20 @@ def register(ipython: Any) -> None:
     # heavy: IPython
     from IPython.core.error import UsageError
 
-    if not any(type(c).__name__ == "Planbook" for c in ipython.configurables):
-        ipython.configurables.append(Planbook(parent=ipython))
+    add_configurable(ipython)
 
     def plan_cell(line: str, cell: str) -> None:
         """%%plan: the cell's text is the task for the agent (it runs in the background)."""
         task = (line + "\n" + cell).strip()
         try:
-            start_plan(api.session(), task)
+            start_plan(kernel_session(), task)
         except PlanbookError as exc:
             raise UsageError(visible(str(exc))) from None
 
     def answer(line: str) -> None:
         """%answer [id choice [reason]]: answer a question the agent is waiting on."""
         try:
-            say(answer_line(api.session(), line))
+            say(answer_line(kernel_session(), line))
         except PlanbookError as exc:
             raise UsageError(visible(str(exc))) from None
 

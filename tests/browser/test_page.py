@@ -67,11 +67,12 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     panel = open_notebook(page, server, notebook, 4)
     first_run(panel)
     out = run_cell(panel, 3, "%load_ext planbook")
-    expect(out).to_contain_text("notebook: page:")
+    expect(out).to_contain_text("opens at first use")
     # cells 4, 5, 6 are new: never saved, yet targeted and kept
     out = run_cell(
         panel, 4, "%%propose --after c1 --run --reason 'a new look'\nprint('inserted', x + 41)"
     )
+    expect(out).to_contain_text("notebook: page:")  # the first magic says what it opened
     expect(out).to_contain_text("staged step 1")
     out = run_cell(panel, 5, "%%propose --replace c3 --reason newer\nz = 'new'")
     expect(out).to_contain_text("staged step 2")

@@ -60,11 +60,12 @@ def test_with_collaboration_switched_off_the_page_is_the_notebook(
     try:
         panel = open_notebook(page, server, "off.ipynb", 4)
         first_run(panel)
-        out = run_cell(panel, 3, "%load_ext planbook")
+        run_cell(panel, 3, "%load_ext planbook")
+        out = run_cell(panel, 4, "%%propose --after c1 --reason 'a new look'\nprint('new', x)")
+        # the first magic says what it opened
         expect(out).to_contain_text("notebook: page:")
         expect(out).to_contain_text("disable_rtc")
         assert "live:" not in out.first.inner_text()
-        out = run_cell(panel, 4, "%%propose --after c1 --reason 'a new look'\nprint('new', x)")
         expect(out).to_contain_text("staged step 1")
         out = run_cell(panel, 5, "%%propose --replace c3\nz = 'new'")
         expect(out).to_contain_text("staged step 2")
@@ -93,6 +94,6 @@ def test_with_collaboration_switched_off_the_page_is_the_notebook(
         page.reload()
         panel = open_notebook(page, server, "off.ipynb", 9)  # Shift+Enter added one
         expect(editor(panel, 3)).to_have_text("z = 'new'")
-        expect(output(panel, 4)).to_contain_text("notebook: page:")
+        expect(output(panel, 5)).to_contain_text("notebook: page:")  # the first magic's
     finally:
         server.end_sessions()

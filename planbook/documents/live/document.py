@@ -36,7 +36,7 @@ from planbook.documents.live.operations import Op, Txn, apply_ops, check
 from planbook.documents.live.reads import SharedReads
 from planbook.documents.live.room import Room, Ticket
 from planbook.errors import LiveConnectionError
-from planbook.model.cell import Cell
+from planbook.model.cell import Cell, CellOutline
 
 
 def _own_copy(cell: Cell) -> Cell:
@@ -126,6 +126,12 @@ class LiveNotebook:
         # the cached cells are shared: callers get their own objects and top-level containers
         # (as the file backend gives them), without the cost of a deep copy of every output
         return [_own_copy(c) for c in cells]
+
+    def outline(self) -> list[CellOutline]:
+        """``cells()`` as ids, types and sources, without a copy (documents/base.py)."""
+        txn = self._txn()
+        cells = txn.cells if txn is not None else self._reads.cells()
+        return [CellOutline(c.id, c.cell_type, c.source) for c in cells]
 
     def find_cell(self, cell_id: str) -> CellPlace | None:
         """The cell with ``cell_id`` and its place, converting nothing but that cell (see

@@ -8,9 +8,10 @@ preview`` and the panel. Decisions are handled on the kernel's main thread
 step runs, and the Session is only ever touched from the main thread; a preview's command
 waits on a worker thread (``planbook.surfaces.widget.preview_task``).
 
-Either side may open the comm: the page when its kernel is ready (refused while planbook is not
-loaded, so the page shows nothing), and the kernel on ``%load_ext planbook``, for pages that are
-already open. Front ends without the extension (VS Code, Colab, nbconvert) ignore the comm.
+The page opens the comm when its kernel is ready (refused while planbook is not loaded, so the
+page shows nothing), and again when ``%load_ext planbook`` opens one to tell a page already open
+(surfaces/extension.py, which loads this module when the first page's comm arrives). Front ends
+without the extension (VS Code, Colab) ignore the kernel's comm.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from planbook.model.events import Event
 from planbook.model.page_messages import PAGE_TYPES
 from planbook.sessions.session import Session
 from planbook.surfaces import api
-from planbook.surfaces.comm.view import PROTOCOL, plan_message
+from planbook.surfaces.comm.view import plan_message
 from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.widget.batch import Batch
 from planbook.surfaces.widget.mainloop import call_on_main, running_main_loop, start_on_main
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("planbook")
 
-TARGET = "planbook"
 #: Events that do not change what the cells show (the agent's chatter).
 QUIET = frozenset({"agent_activity", "todos_changed", "decision_needed", "decision_made"})
 
@@ -332,29 +332,12 @@ def _follow_kernel_session(session: Session) -> None:
         link.follow(session)
 
 
-def register(ipython: Any) -> None:
-    """Listen for pages (comm target), and tell pages already open that planbook is here."""
-    kernel = getattr(ipython, "kernel", None)
-    if kernel is None:
-        return  # a terminal IPython: no front end to talk to
-    try:
-        # heavy: the comm package
-        from comm import create_comm, get_comm_manager
-    except ImportError:  # an old ipykernel without the comm package: the panel still works
-        return
-
-    def on_open(comm: Any, _msg: dict[str, Any]) -> None:
-        try:
-            open_link(api.session(), comm).heard()
-        except PlanbookError as exc:
-            comm.close({"type": "error", "message": str(exc), "step_id": None})
-
-    get_comm_manager().register_target(TARGET, on_open)
+def link_page(comm: Any) -> None:
+    """A page opened ``comm`` (the target surfaces/extension.py registered): link it to the
+    kernel's session, which is opened now if this is its first use; a session that cannot open
+    closes the comm with one line saying why."""
     api.follow_kernel_session(_follow_kernel_session)
     try:
-        session = api.session()
-    except PlanbookError:
-        return  # load_ext already said why
-    if session.headless:
-        return  # nbconvert and papermill have no page, and log a comm nobody handles
-    open_link(session, create_comm(target_name=TARGET, data={"protocol": PROTOCOL}))
+        open_link(api.session(), comm).heard()
+    except PlanbookError as exc:
+        comm.close({"type": "error", "message": str(exc), "step_id": None})

@@ -19,10 +19,9 @@ from planbook.present.diff import diff_texts
 from planbook.present.safe import visible
 from planbook.present.views import StepView
 from planbook.sessions.session import Session
+from planbook.surfaces.comm.protocol import PROTOCOL
 from planbook.surfaces.comm.shell_view import shell_entry
 
-#: Version of the message shapes below; the page ignores a plan it does not understand.
-PROTOCOL = 1
 #: Statuses shown on a cell. Done, rejected and rolled-back steps are history: the panel has it
 #: (the page draws a short trace of a decision it saw on a cell, from ``decided``).
 SHOWN = frozenset({"pending", "approved", "running", "failed", "skipped"})
