@@ -781,10 +781,16 @@ for command in ["ls -la", "git status", "grep -n def penguin_stats.py | head -3"
 `[tool.planbook]` in the project's `pyproject.toml` (or a `planbook.toml`) refines the mode:
 `allow`, `ask` or `deny` per tool, with glob patterns on the path or the command; the last rule
 that matches wins. In plan mode an `allow` never skips the plan, a `deny` always refuses. In
-`auto-edit` mode, allowed commands run without asking:
+`auto-edit` mode, allowed commands run without asking.
+
+A rules file you did not write yourself (this one came with the project) does not allow
+anything until you trust it: its `allow` rules count as `ask` until then, while `deny` and `ask`
+rules always apply. You read the rules below; trust them with `%plan trust` (or
+`planbook trust pyproject.toml` at a shell):
 """,
         ),
         code("show-rules", 'print((work / "pyproject.toml").read_text())'),
+        code("trust-rules", "%plan trust"),
         code(
             "auto-edit",
             """
