@@ -22,6 +22,7 @@ from planbook.errors import PlanbookError
 from planbook.model.plan import Step
 from planbook.sessions.open_kernel import open_kernel_session
 from planbook.sessions.session import Session
+from planbook.surfaces.outside import follow_outside_changes
 from planbook.surfaces.plan_handle import PlanHandle
 
 if TYPE_CHECKING:
@@ -167,6 +168,9 @@ def _become_kernels(new: NotebookSession) -> NotebookSession:
             _others[old.notebook_path] = old
         else:
             old.close()
+    # The kernel's session hears what others change in its room (an MCP client's proposal)
+    # from the start, page or no page: a page's link no longer opens it at %load_ext
+    follow_outside_changes(new)
     for follower in list(_followers):
         follower(new)
     return new

@@ -6,6 +6,7 @@ ends with the result and its read of the cell returns the new output."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -66,7 +67,8 @@ def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer,
     )
     panel = open_notebook(page, server, "agent.ipynb", 3)
     first_run(panel)
-    expect(run_cell(panel, 2, "%load_ext planbook")).to_contain_text("live:")
+    # %load_ext opens nothing; the first magic says which notebook planbook edits
+    expect(run_cell(panel, 2, "%load_ext planbook\n%plan").first).to_contain_text("live:")
 
     started = time.monotonic()
     answer = call(
@@ -92,7 +94,12 @@ def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer,
     expect(output(panel, 1)).to_contain_text("82", timeout=30_000)
     expect(panel.locator(".pb-cell-review")).to_have_count(0, timeout=10_000)
 
-    waited = call(server, "wait_for_review", notebook="agent.ipynb", step_ids=None, timeout_s=30)
+    # each call here is an MCP session of its own: it names the step it waits for
+    step_id = re.search(r"\(step id (\w+)\)", answer)
+    assert step_id is not None, answer
+    waited = call(
+        server, "wait_for_review", notebook="agent.ipynb", step_ids=[step_id[1]], timeout_s=30
+    )
     assert waited.startswith("every step is decided:"), waited
     assert "1. [done] edit cell `show`" in waited
     cell = call(server, "read_cell", notebook="agent.ipynb", cell="show")

@@ -167,11 +167,16 @@ class CellReviewLink:
         document = self.page_document()
         if document is None:
             return  # live or file backend: the page's own copy is not needed
+        replaced = document.replaced
         try:
             note = document.receive(content, self, self.comm.send)
         except PlanbookError as exc:
             self.send_error(str(exc))
             return
+        if note is None and document.replaced != replaced:
+            # the page's snapshot is the notebook now (after a restart it holds the plan the
+            # file lacks): the panel drawn before it came, and this page, show it again
+            self.session.events.emit(Event(kind="plan_changed", message="the page's notebook"))
         if note is not None:  # the page showed it; the kernel's record now follows the page's
             if note not in self.session.warnings:
                 self.session.warnings.append(note)
