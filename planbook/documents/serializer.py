@@ -42,6 +42,10 @@ _LONG_STRING = 1024
 #: a loop over them that grows with the file and the plan.
 _FEW_PARTS = 8
 _FEW_PIECES = 64
+#: A long list's short items (a plan's steps and results, each a few hundred characters) are
+#: joined into pieces of about this size: one piece per item made every save list, compare and
+#: write two more pieces per staged step (a plan of 500 steps was 1,000 pieces per save).
+_GROWN_PIECE = 32768
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -53,11 +57,13 @@ class Rope:
     a cost that grew with the file (the checkpoints) at every step. The last piece is always
     the container's closing line."""
 
-    __slots__ = ("pieces", "size")
+    __slots__ = ("pieces", "size", "tail")
 
-    def __init__(self, pieces: list[str], size: int) -> None:
+    def __init__(self, pieces: list[str], size: int, *, tail: bool = False) -> None:
         self.pieces = pieces
         self.size = size
+        #: The piece before the closing line joins short pieces (``_gathered``): it may grow.
+        self.tail = tail
 
     def __len__(self) -> int:
         return self.size
@@ -236,6 +242,8 @@ class Encoder:
             text = _grown(hit[1], inner, parts, outer)
         else:
             text = _wrap("[", inner, parts, outer, "]")
+            if isinstance(text, Rope):
+                text = _gathered(text.pieces, 0, False)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
 
@@ -270,10 +278,12 @@ def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
     size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
     if size < _ROPE_MIN and not isinstance(old, Rope) and not _holds_rope(parts, size):
         return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
+    # the list's own text before, unless its last piece is a long string of its last item
+    start, tail = len(pieces) - 1, old.tail if isinstance(old, Rope) else True
     pieces.append(sep)
     _append(pieces, parts, sep)
     pieces.append(closing)
-    return Rope(pieces, size)
+    return _gathered(pieces, start, tail)
 
 
 def _holds_rope(parts: list[Text], size: int) -> bool:
@@ -291,6 +301,32 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.extend(part.pieces)
         else:
             pieces.append(part)
+
+
+def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
+    """``pieces`` (the last one closing a long list) with each run of short ones from
+    ``start`` on joined into pieces of up to ``_GROWN_PIECE``; ``tail``: the piece at
+    ``start`` is such a run already (it may grow). A long list's text is then a piece per 30 KB
+    or so, not two per item, and a list grown by a few items looks at those items only; a
+    long string (an image) stays a piece of its own, never copied."""
+    out = pieces[:start]
+    run: list[str] = []
+    size = 0
+    for i, piece in enumerate(pieces[start:-1]):
+        short = len(piece) < _LONG_STRING or (i == 0 and tail)
+        if short and size + len(piece) <= _GROWN_PIECE:
+            run.append(piece)
+            size += len(piece)
+            continue
+        if run:
+            out.append("".join(run))
+        run, size = ([piece], len(piece)) if short else ([], 0)
+        if not short:
+            out.append(piece)
+    if run:
+        out.append("".join(run))
+    out.append(pieces[-1])
+    return Rope(out, sum(map(len, out)), tail=bool(run))
 
 
 def _compact(pieces: list[str]) -> list[str]:
