@@ -127,57 +127,94 @@ def one_step(folder: Path, megabytes: float, rounds: int) -> list[Row]:
 
 # --- 2. staging ------------------------------------------------------------------------------
 MARKS = (10, 100, 500)
+#: A sample is this many consecutive staged steps timed as one (a staged step is about 1 ms of
+#: Python and one fsync, the noisiest part on a shared disk); three samples around each mark.
+BLOCK = 8
+SAMPLES = (-8, 0, 8)
 
 
-def staging_plan(folder: Path, cells: int, by: str, name: str) -> dict[int, float]:
-    """One plan of 510 staged edits; step N's cost is the median of steps N-8..N+8 (a
-    staged step is saved: one fsync each, the noisiest part on a shared disk)."""
+def staging_plan(folder: Path, cells: int, by: str, name: str) -> dict[str, dict[int, list[float]]]:
+    """One plan of 520 staged edits: at each mark, three samples of ``BLOCK`` steps (per step:
+    wall clock, CPU time of this process) and, right after each, ``BLOCK`` durable saves of
+    the file's bytes as that staging left them (the floor at that plan length: the file grows
+    by about 500 bytes per staged step, which its save writes)."""
     path = notebook(folder / name, cells)
     session = open_session(path)
     ids = [c.id for c in session.cells()]
-    per_step = []
-    for k in range(max(MARKS) + 10):
-        token = ids[k % len(ids)] if by == "id" else f"#{k % len(ids) + 1}"
-        start = time.perf_counter()
-        session.propose.edit_cell(token, f"v = {k}", reason="bench")
-        per_step.append(time.perf_counter() - start)
+    starts = {m + d: m for m in MARKS for d in SAMPLES}
+    out: dict[str, dict[int, list[float]]] = {k: {m: [] for m in MARKS} for k in WHAT}
+    k = 0
+    while k < max(MARKS) + max(SAMPLES) + BLOCK:
+        n = BLOCK if k in starts else 1
+        span = range(k, k + n)
+        tokens = [ids[j % len(ids)] if by == "id" else f"#{j % len(ids) + 1}" for j in span]
+        wall, cpu = time.perf_counter(), time.process_time()
+        for j, token in enumerate(tokens, start=k):
+            session.propose.edit_cell(token, f"v = {j}", reason="bench")
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if k in starts:
+            mark, data = starts[k], path.read_bytes()
+            floor = sum(durable_save(folder / "floor.ipynb", data) for _ in range(BLOCK))
+            out["wall"][mark].append(wall / n)
+            out["cpu"][mark].append(cpu / n)
+            out["floor"][mark].append(floor / n)
+        k += n
     session.close()
     path.unlink()
-    return {m: statistics.median(per_step[m - 9 : m + 8]) for m in MARKS}
+    return out
+
+
+WHAT = ("wall", "cpu", "floor")
 
 
 def staging(folder: Path, rounds: int) -> list[Row]:
     configs = [(cells, by) for cells in (10, 2000) for by in ("id", "position")]
-    runs: dict[tuple[int, str], list[dict[int, float]]] = {c: [] for c in configs}
-    floor: list[float] = []
-    big = notebook(folder / "floor-2000.ipynb", 2000)
-    for r in range(rounds):  # configurations interleaved, the floor between them
+    runs: dict[tuple[int, str], dict[str, dict[int, list[float]]]] = {
+        c: {k: {m: [] for m in MARKS} for k in WHAT} for c in configs
+    }
+    for r in range(rounds):  # configurations interleaved, each plan's floor within it
         for cells, by in configs:
-            runs[(cells, by)].append(staging_plan(folder, cells, by, f"s-{cells}-{by}-{r}.ipynb"))
-            floor.append(durable_save(folder / "floor.ipynb", big.read_bytes()))
+            plan = staging_plan(folder, cells, by, f"s-{cells}-{by}-{r}.ipynb")
+            for kind in WHAT:
+                for m in MARKS:
+                    runs[(cells, by)][kind][m] += plan[kind][m]
     rows = []
-    print("2. staging: step N of a plan of 510 (min / median / max ms)")
-    for (cells, by), plans in runs.items():
-        at = {m: [p[m] for p in plans] for m in MARKS}
+    print(f"2. staging: step N of a plan of 520, ms per staged step ({BLOCK} steps a sample)")
+    for (cells, by), at in runs.items():
         for m in MARKS:
-            print(f"   {cells:>5} cells, by {by:<8} step {m:<4}: {text(at[m])}")
+            print(
+                f"   {cells:>5} cells, by {by:<8} step {m:<4}: wall {text(at['wall'][m])}"
+                f"  cpu {text(at['cpu'][m])}  durable save of the file {text(at['floor'][m])}"
+            )
+        grown = statistics.median(at["floor"][500]) / statistics.median(at["floor"][10])
+        print(f"   {'':>5} the file's durable save, step 500 / step 10: {grown:.2f}x")
+        series = f"stage by {by}, {cells} cells"
         rows.append(
             row(
                 f"staging step 500 / step 10, {cells:,} cells, by {by}",
-                at[500],
-                at[10],
+                at["wall"][500],
+                at["wall"][10],
                 "staging step 10",
                 1.2,
-                x={"plot": "length", "series": f"stage by {by}, {cells} cells", "marks": at},
+                x={"plot": "length", "series": series, "marks": at["wall"], "floor grown": grown},
+            )
+        )
+        rows.append(
+            row(
+                f"staging step 500 / step 10, {cells:,} cells, by {by}, CPU time",
+                at["cpu"][500],
+                at["cpu"][10],
+                "staging step 10, CPU time",
+                1.2,
             )
         )
         if cells == 2000 and by == "id":
             rows.append(
                 row(
                     "staging one step, 2,000 cells",
-                    at[10],
-                    floor,
-                    "one durable save",
+                    at["wall"][10],
+                    at["floor"][10],
+                    "one durable save of the same bytes",
                     1.5,
                 )
             )

@@ -36,12 +36,10 @@ _ROPE_MIN = 16384
 #: holding one: their text is never copied into each container above them (a cell's image
 #: was held five times over: its data, its output, the outputs, the cell, the file).
 _LONG_STRING = 1024
-#: A Rope of a container of at most this many parts and pieces has its short pieces joined
-#: (``_compact``): an output, a cell. Others (the cells, the notebook, a plan's lists) take
-#: their parts' pieces as they are: they are listed again at every save, and joining would be
-#: a loop over them that grows with the file and the plan.
+#: A Rope of a container of at most this many parts has its short pieces joined where its
+#: parts meet (``_joined``): an output, a cell, the record's containers above a plan. Others
+#: (the cells, the log's buckets) take their parts' pieces as they are.
 _FEW_PARTS = 8
-_FEW_PIECES = 64
 #: A long list's short items (a plan's steps and results, each a few hundred characters) are
 #: joined into pieces of about this size: one piece per item made every save list, compare and
 #: write two more pieces per staged step (a plan of 500 steps was 1,000 pieces per save).
@@ -257,9 +255,10 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
         return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
     sep = "," + inner
     pieces = [opening + inner]
-    _append(pieces, parts, sep)
-    if len(parts) <= _FEW_PARTS and len(pieces) <= _FEW_PIECES:
-        pieces = _compact(pieces)
+    if len(parts) <= _FEW_PARTS:
+        _joined(pieces, parts, sep)
+    else:
+        _append(pieces, parts, sep)
     pieces.append(f"\n{outer}{closing}")
     start, end = len(opening) + len(inner), len(pieces[-1])
     return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + end)
@@ -329,17 +328,21 @@ def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
     return Rope(out, sum(map(len, out)), tail=bool(run))
 
 
-def _compact(pieces: list[str]) -> list[str]:
-    """``pieces`` with each run of short ones joined (as long as the joined text is short):
-    a container of a few parts holding a long string (an output, a cell) is then about three
-    pieces, the text before the string, the string, the text after."""
-    out = [pieces[0]]
-    for piece in pieces[1:]:
-        if len(piece) < _LONG_STRING and len(out[-1]) + len(piece) < _LONG_STRING:
-            out[-1] += piece
+def _joined(pieces: list[str], parts: list[Text], sep: str) -> None:
+    """``parts`` onto ``pieces``, ``sep`` between them, the short pieces where two meet joined
+    (``_push``): a container of a few parts holding a long string (an output, a cell) is then
+    about three pieces, the text before the string, the string, the text after. Only where
+    parts meet: a part's own pieces were joined when it was made, so this costs a few steps
+    per part, not one per piece below it (each container above a plan looked at every piece
+    of the plan at every save)."""
+    for i, part in enumerate(parts):
+        if i:
+            _push(pieces, sep)
+        if isinstance(part, Rope):
+            _push(pieces, part.pieces[0])
+            pieces += part.pieces[1:]
         else:
-            out.append(piece)
-    return out
+            _push(pieces, part)
 
 
 def _push(pieces: list[str], text: str) -> None:
