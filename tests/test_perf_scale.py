@@ -79,8 +79,10 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
         assert session.approve().ok
     early = [counts[n] for n in early]
     late = [counts[n] for n in late]
-    # min of five: an occasional pruning of the serializer's cache is not the step's own cost
-    assert min(late) - min(early) < 40, (early, late)
+    # min of five: an occasional pruning of the serializer's cache is not the step's own cost.
+    # At step 74 the plan's record is long enough to be kept in pieces (serializer ``Rope``):
+    # a few lines more per container above it, once, not per step of history (about 45 here)
+    assert min(late) - min(early) < 60, (early, late)
     assert len(json.loads(path.read_text())["metadata"]["planbook"]["checkpoints"]) == 2
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import operator
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
@@ -52,8 +54,9 @@ class Rope:
     """A long text kept in pieces, joined once when the file is written. The containers near
     the top of the tree (the notebook, its metadata, the planbook record, a plan) each hold
     most of the file: joining each one's text copied the whole file several times per save,
-    a cost that grew with the file (the checkpoints) at every step. The last piece is always
-    the container's closing line."""
+    a cost that grew with the file (the checkpoints) at every step. The last piece ends with
+    the container's closing line, and is that line alone for a list of more than
+    ``_FEW_PARTS`` items (a long list that grows: ``_grown``)."""
 
     __slots__ = ("pieces", "size", "tail")
 
@@ -240,8 +243,8 @@ class Encoder:
             text = _grown(hit[1], inner, parts, outer)
         else:
             text = _wrap("[", inner, parts, outer, "]")
-            if isinstance(text, Rope):
-                text = _gathered(text.pieces, 0, False)
+            if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
+                text = _in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
 
@@ -255,13 +258,15 @@ def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str)
         return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
     sep = "," + inner
     pieces = [opening + inner]
+    end = f"\n{outer}{closing}"
     if len(parts) <= _FEW_PARTS:
         _joined(pieces, parts, sep)
+        _push(pieces, end)
     else:
         _append(pieces, parts, sep)
-    pieces.append(f"\n{outer}{closing}")
-    start, end = len(opening) + len(inner), len(pieces[-1])
-    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + end)
+        pieces.append(end)  # a line of its own: a long list may grow (``_grown``)
+    start = len(opening) + len(inner)
+    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + len(end))
 
 
 def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
@@ -302,6 +307,22 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.append(part)
 
 
+def _in_runs(parts: list[str], inner: str, outer: str, size: int) -> Rope:
+    """A long list of short items (no long string among them) as pieces of about
+    ``_GROWN_PIECE`` each, found and joined in C (``accumulate``, ``bisect``, ``join``): a
+    Python loop over 2,000 cells or 1,000 steps would cost more than the pieces save."""
+    sep = "," + inner
+    ends = list(accumulate(map(len, parts)))  # the text of parts[:i + 1], without separators
+    pieces, i = [], 0
+    while i < len(parts):
+        # the first part is always taken, however long: a run is never empty
+        j = max(i + 1, bisect_right(ends, (ends[i - 1] if i else 0) + _GROWN_PIECE, lo=i))
+        pieces.append(("[" + inner if i == 0 else sep) + sep.join(parts[i:j]))
+        i = j
+    pieces.append(f"\n{outer}]")
+    return Rope(pieces, size, tail=True)
+
+
 def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
     """``pieces`` (the last one closing a long list) with each run of short ones from
     ``start`` on joined into pieces of up to ``_GROWN_PIECE``; ``tail``: the piece at
@@ -336,13 +357,15 @@ def _joined(pieces: list[str], parts: list[Text], sep: str) -> None:
     per part, not one per piece below it (each container above a plan looked at every piece
     of the plan at every save)."""
     for i, part in enumerate(parts):
+        text = part.pieces[0] if isinstance(part, Rope) else part
         if i:
-            _push(pieces, sep)
+            if len(text) < _LONG_STRING:
+                text = sep + text
+            else:
+                _push(pieces, sep)
+        _push(pieces, text)
         if isinstance(part, Rope):
-            _push(pieces, part.pieces[0])
             pieces += part.pieces[1:]
-        else:
-            _push(pieces, part)
 
 
 def _push(pieces: list[str], text: str) -> None:
