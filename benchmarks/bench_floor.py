@@ -19,6 +19,7 @@ Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``).
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import statistics
 import subprocess
@@ -279,6 +280,96 @@ def load_ext(folder: Path, rounds: int) -> list[Row]:
     return rows
 
 
+# --- 3b. fifty small steps in a live kernel --------------------------------------------------
+FIFTY = """
+import contextlib, io, json, os, shutil, time
+from pathlib import Path
+import planbook
+
+folder, template = Path({folder!r}), Path({template!r})
+shell = get_ipython()
+
+
+def durable(path, data):
+    tmp = path.with_name("." + path.name + ".floor")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def ours(r):
+    path = folder / f"fifty-{{r}}.ipynb"
+    shutil.copy(template, path)
+    pb = planbook.session(notebook=path, live=False)
+    for cell in pb.cells():
+        pb.propose.run_cell(cell.id, reason="bench")
+    start = time.perf_counter()
+    report = pb.approve()
+    seconds = time.perf_counter() - start
+    assert report.ok, str(report)
+    return seconds, path.read_bytes(), [c.source for c in pb.cells()]
+
+
+def floor(sources, data, saves):
+    path = folder / "fifty-floor.ipynb"
+    start = time.perf_counter()
+    for source in sources:
+        with contextlib.redirect_stdout(io.StringIO()):  # planbook keeps the output too
+            shell.run_cell(source, store_history=True)
+        for _ in range(saves):
+            durable(path, data)
+    return time.perf_counter() - start
+
+
+times = {{"planbook": [], "floor": [], "floor x2": []}}
+for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
+    seconds, data, sources = ours(r)
+    one, two = floor(sources, data, 1), floor(sources, data, 2)
+    if r:
+        times["planbook"].append(seconds)
+        times["floor"].append(one)
+        times["floor x2"].append(two)
+print("TIMES", json.dumps(times))
+"""
+
+
+def fifty_steps(folder: Path, rounds: int) -> list[Row]:
+    """A plan of 50 steps that each run a small cell, approved in a real kernel, against the
+    same kernel running the same cells (``run_cell``) with one durable save of the notebook
+    (its bytes as planbook left them) after each, rounds interleaved. A step that runs code
+    makes two saves (before its code, so a crash never runs it twice; then its outputs): the
+    second row is against two durable saves per cell."""
+    from bench_core import run_in_kernel
+
+    template = notebook(folder / "fifty-template.ipynb", 50)
+    code = FIFTY.format(folder=str(folder), template=str(template), rounds=rounds)
+    out = run_in_kernel(folder, code)
+    if "TIMES" not in out:
+        raise RuntimeError(out[-2000:])
+    times = json.loads(out.split("TIMES", 1)[1].strip().splitlines()[0])
+    print("3b. 50 small steps that run code, in one kernel (min / median / max ms)")
+    for name, values in times.items():
+        print(f"   {name:<9}: {text(values)}")
+    return [
+        row(
+            "50 small steps in a kernel",
+            times["planbook"],
+            times["floor"],
+            "run_cell + one durable save per step",
+            1.3,
+        ),
+        row(
+            "50 small steps in a kernel, against two saves a step",
+            times["planbook"],
+            times["floor x2"],
+            "run_cell + two durable saves per step",
+            1.3,
+        ),
+    ]
+
+
 # --- 4. peak memory --------------------------------------------------------------------------
 MEMORY = """
 import sys, tracemalloc
@@ -391,6 +482,7 @@ def main() -> list[Row]:
             rows += one_step(folder, mb, rounds if mb < 20 else 5)
         rows += staging(folder, 2 if QUICK else 3)
         rows += load_ext(folder, 3 if QUICK else 5)
+        rows += fifty_steps(folder, 3 if QUICK else 7)
         rows += memory(folder, 3)
         rows += plan_text(folder, rounds)
     return rows

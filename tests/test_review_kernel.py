@@ -182,3 +182,26 @@ def test_a_step_run_honours_a_trailing_semicolon_and_its_prompts_agree(tmp_path:
         (result,) = loud.outputs
         assert result["data"]["text/plain"] == "42"
         assert result["execution_count"] == loud.execution_count
+
+
+def test_steps_that_run_code_leave_no_hook_behind_in_the_kernel(tmp_path: Path) -> None:
+    """Each step that ran code left two execution hooks on the kernel (its display catcher's),
+    called by every cell run after it for the kernel's life: after 1,000 steps each cell the
+    person ran called 2,000 of them. A step's displays still reach its own cell."""
+    nb = make_notebook(tmp_path / "hooks.ipynb", ["x = 1", "x", "y = 2"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        count = "print(sum(map(len, get_ipython().events.callbacks.values())))"
+        k.run("import planbook; pb = planbook.session()")
+        before = int(k.run(count).stdout)
+        k.run(
+            "pb.propose.run_cell('c1')\n"
+            "pb.propose.edit_cell('c2', 'from IPython.display import display\\n"
+            "display(x + 1)\\nx + 2', run=True)\n"
+            "pb.propose.run_cell('c3')"
+        )
+        k.run("%plan")
+        assert "step 3" in k.run("%approve").text
+        assert int(k.run(count).stdout) == before
+        outputs = nbformat.read(nb, as_version=4).cells[1].outputs
+        assert [o["data"]["text/plain"] for o in outputs] == ["2", "3"]
