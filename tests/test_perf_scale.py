@@ -336,3 +336,20 @@ def test_a_long_plan_is_saved_in_a_few_pieces_of_text(
     (plan,) = saved.values()
     steps = plan["revisions"][-1]["steps"]
     assert [s["operation"]["source"] for s in steps] == [f"v = {k}" for k in range(600)]
+
+
+def test_the_text_of_a_plan_reads_the_cells_outline_not_a_copy_of_each(tmp_path: Path) -> None:
+    """The text of a plan reads each cell's id, type and source (``outline``): it copied every
+    cell (a pydantic copy each, about 40 lines of Python a cell: 84,600 lines for a 10-step
+    plan on 2,000 cells, 3,500 on 20). What is left per cell is the projection's own list and
+    the cells' short names, a dozen lines."""
+    costs = []
+    for cells in (20, 2000):
+        path = make_notebook(tmp_path / f"n{cells}.ipynb", [f"v{i} = {i}" for i in range(cells)])
+        session = open_session(path)
+        for k in range(10):
+            session.propose.edit_cell(f"c{k + 1}", f"v = {k}", reason="r")
+        assert "v = 9" in session.render_text()
+        costs.append(lines_of(session.render_text))
+    small, large = costs
+    assert large - small < 15 * 2000, costs
