@@ -189,26 +189,18 @@ def staging(folder: Path, rounds: int) -> list[Row]:
             )
         grown = statistics.median(at["floor"][500]) / statistics.median(at["floor"][10])
         print(f"   {'':>5} the file's durable save, step 500 / step 10: {grown:.2f}x")
-        series = f"stage by {by}, {cells} cells"
-        rows.append(
-            row(
-                f"staging step 500 / step 10, {cells:,} cells, by {by}",
-                at["wall"][500],
-                at["wall"][10],
-                "staging step 10",
-                1.2,
-                x={"plot": "length", "series": series, "marks": at["wall"], "floor grown": grown},
+        plot = {"plot": "length", "series": f"stage by {by}, {cells} cells"}
+        for kind, clock in (("wall", ""), ("cpu", ", CPU time")):
+            rows.append(
+                row(
+                    f"staging step 500 / step 10, {cells:,} cells, by {by}{clock}",
+                    at[kind][500],
+                    at[kind][10],
+                    f"staging step 10{clock}",
+                    1.2,
+                    x={**plot, "marks": at["wall"], "floor grown": grown} if kind == "wall" else {},
+                )
             )
-        )
-        rows.append(
-            row(
-                f"staging step 500 / step 10, {cells:,} cells, by {by}, CPU time",
-                at["cpu"][500],
-                at["cpu"][10],
-                "staging step 10, CPU time",
-                1.2,
-            )
-        )
         if cells == 2000 and by == "id":
             rows.append(
                 row(

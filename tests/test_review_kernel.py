@@ -205,3 +205,29 @@ def test_steps_that_run_code_leave_no_hook_behind_in_the_kernel(tmp_path: Path) 
         assert int(k.run(count).stdout) == before
         outputs = nbformat.read(nb, as_version=4).cells[1].outputs
         assert [o["data"]["text/plain"] for o in outputs] == ["2", "3"]
+
+
+def test_a_step_whose_code_approves_another_plan_keeps_each_output_in_its_cell(
+    tmp_path: Path,
+) -> None:
+    """The kernel's output catchers are lent to each step's run; a run nested in a step's
+    code (it approves a plan of another notebook) catches into its own cell, and the outer
+    step's result after it still reaches the outer cell."""
+    nb = make_notebook(tmp_path / "outer.ipynb", ["x = 1"])
+    other = make_notebook(tmp_path / "inner.ipynb", ["y = 2"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            f"inner = planbook.session(notebook={str(other)!r}, live=False)\n"
+            "inner.propose.edit_cell('c1', 'print(\"inner\")', run=True)\n"
+            "pb.propose.edit_cell('c1', 'print(\"before\")\\n"
+            "assert inner.approve().ok\\n41 + 1', run=True)"
+        )
+        k.run("%plan")
+        assert "step 1" in k.run("%approve").text
+        (outer,) = nbformat.read(nb, as_version=4).cells
+        (nested,) = nbformat.read(other, as_version=4).cells
+        shown = [o.get("text") or o["data"]["text/plain"] for o in outer.outputs]
+        assert shown == ["before\n", "42"], outer.outputs
+        assert [o.get("text") for o in nested.outputs] == ["inner\n"], nested.outputs

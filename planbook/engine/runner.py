@@ -110,15 +110,34 @@ def _hooks() -> tuple[type[Any], type[Any]]:
     return Publisher, ResultHook
 
 
+#: id(shell) -> (the shell, its catchers): made once per kernel and lent to each step (made per
+#: step, setting up two traitlets objects was most of what a small cell's capture cost).
+_kept: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _catchers(shell: Any, sink: _OutputSink, original: Any) -> tuple[Any, Any]:
+    """The publisher and result hook for one run, catching into ``sink``. A run nested in a
+    step's run (its code approves another plan) gets its own: the kept ones are in use."""
+    publisher_class, hook_class = _hooks()
+    kept = _kept.get(id(shell))
+    if kept is None or kept[0] is not shell or original is kept[1]:
+        publisher, hook = publisher_class(shell, sink, original), hook_class(shell, sink)
+        if kept is None or kept[0] is not shell:
+            _kept[id(shell)] = (shell, publisher, hook)
+        return publisher, hook
+    _, publisher, hook = kept
+    publisher.__dict__.update(_sink=sink, _original=original)
+    hook._sink = sink
+    return publisher, hook
+
+
 @contextmanager
 def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
-    publisher, hook = _hooks()
     original = shell.display_pub
     trap = shell.display_trap
     saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook, trap.hook
     sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
-    shell.display_pub = publisher(shell, sink, original)
-    result_hook = hook(shell, sink)
+    shell.display_pub, result_hook = _catchers(shell, sink, original)
     sys.displayhook = result_hook
     # run_cell installs ``display_trap.hook`` as sys.displayhook when no cell is running (a step
     # approved from the panel runs outside any cell): without this the last expression's result
