@@ -22,6 +22,7 @@ from planbook.documents import file as file_backend
 from planbook.documents.file import FileNotebook
 from planbook.documents.file_stat import Look
 from planbook.documents.serializer import JUPYTER, Encoder
+from planbook.engine.plan_dumps import PlanDumps
 from planbook.engine.store import BUCKET
 from planbook.model.events import Event
 from planbook.sessions.session import Session
@@ -353,3 +354,31 @@ def test_the_text_of_a_plan_reads_the_cells_outline_not_a_copy_of_each(tmp_path:
         costs.append(lines_of(session.render_text))
     small, large = costs
     assert large - small < 15 * 2000, costs
+
+
+def test_a_save_during_a_run_looks_again_at_the_steps_assigned_to_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save during a run wrote the steps whose status changed: it compared every step of
+    the revision with its last dump (a status was assigned since), 300 looks per save on a
+    300-step plan. The steps assigned to since the last save are now told by the steps
+    (``Step.assigned``), and the file holds every status as it is."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    for k in range(300):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    looks = [0]
+    real = PlanDumps._part
+
+    def counting(self: PlanDumps, part: Any) -> Any:
+        looks[0] += 1
+        return real(self, part)
+
+    monkeypatch.setattr(PlanDumps, "_part", counting)
+    with counted_saves() as saves:
+        assert session.approve(first=5).ok
+    assert looks[0] < 20 * len(saves), (looks[0], len(saves))
+    saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
+    (plan,) = saved.values()
+    statuses = [s["status"] for s in plan["revisions"][-1]["steps"]]
+    assert statuses == ["done"] * 5 + ["pending"] * 295
