@@ -18,59 +18,23 @@ from __future__ import annotations
 
 import json
 import operator
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
 from planbook.documents.deep_json import KeptJson
+from planbook.documents.rope import LONG_STRING, Rope, Text, grown, in_runs, push, wrap
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
 #: Lists at least this long are encoded as possibly grown from one encoded before.
 _GROWN_MIN = 32
-#: Containers whose text is at least this long keep it in pieces (a ``Rope``).
-_ROPE_MIN = 16384
-#: Strings at least this long are pieces of their own (a ``Rope``), and so is every container
-#: holding one: their text is never copied into each container above them (a cell's image
-#: was held five times over: its data, its output, the outputs, the cell, the file).
-_LONG_STRING = 1024
-#: A Rope of a container of at most this many parts has its short pieces joined where its
-#: parts meet (``_joined``): an output, a cell, the record's containers above a plan. Others
-#: (the cells, the log's buckets) take their parts' pieces as they are.
-_FEW_PARTS = 8
-#: A long list's short items (a plan's steps and results, each a few hundred characters) are
-#: joined into pieces of about this size: one piece per item made every save list, compare and
-#: write two more pieces per staged step (a plan of 500 steps was 1,000 pieces per save).
-_GROWN_PIECE = 32768
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
 
-class Rope:
-    """A long text kept in pieces, joined once when the file is written. The containers near
-    the top of the tree (the notebook, its metadata, the planbook record, a plan) each hold
-    most of the file: joining each one's text copied the whole file several times per save,
-    a cost that grew with the file (the checkpoints) at every step. The last piece ends with
-    the container's closing line, and is that line alone for a list of more than
-    ``_FEW_PARTS`` items (a long list that grows: ``_grown``)."""
-
-    __slots__ = ("pieces", "size", "tail")
-
-    def __init__(self, pieces: list[str], size: int, *, tail: bool = False) -> None:
-        self.pieces = pieces
-        self.size = size
-        #: The piece before the closing line joins short pieces (``_gathered``): it may grow.
-        self.tail = tail
-
-    def __len__(self) -> int:
-        return self.size
-
-
-Text = str | Rope
 #: A piece's bytes: its own, or a view of the file's bytes as read (``detect_bytes``).
 Chunk = bytes | memoryview
 
@@ -157,7 +121,7 @@ class Encoder:
 
     def _value(self, value: Any, depth: int) -> Text:
         if isinstance(value, str):
-            if len(value) >= _LONG_STRING:
+            if len(value) >= LONG_STRING:
                 return self._long_string(value)
             return self._string(value)
         if isinstance(value, dict | list):
@@ -201,7 +165,7 @@ class Encoder:
                 parts.append(
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
-            return _wrap("[", inner, parts, self.style.indent * depth, "]")
+            return wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         for k, v in items:
@@ -210,12 +174,12 @@ class Encoder:
             key = string(k) + ": "
             if isinstance(text, Rope):  # only a few per save: the long ones
                 keyed = [key]
-                _push(keyed, text.pieces[0])
+                push(keyed, text.pieces[0])
                 keyed += text.pieces[1:]
                 parts.append(Rope(keyed, len(key) + text.size))
             else:
                 parts.append(key + text)
-        return _wrap("{", inner, parts, self.style.indent * depth, "}")
+        return wrap("{", inner, parts, self.style.indent * depth, "}")
 
     def _grown_list(
         self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
@@ -240,142 +204,13 @@ class Encoder:
         if hit is not None and start == len(value):
             text = hit[1]
         elif hit is not None and start:
-            text = _grown(hit[1], inner, parts, outer)
+            text = grown(hit[1], inner, parts, outer)
         else:
-            text = _wrap("[", inner, parts, outer, "]")
+            text = wrap("[", inner, parts, outer, "]")
             if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
-                text = _in_runs(cast("list[str]", parts), inner, outer, text.size)
+                text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
-
-
-def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) -> Text:
-    """``opening``, the parts one per line, ``closing``: one string, or a Rope when long (a
-    part that is a Rope makes its container one too, as it is at least as long)."""
-    size = sum(map(len, parts))
-    if size < _ROPE_MIN and not _holds_rope(parts, size):
-        short = cast("list[str]", parts)
-        return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
-    sep = "," + inner
-    pieces = [opening + inner]
-    end = f"\n{outer}{closing}"
-    if len(parts) <= _FEW_PARTS:
-        _joined(pieces, parts, sep)
-        _push(pieces, end)
-    else:
-        _append(pieces, parts, sep)
-        pieces.append(end)  # a line of its own: a long list may grow (``_grown``)
-    start = len(opening) + len(inner)
-    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + len(end))
-
-
-def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
-    """The text of a list that is ``old``'s list with ``parts`` appended."""
-    closing = f"\n{outer}]"
-    sep = "," + inner
-    if isinstance(old, Rope):
-        pieces = old.pieces[:-1]
-        size = old.size - len(closing)
-    else:
-        pieces = [old[: -len(closing)]]
-        size = len(pieces[0])
-    size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
-    if size < _ROPE_MIN and not isinstance(old, Rope) and not _holds_rope(parts, size):
-        return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
-    # the list's own text before, unless its last piece is a long string of its last item
-    start, tail = len(pieces) - 1, old.tail if isinstance(old, Rope) else True
-    pieces.append(sep)
-    _append(pieces, parts, sep)
-    pieces.append(closing)
-    return _gathered(pieces, start, tail)
-
-
-def _holds_rope(parts: list[Text], size: int) -> bool:
-    """Is one of ``parts`` (``size`` long together) a Rope? Only a part holding a long string
-    can be one below ``_ROPE_MIN``, so shorter parts are not looked at one by one."""
-    return size >= _LONG_STRING and Rope in map(type, parts)  # in C: no loop that grows
-
-
-def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
-    """``parts`` onto ``pieces``, ``sep`` between them, Ropes by their pieces."""
-    for i, part in enumerate(parts):
-        if i:
-            pieces.append(sep)
-        if isinstance(part, Rope):
-            pieces.extend(part.pieces)
-        else:
-            pieces.append(part)
-
-
-def _in_runs(parts: list[str], inner: str, outer: str, size: int) -> Rope:
-    """A long list of short items (no long string among them) as pieces of about
-    ``_GROWN_PIECE`` each, found and joined in C (``accumulate``, ``bisect``, ``join``): a
-    Python loop over 2,000 cells or 1,000 steps would cost more than the pieces save."""
-    sep = "," + inner
-    ends = list(accumulate(map(len, parts)))  # the text of parts[:i + 1], without separators
-    pieces, i = [], 0
-    while i < len(parts):
-        # the first part is always taken, however long: a run is never empty
-        j = max(i + 1, bisect_right(ends, (ends[i - 1] if i else 0) + _GROWN_PIECE, lo=i))
-        pieces.append(("[" + inner if i == 0 else sep) + sep.join(parts[i:j]))
-        i = j
-    pieces.append(f"\n{outer}]")
-    return Rope(pieces, size, tail=True)
-
-
-def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
-    """``pieces`` (the last one closing a long list) with each run of short ones from
-    ``start`` on joined into pieces of up to ``_GROWN_PIECE``; ``tail``: the piece at
-    ``start`` is such a run already (it may grow). A long list's text is then a piece per 30 KB
-    or so, not two per item, and a list grown by a few items looks at those items only; a
-    long string (an image) stays a piece of its own, never copied."""
-    out = pieces[:start]
-    run: list[str] = []
-    size = 0
-    for i, piece in enumerate(pieces[start:-1]):
-        short = len(piece) < _LONG_STRING or (i == 0 and tail)
-        if short and size + len(piece) <= _GROWN_PIECE:
-            run.append(piece)
-            size += len(piece)
-            continue
-        if run:
-            out.append("".join(run))
-        run, size = ([piece], len(piece)) if short else ([], 0)
-        if not short:
-            out.append(piece)
-    if run:
-        out.append("".join(run))
-    out.append(pieces[-1])
-    return Rope(out, sum(map(len, out)), tail=bool(run))
-
-
-def _joined(pieces: list[str], parts: list[Text], sep: str) -> None:
-    """``parts`` onto ``pieces``, ``sep`` between them, the short pieces where two meet joined
-    (``_push``): a container of a few parts holding a long string (an output, a cell) is then
-    about three pieces, the text before the string, the string, the text after. Only where
-    parts meet: a part's own pieces were joined when it was made, so this costs a few steps
-    per part, not one per piece below it (each container above a plan looked at every piece
-    of the plan at every save)."""
-    for i, part in enumerate(parts):
-        text = part.pieces[0] if isinstance(part, Rope) else part
-        if i:
-            if len(text) < _LONG_STRING:
-                text = sep + text
-            else:
-                _push(pieces, sep)
-        _push(pieces, text)
-        if isinstance(part, Rope):
-            pieces += part.pieces[1:]
-
-
-def _push(pieces: list[str], text: str) -> None:
-    """``text`` onto ``pieces``, joined to the last piece when both are short: a long string
-    stays a piece of its own, and the keys and separators around it make a few short pieces,
-    not one each (a cell of images was thirty pieces, and a save wrote them one by one)."""
-    if pieces and len(text) < _LONG_STRING and len(pieces[-1]) + len(text) < _LONG_STRING:
-        pieces[-1] += text
-    else:
-        pieces.append(text)
 
 
 def _utf8_string(value: str) -> str:
@@ -448,7 +283,7 @@ def _as_read(data: bytes, pieces: list[str]) -> list[Chunk] | None:
         end = at + len(encoded)
         if view[at:end] != encoded:
             return None
-        chunks.append(view[at:end] if len(encoded) >= _LONG_STRING else encoded)
+        chunks.append(view[at:end] if len(encoded) >= LONG_STRING else encoded)
         at = end
     return chunks if at == len(data) else None
 
