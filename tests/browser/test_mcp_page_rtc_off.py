@@ -3,8 +3,9 @@ notebook, so the proposal goes through the page's kernel (planbook's own silent 
 page itself. JupyterLab in real Chromium, a real kernel that loaded planbook, the official MCP
 client over HTTP: the step shows on its cell within seconds, marked with the client's name,
 while the person has unsaved typing in another cell; approved on the cell, it runs there; the
-client's wait and read see the output before anything is saved; the person's save writes the
-step, its output and their typing (nothing lost, no "File Changed")."""
+client's wait and read see the output before anything is saved; a question is asked and
+answered the same way; the person's save writes the step, its output, the answer and their
+typing (nothing lost, no "File Changed")."""
 
 from __future__ import annotations
 
@@ -108,6 +109,22 @@ def test_a_proposal_goes_through_the_pages_kernel_and_the_save_keeps_everything(
         cell = call(server, "read_cell", notebook="agent.ipynb", cell="show")
         assert "print(x * 2)" in cell and "82" in cell.split("outputs", 1)[1], cell
 
+        # a question goes the same way: asked into the page, answered there, read back
+        asked = call(
+            server,
+            "ask_person",
+            notebook="agent.ipynb",
+            question="Keep the doubled value?",
+            options=["yes", "no"],
+        )
+        assert asked.startswith("Asked question q1 in agent.ipynb"), asked
+        expect(run_cell(panel, 2, "%answer q1 yes").first).to_contain_text("q1 -> yes")
+        waited = call(
+            server, "wait_for_review", notebook="agent.ipynb", question_ids=["q1"], timeout_s=30
+        )
+        assert waited.startswith("every question is answered:"), waited
+        assert waited.rstrip().endswith(": yes"), waited
+
         # the person saves: the step, its result and their typing are all in the file
         expect(editor(panel, 3)).to_have_text(TYPED)
         page.keyboard.press("ControlOrMeta+s")
@@ -121,5 +138,7 @@ def test_a_proposal_goes_through_the_pages_kernel_and_the_save_keeps_everything(
         plans = on_disk["metadata"]["planbook"]["plans"]
         [step] = [s for p in plans.values() for s in p["revisions"][-1]["steps"]]
         assert step["status"] == "done" and step["origin"] == "claude-code 2.1.0 (MCP)"
+        [question] = on_disk["metadata"]["planbook"]["questions"]
+        assert question["answer"] == "yes"
     finally:
         server.end_sessions()

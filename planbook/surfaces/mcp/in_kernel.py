@@ -26,8 +26,10 @@ from planbook.surfaces import api
 from planbook.surfaces.api import NotebookSession
 from planbook.surfaces.mcp.staged import staged_text
 
-#: The Proposer calls a client may stage this way (the propose tools' operations).
+#: The Proposer calls a client may stage this way (the propose tools' operations), and its
+#: question to the person (ask_person: the Session's call of that name).
 Operation = Literal[
+    "ask_person",
     "insert_cell",
     "edit_cell",
     "delete_cell",
@@ -91,6 +93,9 @@ def stage(request: str) -> str:
     if isinstance(found, str):
         return found
     try:
+        if asked.operation == "ask_person":
+            question = found.ask_person(**asked.arguments, origin=asked.origin)
+            return _said("staged", step_id=question.id, text="")
         proposer = found.proposing_as(asked.origin)
         step = getattr(proposer, asked.operation)(**asked.arguments)
     except PlanbookError as exc:

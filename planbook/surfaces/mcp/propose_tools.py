@@ -113,12 +113,23 @@ def answer(target: ServedNotebooks, session: Session, step: Step) -> str:
 
 
 class PageStaging(Protocol):
-    """Where a proposal goes when the notebook's open page holds it (kernel_staging.py): the
-    staged step's id and the answer, or None when no page holds the notebook (the file then)."""
+    """Where a proposal (or a question: ``ask_person``) goes when the notebook's open page holds
+    it (kernel_staging.py): the staged step's (question's) id and the answer, or None when no
+    page holds the notebook (the file then)."""
 
     async def stage(
         self, path: Path, operation: str, arguments: dict[str, Any], origin: str
     ) -> tuple[str, str] | None: ...
+
+
+async def in_page(
+    pages: PageStaging, path: Path, operation: str, arguments: dict[str, Any], origin: str
+) -> tuple[str, str] | None:
+    """``pages.stage``, its planbook error a one-line ToolError."""
+    try:
+        return await pages.stage(path, operation, arguments, origin)
+    except PlanbookError as exc:
+        raise ToolError(one_line(exc.said_to("cli"))) from None
 
 
 def register(
@@ -136,10 +147,7 @@ def register(
         mine = proposals.of(ctx)
         if pages is not None:
             path = await in_thread(target.notebook_path, notebook)
-            try:
-                staged = await pages.stage(path, operation, arguments, origin)
-            except PlanbookError as exc:
-                raise ToolError(one_line(exc.said_to("cli"))) from None
+            staged = await in_page(pages, path, operation, arguments, origin)
             if staged is not None:
                 mine.add(path, staged[0])
                 return staged[1]

@@ -90,7 +90,7 @@ def build_server(
     read_tools.register(server, target)
     kernel_tools.register(server, target, kernels)
     propose_tools.register(server, target, proposals, pages)
-    ask.register(server, target, proposals)
+    ask.register(server, target, proposals, pages)
     review.register(server, target, proposals)
     return server
 
