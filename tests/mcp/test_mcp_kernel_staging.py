@@ -22,6 +22,7 @@ import pytest
 
 from planbook.surfaces.mcp import in_kernel
 from planbook.surfaces.mcp.kernel_staging import GRACE_SECONDS, STAGE_SECONDS, expression
+from tests.mcp.test_mcp_http import notebook, planbook_steps
 from tests.support.jupyter_server import RunningServer
 from tests.support.mcp_client import ok, refused
 from tests.support.mcp_http import connect_http, with_endpoint
@@ -40,15 +41,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield running.start()
     finally:
         running.close()
-
-
-def notebook(server: RunningServer, name: str) -> Path:
-    return server.write_notebook(name, ["x = 41", "print(x + 1)"], ids=["load", "show"])
-
-
-def planbook_steps(path: Path) -> list[dict[str, Any]]:
-    meta = json.loads(path.read_text()).get("metadata", {}).get("planbook", {})
-    return [s for p in meta.get("plans", {}).values() for s in p["revisions"][-1]["steps"]]
 
 
 @contextmanager

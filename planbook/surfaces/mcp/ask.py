@@ -86,13 +86,11 @@ def register(
         Nothing else changes. Only the person answers: no tool does."""
         origin = client_origin(ctx)
         mine = proposals.of(ctx)  # this client's questions, for its wait_for_review
-        if pages is not None:  # the open page holds the notebook: asked through its kernel
-            path = await in_thread(target.notebook_path, notebook)
-            arguments = {"question": question, "options": options or []}
-            staged = await in_page(pages, path, "ask_person", arguments, origin)
-            if staged is not None:
-                mine.asked(path, staged[0])
-                return asked_text(target.shown(path), staged[0])
+        arguments = {"question": question, "options": options or []}
+        staged = await in_page(pages, target, notebook, "ask_person", arguments, origin)
+        if staged is not None:  # the open page holds the notebook: asked through its kernel
+            mine.asked(staged[0], staged[1])
+            return asked_text(target.shown(staged[0]), staged[1])
 
         def work() -> str:
             session = target.session(notebook)

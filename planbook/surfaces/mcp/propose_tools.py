@@ -123,13 +123,24 @@ class PageStaging(Protocol):
 
 
 async def in_page(
-    pages: PageStaging, path: Path, operation: str, arguments: dict[str, Any], origin: str
-) -> tuple[str, str] | None:
-    """``pages.stage``, its planbook error a one-line ToolError."""
+    pages: PageStaging | None,
+    target: ServedNotebooks,
+    notebook: str | None,
+    operation: str,
+    arguments: dict[str, Any],
+    origin: str,
+) -> tuple[Path, str, str] | None:
+    """Stage through the open page holding the notebook, when there are pages to ask: the
+    notebook, the staged id and the answer; None to stage into the served notebook instead.
+    A planbook error is a one-line ToolError."""
+    if pages is None:
+        return None
+    path = await in_thread(target.notebook_path, notebook)
     try:
-        return await pages.stage(path, operation, arguments, origin)
+        staged = await pages.stage(path, operation, arguments, origin)
     except PlanbookError as exc:
         raise ToolError(one_line(exc.said_to("cli"))) from None
+    return (path, *staged) if staged is not None else None
 
 
 def register(
@@ -145,12 +156,10 @@ def register(
         when one holds the notebook, else through the served notebook's session."""
         origin = client_origin(ctx)
         mine = proposals.of(ctx)
-        if pages is not None:
-            path = await in_thread(target.notebook_path, notebook)
-            staged = await in_page(pages, path, operation, arguments, origin)
-            if staged is not None:
-                mine.add(path, staged[0])
-                return staged[1]
+        staged = await in_page(pages, target, notebook, operation, arguments, origin)
+        if staged is not None:
+            mine.add(staged[0], staged[1])
+            return staged[2]
 
         def work() -> str:
             session = target.session(notebook)
