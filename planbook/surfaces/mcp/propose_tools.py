@@ -1,7 +1,9 @@
 """The propose tools: each builds one operation through the notebook session's Proposer (the
 same call as ``pb.propose``: cell naming, validation, the policy, protected settings, the base
-hash), tagged with the client's origin, and answers with the step it became. No tool here, or
-anywhere in this server, approves: a staged step waits for the person."""
+hash), tagged with the client's origin, and answers with the step it became; where the open
+page holds the notebook (a Jupyter server without collaboration), the same call is made by the
+page's kernel (kernel_staging.py). No tool here, or anywhere in this server, approves: a staged
+step waits for the person."""
 
 from __future__ import annotations
 
