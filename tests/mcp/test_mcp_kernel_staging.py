@@ -144,7 +144,13 @@ def test_a_busy_kernel_is_said_in_one_line_and_the_late_request_stages_nothing(
         server.end_sessions()
 
 
-def test_a_kernel_that_dies_mid_call_is_said_in_one_line(server: RunningServer) -> None:
+#: How the kernel stops under the call: shut down, or restarted (a new process that never
+#: heard the request).
+STOPS = {"shut down": ("DELETE", "api/kernels/{}"), "restarted": ("POST", "api/kernels/{}/restart")}
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_a_kernel_that_stops_mid_call_is_said_in_one_line(server: RunningServer, how: str) -> None:
     path = notebook(server, "dies.ipynb")
     before = path.read_bytes()
     kernel = server.create_session("dies.ipynb")["kernel"]["id"]
@@ -155,7 +161,8 @@ def test_a_kernel_that_dies_mid_call_is_said_in_one_line(server: RunningServer) 
             daemon=True,
         ).start()
         time.sleep(0.5)
-        threading.Timer(2.0, server.api, args=("DELETE", f"api/kernels/{kernel}")).start()
+        method, where = STOPS[how]
+        threading.Timer(2.0, server.api, args=(method, where.format(kernel))).start()
         started = time.monotonic()
         refused_, line = propose(
             server, notebook="dies.ipynb", cell="show", source="print(2)", reason="r"

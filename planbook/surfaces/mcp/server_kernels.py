@@ -78,6 +78,8 @@ class ServerKernels:
             manager = self.serverapp.kernel_manager.get_kernel(kernel_id)
         except KeyError:
             raise no_kernel(shown) from None
+        # a restart replaces the kernel's process and its provisioner: what was sent is lost
+        process = _process(manager)
         client = AsyncKernelClient()
         client.load_connection_info(manager.get_connection_info())
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
@@ -90,7 +92,7 @@ class ServerKernels:
                         timeout=min(left, ALIVE_SECONDS)
                     )
                 except (TimeoutError, queue.Empty):
-                    if not await _alive(manager):
+                    if _process(manager) is not process or not await _alive(manager):
                         raise when_died(shown) from None
                     continue
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
@@ -99,6 +101,12 @@ class ServerKernels:
         finally:
             client.stop_channels()
         raise when_busy(shown)
+
+
+def _process(manager: Any) -> object:
+    """The kernel's process as its manager's provisioner holds it (a new one after a restart;
+    None once stopped)."""
+    return getattr(getattr(manager, "provisioner", None), "process", None)
 
 
 async def _alive(manager: Any) -> bool:
