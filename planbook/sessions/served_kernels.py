@@ -65,8 +65,11 @@ def execute_content(expression: str) -> dict[str, Any]:
     }
 
 
-def answer_of(reply: Mapping[str, Any], shown: str) -> str:
-    """The text planbook's expression evaluated to, from an execute_reply's content."""
+def answer_of(
+    reply: Mapping[str, Any], shown: str, doing: str = "could not inspect its variables"
+) -> str:
+    """The text planbook's expression evaluated to, from an execute_reply's content; an
+    expression that raised is said as the kernel of ``shown`` ``doing``, then the error."""
     result = (reply.get("user_expressions") or {}).get(KEY)
     if not isinstance(result, dict):
         raise KernelUnreachable(
@@ -75,7 +78,7 @@ def answer_of(reply: Mapping[str, Any], shown: str) -> str:
         )
     if result.get("status") != "ok":
         raise KernelUnreachable(
-            f"the kernel of {shown} could not inspect its variables: "
+            f"the kernel of {shown} {doing}: "
             f"{result.get('ename', 'error')}: {result.get('evalue', '')}"
         )
     plain = (result.get("data") or {}).get("text/plain", "")

@@ -61,15 +61,10 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> str:
         return pool.submit(anyio.run, main).result()
 
 
-def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
-    server.write_notebook(
-        "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
-    )
-    panel = open_notebook(page, server, "agent.ipynb", 3)
-    first_run(panel)
-    # %load_ext opens nothing; the first magic says which notebook planbook edits
-    expect(run_cell(panel, 2, "%load_ext planbook\n%plan").first).to_contain_text("live:")
-
+def propose_approve_and_wait(server: RunningServer, panel: Any) -> tuple[str, float]:
+    """The agent proposes that cell #2 (``show``) print ``x * 2`` and run; the step shows on
+    the cell within seconds, marked with the agent's name; the person approves it there and
+    the cell prints 82. The agent's answer, and how soon the step showed."""
     started = time.monotonic()
     answer = call(
         server,
@@ -93,6 +88,19 @@ def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer,
     box.locator(".pb-cell-approve").click()
     expect(output(panel, 1)).to_contain_text("82", timeout=30_000)
     expect(panel.locator(".pb-cell-review")).to_have_count(0, timeout=10_000)
+    return answer, shown_after
+
+
+def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
+    server.write_notebook(
+        "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
+    )
+    panel = open_notebook(page, server, "agent.ipynb", 3)
+    first_run(panel)
+    # %load_ext opens nothing; the first magic says which notebook planbook edits
+    expect(run_cell(panel, 2, "%load_ext planbook\n%plan").first).to_contain_text("live:")
+
+    answer, _ = propose_approve_and_wait(server, panel)
 
     # each call here is an MCP session of its own: it names the step it waits for
     step_id = re.search(r"\(step id (\w+)\)", answer)

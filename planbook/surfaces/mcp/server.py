@@ -21,6 +21,7 @@ from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.served_kernels import KernelReach, RunningServers
 from planbook.surfaces.mcp import ask, kernel_tools, propose_tools, read_tools, review
+from planbook.surfaces.mcp.propose_tools import PageStaging
 from planbook.version import __version__
 
 INSTRUCTIONS = """\
@@ -73,9 +74,13 @@ class PlanbookServer(MCPServer[Any]):
             raise
 
 
-def build_server(target: ServedNotebooks, kernels: KernelReach) -> PlanbookServer:
+def build_server(
+    target: ServedNotebooks, kernels: KernelReach, pages: PageStaging | None = None
+) -> PlanbookServer:
     """The server over ``target``; ``kernels`` is how a notebook's kernel is reached (the
-    running Jupyter servers for stdio, the server's own kernel manager inside Jupyter)."""
+    running Jupyter servers for stdio, the server's own kernel manager inside Jupyter);
+    ``pages``, where proposals to a notebook its open page holds go (inside a Jupyter server
+    without collaboration)."""
     server = PlanbookServer(
         "planbook",
         version=__version__,
@@ -84,8 +89,8 @@ def build_server(target: ServedNotebooks, kernels: KernelReach) -> PlanbookServe
     proposals = propose_tools.Proposals()
     read_tools.register(server, target)
     kernel_tools.register(server, target, kernels)
-    propose_tools.register(server, target, proposals)
-    ask.register(server, target, proposals)
+    propose_tools.register(server, target, proposals, pages)
+    ask.register(server, target, proposals, pages)
     review.register(server, target, proposals)
     return server
 

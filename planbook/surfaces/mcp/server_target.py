@@ -2,7 +2,8 @@
 folder (the workspace). With jupyter-collaboration on the server each notebook is read and
 edited through its collaboration room (sessions/served_rooms.py says why), so a proposal reaches the
 open page and the kernel's session at once and reads see what the page holds, unsaved edits and
-fresh outputs included; without it, the file, as the stdio server does."""
+fresh outputs included. Without it, a notebook whose open page holds it is proposed to and read
+through its kernel (kernel_staging.py); any other, the file, as the stdio server does."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from planbook.sessions.served import TOOL, ServedDocument, ServedNotebooks
 from planbook.sessions.served_rooms import ServerRoute, room_session, version
 from planbook.sessions.session import Session
+from planbook.surfaces.mcp.kernel_staging import KernelStaging
 
 #: How the documents name the endpoint in their descriptions.
 HTTP_TOOL = f"{TOOL} over HTTP"
@@ -57,6 +59,9 @@ class ServerTarget(ServedNotebooks):
     def __init__(self, root: Path, route: ServerRoute) -> None:
         super().__init__(root)
         self.route = route
+        #: Without collaboration: proposals to a notebook open in a page go through its
+        #: kernel (set by the server extension, which has the kernels).
+        self.pages: KernelStaging | None = None
         #: Rooms are joined with the credentials of the latest request the server's identity
         #: provider let in (every request that reaches a tool was), besides the server's
         #: token: an identity provider may take no token (a hub, a proxy's header).
@@ -70,8 +75,9 @@ class ServerTarget(ServedNotebooks):
         how = (
             "through their collaboration rooms (open pages see proposals at once)"
             if self.route.collaboration
-            else "as files (collaboration is off or absent on this server: an open page shows "
-            "a proposal once reloaded)"
+            else "through the kernel of the page that has a notebook open (collaboration is "
+            "off or absent on this server: planbook in that kernel stages into the page), "
+            "else as files"
         )
         return f"the notebooks of this Jupyter server, under {self.root}, {how}"
 
@@ -82,11 +88,13 @@ class ServerTarget(ServedNotebooks):
 
     def document(self, path: Path) -> ServedDocument:
         if not self.route.collaboration:
-            return super().document(path)
+            in_page = self.pages.read(path) if self.pages is not None else None
+            return in_page if in_page is not None else super().document(path)
         # the room's copy is the notebook as the page holds it: read that one, not the file
         return self.session(self.shown(path)).document
 
     def signature(self, path: Path) -> object:
         if not self.route.collaboration:
-            return super().signature(path)
+            stamp = self.pages.stamp(path) if self.pages is not None else None
+            return stamp if stamp is not None else super().signature(path)
         return version(self.document(path))

@@ -1,0 +1,212 @@
+"""Proposals to a notebook whose open page holds it, on a Jupyter server without collaboration.
+
+There the page's model is the notebook: a step written into the file would never show on its
+cell, and the page's next save (Ctrl+S, autosave) would write the page's model over it. So when
+the notebook's Jupyter session has a kernel with a page connected (a websocket), the proposal is
+staged THROUGH that kernel: one silent execute (no history, no output, the execution count does
+not move) of planbook's own call (in_kernel.py), the request passed as one string literal of
+JSON, never as code. The kernel's session stages it into the page over the in-cell review's
+comm, marked with the client's origin; its answer (the step, or planbook's one line) is the
+tool's answer. What the page holds is then read the same way (``read``), so read_cell,
+read_plan and wait_for_review see the step, the person's decision and the outputs before the
+page is saved.
+
+When it cannot be staged there, nothing is written to the file the page would overwrite:
+- planbook is not loaded in that kernel: one line asking for ``%load_ext planbook`` (loading it
+  for the person would change their kernel beyond staging: imports, magics, a comm);
+- the kernel is busy (a cell runs): the execute waits in the kernel's queue; after
+  ``STAGE_SECONDS`` the tool says so in one line, and the request, carrying that deadline,
+  stages nothing when the kernel reaches it later;
+- the kernel stops mid-call: one line (the step may be in the page only, never in the file);
+- the kernel's planbook follows another notebook, or expects a page none connected: one line.
+A notebook with no kernel, or a kernel no page is connected to, is the file's, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio.from_thread
+
+from planbook.errors import KernelUnreachable, PlanbookError, UsageMistake
+from planbook.sessions.page_copy import page_copy
+from planbook.sessions.served import ServedDocument
+from planbook.sessions.served_kernels import answer_of
+from planbook.surfaces.mcp.server_kernels import ServerKernels
+
+#: How long a proposal waits for a busy kernel; the request expires then.
+STAGE_SECONDS = 10.0
+#: How much longer the endpoint listens, so a kernel that reached the request just before it
+#: expired is still heard (and one that reaches it later answers "expired").
+GRACE_SECONDS = 2.0
+#: How long a read waits for the kernel before it answers from the page's last copy.
+READ_SECONDS = 3.0
+#: A copy of the page this young is read again without asking the kernel (a wait's poll reads
+#: the record and then the cells of the steps that ran).
+FRESH_SECONDS = 0.3
+#: What the expression answers when planbook is not loaded in the kernel.
+NOT_LOADED = json.dumps({"status": "not_loaded"})
+
+
+def expression(function: str, request: dict[str, Any]) -> str:
+    """planbook's call of ``in_kernel.<function>`` with ``request`` as one string literal (ASCII
+    JSON in ``repr``: quotes, backslashes and line separators all escaped): only when the
+    person loaded planbook in this kernel; else the NOT_LOADED answer, and nothing is imported."""
+    literal = repr(json.dumps(request))
+    return (
+        f"__import__('planbook.surfaces.mcp.in_kernel', fromlist=['{function}'])"
+        f".{function}({literal}) "
+        "if 'planbook' in __import__('IPython').get_ipython().extension_manager.loaded "
+        f"else {NOT_LOADED!r}"
+    )
+
+
+def busy(shown: str) -> KernelUnreachable:
+    return KernelUnreachable(
+        f"the kernel of {shown} is busy (a cell has run for over {STAGE_SECONDS:g} s): nothing "
+        "was staged (the request expires unanswered); propose again when the kernel is idle"
+    )
+
+
+def died(shown: str) -> KernelUnreachable:
+    return KernelUnreachable(
+        f"the kernel of {shown} stopped before it answered (it died or was restarted): the "
+        "step was not written to the file; if it was staged, the open page's plan shows it: "
+        "read_plan before proposing again"
+    )
+
+
+def refusal(status: str, said: dict[str, Any], shown: str) -> PlanbookError:
+    """The one line for a kernel that could not stage the proposal."""
+    if status == "not_loaded":
+        return KernelUnreachable(
+            f"{shown} is open in Jupyter, but planbook is not loaded in its kernel: the page "
+            "could not show the step and its next save would overwrite a step written to the "
+            "file, so nothing was staged; ask the person to run `%load_ext planbook` in the "
+            "notebook, then propose again"
+        )
+    if status == "no_link":
+        return KernelUnreachable(
+            f"planbook in the kernel of {shown} edits it through its open page, but no page "
+            "with planbook's extension is connected: nothing was staged; ask the person to "
+            "open (or reload) the notebook in JupyterLab, then propose again"
+        )
+    if status == "elsewhere":
+        return KernelUnreachable(
+            f"{said.get('message', 'planbook in this kernel edits another notebook')}, not "
+            f"{shown}: nothing was staged; the person can switch it with `%plan use {shown}`"
+        )
+    if status == "expired":
+        return busy(shown)
+    return UsageMistake(str(said.get("message") or f"the kernel of {shown} said {status}"))
+
+
+class KernelStaging:
+    """Proposals and reads through the kernel of a notebook whose open page holds it."""
+
+    def __init__(self, kernels: ServerKernels, root: Path) -> None:
+        self.kernels = kernels
+        self.root = root
+        #: Notebooks a proposal was staged into through their page: their reads ask the page.
+        self.through_page: set[Path] = set()
+        self._copies: dict[Path, tuple[float, ServedDocument]] = {}
+
+    def _shown(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    async def _page_kernel(self, shown: str) -> str | None:
+        """The kernel of the notebook's session when a page (a websocket) is connected to it."""
+        kernel_id = await self.kernels.kernel_id(shown)
+        if kernel_id is None or self.kernels.connections(kernel_id) < 1:
+            return None
+        return kernel_id
+
+    async def _call(
+        self, kernel_id: str, shown: str, function: str, request: dict[str, Any], seconds: float
+    ) -> dict[str, Any]:
+        reply = await self.kernels.ask(
+            kernel_id,
+            expression(function, request),
+            shown,
+            seconds,
+            when_busy=busy,
+            when_died=died,
+        )
+        text = answer_of(reply, shown, doing="could not run planbook's call")
+        try:
+            said = json.loads(text)
+        except ValueError:
+            said = None
+        if not isinstance(said, dict):
+            raise KernelUnreachable(f"the kernel of {shown} answered what planbook cannot read")
+        return said
+
+    async def stage(
+        self, path: Path, operation: str, arguments: dict[str, Any], origin: str
+    ) -> tuple[str, str] | None:
+        """The staged step's id and the tool's answer; None when no page holds the notebook
+        (the caller stages into the file); a PlanbookError (one line) when it cannot."""
+        shown = self._shown(path)
+        kernel_id = await self._page_kernel(shown)
+        if kernel_id is None:
+            return None
+        request = {
+            "notebook": str(path),
+            "shown": shown,
+            "operation": operation,
+            "arguments": arguments,
+            "origin": origin,
+            "expires": time.time() + STAGE_SECONDS,
+        }
+        said = await self._call(kernel_id, shown, "stage", request, STAGE_SECONDS + GRACE_SECONDS)
+        status = str(said.get("status"))
+        if status == "staged":
+            self.through_page.add(path)
+            self._copies.pop(path, None)
+            return str(said["step_id"]), str(said["text"])
+        if status == "no_page":
+            return None
+        raise refusal(status, said, shown)
+
+    # --- reading what the page holds -------------------------------------------------------
+    def read(self, path: Path) -> ServedDocument | None:
+        """The page's notebook for a notebook staged into through its page (from a worker
+        thread of the endpoint): asked of its kernel, or its last copy while the kernel is busy
+        (a step it runs holds it); None when no page holds it any more (the file then)."""
+        if path not in self.through_page:
+            return None
+        kept = self._copies.get(path)
+        if kept is not None and time.monotonic() - kept[0] < FRESH_SECONDS:
+            return kept[1]
+        try:
+            copy = anyio.from_thread.run(self._fetch, path)
+        except (KernelUnreachable, RuntimeError):  # busy or gone, or not an endpoint thread
+            return kept[1] if kept is not None else None
+        if copy is None:
+            self.through_page.discard(path)
+            self._copies.pop(path, None)
+            return None
+        self._copies[path] = (time.monotonic(), copy)
+        return copy
+
+    async def _fetch(self, path: Path) -> ServedDocument | None:
+        shown = self._shown(path)
+        kernel_id = await self._page_kernel(shown)
+        if kernel_id is None:
+            return None
+        request = {"notebook": str(path), "shown": shown}
+        said = await self._call(kernel_id, shown, "page", request, READ_SECONDS)
+        if said.get("status") != "page":
+            return None
+        return page_copy(str(said["notebook"]), path)
+
+    def stamp(self, path: Path) -> object | None:
+        """What wait_for_review watches for a notebook read through its page (the page has no
+        change stamp the endpoint sees: it changes every half second, so the record is read
+        again that often), or None for the others."""
+        if path not in self.through_page:
+            return None
+        return ("page", int(time.monotonic() * 2))
