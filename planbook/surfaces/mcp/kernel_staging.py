@@ -20,22 +20,28 @@ When it cannot be staged there, nothing is written to the file the page would ov
 - the kernel stops mid-call: one line (the step may be in the page only, never in the file);
 - the kernel's planbook follows another notebook, or expects a page none connected: one line.
 A notebook with no kernel, or a kernel no page is connected to, is the file's, as before.
+
+How the kernel is reached is the one thing the two MCP servers differ in (``PageKernels``):
+the endpoint inside a Jupyter server asks its own kernel manager (server_kernels.py); the stdio
+server finds the Jupyter server that has the notebook open by its runtime files and asks over
+that server's REST API and kernel websocket (sessions/served_kernels.py). The decisions, the
+request and every one line are the same, here.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.from_thread
 
 from planbook.errors import KernelUnreachable, PlanbookError, UsageMistake
 from planbook.sessions.page_copy import page_copy
-from planbook.sessions.served import ServedDocument
+from planbook.sessions.served import ServedDocument, ServedNotebooks
 from planbook.sessions.served_kernels import answer_of
-from planbook.surfaces.mcp.server_kernels import ServerKernels
 
 #: How long a proposal waits for a busy kernel; the request expires then.
 STAGE_SECONDS = 10.0
@@ -104,10 +110,36 @@ def refusal(status: str, said: dict[str, Any], shown: str) -> PlanbookError:
     return UsageMistake(str(said.get("message") or f"the kernel of {shown} said {status}"))
 
 
-class KernelStaging:
+#: A kernel a page is connected to, as one way of reaching kernels names it.
+K = TypeVar("K")
+
+
+class PageKernels(Protocol[K]):
+    """How the kernel of a notebook's open page is found and asked."""
+
+    async def page_kernel(self, path: Path, shown: str) -> K | None:
+        """The kernel of the notebook's Jupyter session when a page (a websocket) is connected
+        to it, on a server without collaboration; None otherwise (the file then)."""
+        ...
+
+    async def ask(
+        self,
+        kernel: K,
+        expression: str,
+        shown: str,
+        seconds: float,
+        when_busy: Callable[[str], KernelUnreachable],
+        when_died: Callable[[str], KernelUnreachable],
+    ) -> dict[str, Any]:
+        """The execute_reply content of the silent ``expression``; ``when_busy`` when it is not
+        answered within ``seconds``, ``when_died`` when the kernel stops meanwhile."""
+        ...
+
+
+class KernelStaging(Generic[K]):
     """Proposals and reads through the kernel of a notebook whose open page holds it."""
 
-    def __init__(self, kernels: ServerKernels, root: Path) -> None:
+    def __init__(self, kernels: PageKernels[K], root: Path) -> None:
         self.kernels = kernels
         self.root = root
         #: Notebooks a proposal was staged into through their page: their reads ask the page.
@@ -117,18 +149,11 @@ class KernelStaging:
     def _shown(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    async def _page_kernel(self, shown: str) -> str | None:
-        """The kernel of the notebook's session when a page (a websocket) is connected to it."""
-        kernel_id = await self.kernels.kernel_id(shown)
-        if kernel_id is None or self.kernels.connections(kernel_id) < 1:
-            return None
-        return kernel_id
-
     async def _call(
-        self, kernel_id: str, shown: str, function: str, request: dict[str, Any], seconds: float
+        self, kernel: K, shown: str, function: str, request: dict[str, Any], seconds: float
     ) -> dict[str, Any]:
         reply = await self.kernels.ask(
-            kernel_id,
+            kernel,
             expression(function, request),
             shown,
             seconds,
@@ -150,8 +175,8 @@ class KernelStaging:
         """The staged step's id and the tool's answer; None when no page holds the notebook
         (the caller stages into the file); a PlanbookError (one line) when it cannot."""
         shown = self._shown(path)
-        kernel_id = await self._page_kernel(shown)
-        if kernel_id is None:
+        kernel = await self.kernels.page_kernel(path, shown)
+        if kernel is None:
             return None
         request = {
             "notebook": str(path),
@@ -161,7 +186,7 @@ class KernelStaging:
             "origin": origin,
             "expires": time.time() + STAGE_SECONDS,
         }
-        said = await self._call(kernel_id, shown, "stage", request, STAGE_SECONDS + GRACE_SECONDS)
+        said = await self._call(kernel, shown, "stage", request, STAGE_SECONDS + GRACE_SECONDS)
         status = str(said.get("status"))
         if status == "staged":
             self.through_page.add(path)
@@ -194,11 +219,11 @@ class KernelStaging:
 
     async def _fetch(self, path: Path) -> ServedDocument | None:
         shown = self._shown(path)
-        kernel_id = await self._page_kernel(shown)
-        if kernel_id is None:
+        kernel = await self.kernels.page_kernel(path, shown)
+        if kernel is None:
             return None
         request = {"notebook": str(path), "shown": shown}
-        said = await self._call(kernel_id, shown, "page", request, READ_SECONDS)
+        said = await self._call(kernel, shown, "page", request, READ_SECONDS)
         if said.get("status") != "page":
             return None
         return page_copy(str(said["notebook"]), path)
@@ -210,3 +235,19 @@ class KernelStaging:
         if path not in self.through_page:
             return None
         return ("page", int(time.monotonic() * 2))
+
+
+class PagesTarget(ServedNotebooks):
+    """Served notebooks of which one an open page holds (no collaboration) is read through its
+    kernel once a proposal was staged there (``pages``), the others as files."""
+
+    #: Set by whoever has the kernels (the server extension, or the stdio server).
+    pages: KernelStaging[Any] | None = None
+
+    def document(self, path: Path) -> ServedDocument:
+        in_page = self.pages.read(path) if self.pages is not None else None
+        return in_page if in_page is not None else super().document(path)
+
+    def signature(self, path: Path) -> object:
+        stamp = self.pages.stamp(path) if self.pages is not None else None
+        return stamp if stamp is not None else super().signature(path)
