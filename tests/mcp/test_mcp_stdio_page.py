@@ -8,7 +8,8 @@ Without a browser, the page is two things: for the server, a websocket held to t
 counts as a connection); inside the kernel, the page protocol's double (tests/test_page.py) linked
 to the kernel's session as the in-cell review's comm would be. The step lands in the kernel's
 mirror of the page and in that page, marked with the client's origin; the client reads it back
-through the kernel; the file keeps nothing. Each refusal is one line, the same as over HTTP."""
+through the kernel; the file keeps nothing. Each refusal is one line, the same as over HTTP. A
+kernel no page is connected to, or a server with collaboration on, leaves the file route."""
 
 from __future__ import annotations
 
@@ -259,3 +260,56 @@ def test_a_pages_kernel_that_stops_mid_call_is_one_line(server: RunningServer, h
         assert path.read_bytes() == before
     finally:
         server.end_sessions()
+
+
+def test_a_pages_kernel_following_another_notebook_is_one_line(server: RunningServer) -> None:
+    path = notebook(server, "mine.ipynb")
+    notebook(server, "other.ipynb")
+    before = path.read_bytes()
+    kernel = server.create_session("mine.ipynb")["kernel"]["id"]
+    try:
+        done = server.execute(kernel, "%load_ext planbook\n%plan use other.ipynb")
+        assert done["error"] is None, done["error"]
+        with page_connected(server, kernel):
+            refused_, line = call(
+                server,
+                "propose_edit_cell",
+                notebook="mine.ipynb",
+                cell="show",
+                source="2",
+                reason="r",
+            )
+        assert refused_ and line.endswith(
+            "planbook in this kernel edits other.ipynb, not mine.ipynb: nothing was staged; the "
+            "person can switch it with `%plan use mine.ipynb`"
+        ), line
+        assert path.read_bytes() == before
+    finally:
+        server.end_sessions()
+
+
+def test_with_collaboration_on_the_proposal_goes_to_the_file_as_before(tmp_path: Path) -> None:
+    with RunningServer(tmp_path / "root") as collaborating:
+        collaborating.start()
+        path = notebook(collaborating, "shared.ipynb")
+        kernel = collaborating.create_session("shared.ipynb")["kernel"]["id"]
+        try:
+            with page_connected(collaborating, kernel):
+                refused_, answer = call(
+                    collaborating,
+                    "propose_edit_cell",
+                    notebook="shared.ipynb",
+                    cell="show",
+                    source="2",
+                    reason="r",
+                )
+            assert not refused_ and answer.startswith("Staged step 1 of the plan in shared.ipynb")
+            [step] = planbook_steps(path)
+            assert step["origin"] == "claude-code 2 (MCP)"
+            # the kernel was never asked: planbook's call was not imported into it
+            asked = collaborating.execute(
+                kernel, "import sys; print('planbook.surfaces.mcp.in_kernel' in sys.modules)"
+            )
+            assert asked["stdout"].strip() == "False"
+        finally:
+            collaborating.end_sessions()
