@@ -173,19 +173,14 @@ class RunningServers:
         kernel: PageKernel,
         expression: str,
         shown: str,
-        seconds: float = ANSWER_SECONDS,
-        when_busy: Callable[[str], KernelUnreachable] = busy,
-        when_died: Callable[[str], KernelUnreachable] = died,
+        seconds: float,
+        when_busy: Callable[[str], KernelUnreachable],
+        when_died: Callable[[str], KernelUnreachable],
     ) -> dict[str, Any]:
+        """``ask_over_websocket`` from a worker thread (kernel_staging.py's ``PageKernels``)."""
+        where = (kernel.server, kernel.kernel_id)
         return await asyncio.to_thread(
-            ask_over_websocket,
-            kernel.server,
-            kernel.kernel_id,
-            expression,
-            shown,
-            seconds,
-            when_busy,
-            when_died,
+            ask_over_websocket, *where, expression, shown, seconds, when_busy, when_died
         )
 
 

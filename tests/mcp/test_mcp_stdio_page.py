@@ -14,7 +14,6 @@ kernel no page is connected to, or a server with collaboration on, leaves the fi
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
@@ -26,7 +25,15 @@ import pytest
 from mcp.client.session import ClientSession
 
 from tests.mcp.test_mcp_http import notebook, planbook_steps
-from tests.mcp.test_mcp_kernel_staging import STOPS, _quietly, page_connected
+from tests.mcp.test_mcp_kernel_staging import (
+    STOPS,
+    busy_for,
+    busy_line,
+    died_line,
+    not_loaded_line,
+    page_connected,
+    stopped_under_a_call,
+)
 from tests.support.jupyter_server import RunningServer
 from tests.support.mcp_client import connect, ok
 
@@ -192,12 +199,7 @@ def test_planbook_not_loaded_in_the_pages_kernel_is_one_line_and_the_file_untouc
             asked_, asked = call(server, "ask_person", notebook="unloaded.ipynb", question="q?")
         for was_refused, said in ((refused_, line), (asked_, asked)):
             assert was_refused and "\n" not in said
-            assert said.endswith(
-                "unloaded.ipynb is open in Jupyter, but planbook is not loaded in its kernel: "
-                "the page could not show the step and its next save would overwrite a step "
-                "written to the file, so nothing was staged; ask the person to run "
-                "`%load_ext planbook` in the notebook, then propose again"
-            ), said
+            assert said.endswith(not_loaded_line("unloaded.ipynb")), said
         assert path.read_bytes() == before
         loaded = server.execute(kernel, "import sys; print('planbook' in sys.modules)")
         assert loaded["stdout"].strip() == "False"
@@ -211,21 +213,13 @@ def test_a_busy_pages_kernel_is_one_line_and_the_late_request_stages_nothing(
     path, kernel = loaded_with_page(server, "busy.ipynb")
     before = path.read_bytes()
     try:
-        # the websocket of this long cell is the page
-        running = threading.Thread(
-            target=server.execute, args=(kernel, "import time; time.sleep(16)"), daemon=True
-        )
-        running.start()
-        time.sleep(1.0)
+        running = busy_for(server, kernel, 16)
         started = time.monotonic()
         refused_, line = call(
             server, "propose_edit_cell", notebook="busy.ipynb", cell="show", source="2", reason="r"
         )
         waited = time.monotonic() - started
-        assert refused_ and line.endswith(
-            "the kernel of busy.ipynb is busy (a cell has run for over 10 s): nothing was "
-            "staged (the request expires unanswered); propose again when the kernel is idle"
-        ), line
+        assert refused_ and line.endswith(busy_line("busy.ipynb")), line
         assert 10.0 <= waited < 16.0, waited
         running.join(30)
         time.sleep(1.0)  # the kernel reached the expired request: it staged nothing
@@ -240,22 +234,12 @@ def test_a_pages_kernel_that_stops_mid_call_is_one_line(server: RunningServer, h
     path, kernel = loaded_with_page(server, "dies.ipynb")
     before = path.read_bytes()
     try:
-        threading.Thread(
-            target=lambda: _quietly(server.execute, kernel, "import time; time.sleep(30)"),
-            daemon=True,
-        ).start()
-        time.sleep(0.5)
-        method, where = STOPS[how]
-        threading.Timer(3.0, server.api, args=(method, where.format(kernel))).start()
+        stopped_under_a_call(server, kernel, how, after=3.0)
         started = time.monotonic()
         refused_, line = call(
             server, "propose_edit_cell", notebook="dies.ipynb", cell="show", source="2", reason="r"
         )
-        assert refused_ and line.endswith(
-            "the kernel of dies.ipynb stopped before it answered (it died or was restarted): "
-            "the step was not written to the file; if it was staged, the open page's plan "
-            "shows it: read_plan before proposing again"
-        ), line
+        assert refused_ and line.endswith(died_line("dies.ipynb")), line
         assert time.monotonic() - started < 10.0  # not the busy wait
         assert path.read_bytes() == before
     finally:
