@@ -147,6 +147,18 @@ def test_a_proposal_is_staged_in_the_pages_kernel_and_read_back_the_file_untouch
                     return staged, asked, plan, waited
 
             staged, asked, plan, waited = anyio.run(main)
+            # an agent that reconnects is a new process: it reads the page's plan at once
+            step_id = staged.split("(step id ", 1)[1].split(")", 1)[0]
+            _, again = call(server, "read_plan", notebook="page.ipynb")
+            _, still = call(
+                server, "wait_for_review", notebook="page.ipynb", step_ids=[step_id], timeout_s=1
+            )
+        # no page connected any more: a new client reads the file, which has no plan
+        _, alone = call(server, "read_plan", notebook="page.ipynb")
+        assert "1. [pending] edit cell `show`" in again and "from: claude-code 2 (MCP)" in again
+        assert still.startswith("timed out after 1 s with 1 step still open"), still
+        assert f"1. [pending] edit cell `show` (step id {step_id}" in still, still
+        assert "edit cell" not in alone, alone
         assert staged.startswith("Staged step 1 of the plan in page.ipynb"), staged
         assert asked.startswith("Asked question q1 in page.ipynb"), asked
         # the client reads the page's plan through the kernel (the file has none): the step is

@@ -53,6 +53,9 @@ READ_SECONDS = 3.0
 #: A copy of the page this young is read again without asking the kernel (a wait's poll reads
 #: the record and then the cells of the steps that ran).
 FRESH_SECONDS = 0.3
+#: A notebook found held by no page (or its kernel without planbook) is not asked again for
+#: this long, when every read follows the pages (a wait polls twice a second).
+NO_PAGE_SECONDS = 2.0
 #: What the expression answers when planbook is not loaded in the kernel.
 NOT_LOADED = json.dumps({"status": "not_loaded"})
 
@@ -139,12 +142,18 @@ class PageKernels(Protocol[K]):
 class KernelStaging(Generic[K]):
     """Proposals and reads through the kernel of a notebook whose open page holds it."""
 
-    def __init__(self, kernels: PageKernels[K], root: Path) -> None:
+    def __init__(self, kernels: PageKernels[K], root: Path, follow_pages: bool = False) -> None:
         self.kernels = kernels
         self.root = root
-        #: Notebooks a proposal was staged into through their page: their reads ask the page.
+        #: Every read asks whether a page holds the notebook, not only after a proposal went
+        #: through one: the stdio server, a process per agent session, which a client that
+        #: reconnects (or a second agent) starts afresh while the page keeps the steps.
+        self.follow_pages = follow_pages
+        #: Notebooks a proposal was staged into (or read from) through their page: their reads
+        #: ask the page.
         self.through_page: set[Path] = set()
         self._copies: dict[Path, tuple[float, ServedDocument]] = {}
+        self._no_page: dict[Path, float] = {}
 
     def _shown(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -198,22 +207,30 @@ class KernelStaging(Generic[K]):
 
     # --- reading what the page holds -------------------------------------------------------
     def read(self, path: Path) -> ServedDocument | None:
-        """The page's notebook for a notebook staged into through its page (from a worker
-        thread of the endpoint): asked of its kernel, or its last copy while the kernel is busy
-        (a step it runs holds it); None when no page holds it any more (the file then)."""
+        """The page's notebook for a notebook staged into through its page (with
+        ``follow_pages``, any notebook a page holds), from a worker thread of the endpoint:
+        asked of its kernel, or its last copy while the kernel is busy (a step it runs holds
+        it); None when no page holds it (any more): the file then."""
         if path not in self.through_page:
-            return None
+            if not self.follow_pages:
+                return None
+            if time.monotonic() - self._no_page.get(path, -NO_PAGE_SECONDS) < NO_PAGE_SECONDS:
+                return None
         kept = self._copies.get(path)
         if kept is not None and time.monotonic() - kept[0] < FRESH_SECONDS:
             return kept[1]
         try:
             copy = anyio.from_thread.run(self._fetch, path)
         except (KernelUnreachable, RuntimeError):  # busy or gone, or not an endpoint thread
+            if kept is None:  # nothing read from it yet: the file, without waiting again soon
+                self._no_page[path] = time.monotonic()
             return kept[1] if kept is not None else None
         if copy is None:
             self.through_page.discard(path)
             self._copies.pop(path, None)
+            self._no_page[path] = time.monotonic()
             return None
+        self.through_page.add(path)
         self._copies[path] = (time.monotonic(), copy)
         return copy
 

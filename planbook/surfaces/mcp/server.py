@@ -100,9 +100,10 @@ def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
     closes the connection. A notebook open in a running Jupyter server without collaboration,
     with its page connected to its kernel, is proposed to and read through that kernel, as
-    the endpoint inside Jupyter does (kernel_staging.py); any other, through its file."""
+    the endpoint inside Jupyter does (kernel_staging.py), even before this process proposed
+    anything to it (an agent that reconnects starts a new process); any other, its file."""
     served = PagesTarget(target)
     kernels = RunningServers()
-    served.pages = KernelStaging(kernels, served.root)
+    served.pages = KernelStaging(kernels, served.root, follow_pages=True)
     server = build_server(served, kernels, pages=served.pages)
     anyio.run(server.run_stdio_async)
