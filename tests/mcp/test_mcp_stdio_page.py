@@ -35,7 +35,7 @@ from tests.mcp.test_mcp_kernel_staging import (
     stopped_under_a_call,
 )
 from tests.support.jupyter_server import RunningServer
-from tests.support.mcp_client import connect, ok
+from tests.support.mcp_client import connect_served, ok
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
 
@@ -77,15 +77,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def stdio(server: RunningServer) -> AbstractAsyncContextManager[ClientSession]:
-    """A client of ``python -m planbook mcp ROOT`` (introduced as claude-code 2), which finds
-    the running Jupyter server by its runtime files, as it would on the person's machine."""
-    return connect(
-        server.root,
-        name="claude-code",
-        version="2",
-        args=["-m", "planbook", "mcp", str(server.root)],
-        env={"JUPYTER_RUNTIME_DIR": server.env["JUPYTER_RUNTIME_DIR"]},
-    )
+    """A client of ``python -m planbook mcp ROOT``, introduced as claude-code 2."""
+    return connect_served(server, name="claude-code", version="2")
 
 
 def call(server: RunningServer, tool: str, **arguments: Any) -> tuple[bool, str]:
