@@ -36,7 +36,7 @@ from planbook.engine.executor.shell_layer import ShellLayers
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.mcp_calls import McpResult, bounded
 from planbook.engine.runner import CellRun
-from planbook.engine.store import UNDONE_NOTES
+from planbook.engine.stored_record import UNDONE_NOTES
 from planbook.errors import ConflictError, LayerRefused, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
