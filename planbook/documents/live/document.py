@@ -39,6 +39,10 @@ from planbook.errors import LiveConnectionError
 from planbook.model.cell import Cell, CellOutline
 
 
+#: The operations whose commit compares a cell with the room's (``operations.check``).
+_COMPARED = frozenset({"replace", "delete", "move"})
+
+
 def _own_copy(cell: Cell) -> Cell:
     """A copy of ``cell`` with its own metadata dict and outputs list. (The engine reads the
     cells several times per step: ``copy.copy`` is a third of ``model_copy(update=...)``.)"""
@@ -365,9 +369,18 @@ class LiveNotebook:
         transaction's own work instead of adding to it. The check at commit sees what the
         server had when the transaction began and every update that arrived since (the server
         sends each one at once); asking at commit time narrows that only by the transaction's
-        duration, bounded by FRESH_FOR."""
+        duration, bounded by FRESH_FOR.
+
+        A commit that changes no existing cell (it inserts cells, writes the record) waits for
+        no answer while the room is connected: its check compares no cell's content, and the
+        update goes after everything this copy holds. What the wait would add is a deletion of
+        an insert's anchor in the last round trip: the room then keeps the new cell where the
+        anchor was, as it does for any deletion that crosses an insert on the network. A run
+        of cell-inserting steps is then paced by its own work, not by one round trip a step."""
         if txn.asked is None or time.monotonic() - txn.asked_at > self.FRESH_FOR:
             return False
+        if self._room.connected and not any(op.kind in _COMPARED for op in txn.ops):
+            return True
         return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
 
     def _hand_over(self, update: bytes, ops: list[Op], *, confirm_now: bool) -> None:
