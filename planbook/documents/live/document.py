@@ -10,9 +10,11 @@ gets one update: every open page shows the whole change or none of it. The updat
 by a sync request sent right after it (the server answers requests in order, so the answer
 proves it has the update). A commit waits for that answer only when it rewrote a cell's text
 (a merge must be looked for at once, ``merges``); otherwise the next commit's own sync, a save
-(``make_durable``) or ``close()`` waits for it, so a run of steps costs one round trip per
-step. The server saves the file on request, and on its own about a second after the last
-change (jupyter-collaboration's save delay).
+(``make_durable``) or ``close()`` waits for it. A commit compares the cells it rewrites,
+deletes or moves with the server's state, asked for when its transaction began; one that
+changes no existing cell waits for no answer (``_fresh``), so a run of inserted cells costs no
+round trip per step. The server saves the file on request, and on its own about a second after
+the last change (jupyter-collaboration's save delay).
 
 Metadata is written by difference (``metadata``); what it holds is cached as JSON until someone
 else changes it.
