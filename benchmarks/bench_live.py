@@ -174,9 +174,11 @@ def measure(server: RunningServer, rounds: int) -> dict[tuple[int, int], dict[st
 
 def main() -> list[Row]:
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-live-") as folder:
-        with start_jupyter(Path(folder) / "root") as server:
-            results = measure(server, ROUNDS)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-live-") as folder,
+        start_jupyter(Path(folder) / "root") as server,
+    ):
+        results = measure(server, ROUNDS)
     rows: list[Row] = []
     for (steps, cells), sides in results.items():
         visible = {side: [t[0] for t in times] for side, times in sides.items()}

@@ -67,7 +67,8 @@ def approve_inserts(server: RunningServer, steps: int, monkeypatch: pytest.Monke
         with counted(monkeypatch) as seen:
             report = session.approve()
         assert report.ok and not report.notes, report.lines()
-        assert disk_sources(on_disk(server, name)) == ["x = 1"] + [f"v{i} = {i}" for i in range(steps)]
+        inserted = [f"v{i} = {i}" for i in range(steps)]
+        assert disk_sources(on_disk(server, name)) == ["x = 1", *inserted]
         return seen
     finally:
         doc.close()

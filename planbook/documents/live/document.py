@@ -40,7 +40,6 @@ from planbook.documents.live.room import Room, Ticket
 from planbook.errors import LiveConnectionError
 from planbook.model.cell import Cell, CellOutline
 
-
 #: The operations whose commit compares a cell with the room's (``operations.check``).
 _COMPARED = frozenset({"replace", "delete", "move"})
 
