@@ -18,11 +18,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_page import first_run, open_notebook, output, run_cell
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
 from tests.support.mcp_client import connect_served, ok
-from tests.support.mcp_http import connect_http, with_endpoint
+from tests.support.mcp_http import connect_http
+from tests.support.notebook_page import notebook_page, page_server
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
@@ -31,22 +30,14 @@ AGENT = {"name": "claude-code", "version": "2.1.0"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = with_endpoint(RunningServer(tmp_path_factory.mktemp("mcp-page-root")))
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        # this tree's build, linked above, before whatever build the venv holds (jupyter_core
-        # puts the environment's folders first inside a venv)
-        running.env["JUPYTER_PREFER_ENV_PATH"] = "0"
-        running.start()
+    with page_server(tmp_path_factory.mktemp("mcp-page-root"), mcp=True) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1200) as context:
-        yield context.new_page()
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 def call(server: RunningServer, tool: str, **arguments: Any) -> str:

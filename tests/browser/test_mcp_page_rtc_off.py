@@ -20,14 +20,13 @@ from playwright.sync_api import expect
 
 from tests.browser.test_mcp_page import call, call_over_stdio, propose_approve_and_wait
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
-from tests.support.mcp_http import with_endpoint
 from tests.support.notebook_page import (
     editor,
     first_run,
     no_file_changed_dialog,
     notebook_page,
     open_notebook,
+    page_server,
     run_cell,
     saved,
     type_into,
@@ -41,16 +40,10 @@ TYPED = "note = 'typed, not saved'"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = with_endpoint(
-        RunningServer(tmp_path_factory.mktemp("mcp-page-off-root"), extra_args=[RTC_OFF])
-    )
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        running.env["JUPYTER_PREFER_ENV_PATH"] = "0"  # this tree's build, not the venv's
-        running.start()
+    with page_server(
+        tmp_path_factory.mktemp("mcp-page-off-root"), mcp=True, extra_args=[RTC_OFF]
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
