@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_page import first_run, open_notebook, output, run_cell
 from tests.support.jupyter_server import RunningServer
-from tests.support.mcp_client import ok
+from tests.support.mcp_client import connect_served, ok
 from tests.support.mcp_http import connect_http
 from tests.support.notebook_page import notebook_page, page_server
 
@@ -52,12 +52,27 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> str:
         return pool.submit(anyio.run, main).result()
 
 
-def propose_approve_and_wait(server: RunningServer, panel: Any) -> tuple[str, float]:
-    """The agent proposes that cell #2 (``show``) print ``x * 2`` and run; the step shows on
-    the cell within seconds, marked with the agent's name; the person approves it there and
-    the cell prints 82. The agent's answer, and how soon the step showed."""
+def call_over_stdio(server: RunningServer, tool: str, **arguments: Any) -> str:
+    """``call``, from the agent's ``planbook mcp`` on the server's root (a process of its own,
+    which finds the server by its runtime files) instead of the server's endpoint."""
+
+    async def main() -> str:
+        async with connect_served(server, **AGENT) as session:
+            return await ok(session, tool, **arguments)
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, main).result()
+
+
+def propose_approve_and_wait(
+    server: RunningServer, panel: Any, agent: Callable[..., str] = call
+) -> tuple[str, float]:
+    """The agent (``agent``: how its calls reach planbook) proposes that cell #2 (``show``)
+    print ``x * 2`` and run; the step shows on the cell within seconds, marked with the agent's
+    name; the person approves it there and the cell prints 82. The agent's answer, and how
+    soon the step showed."""
     started = time.monotonic()
-    answer = call(
+    answer = agent(
         server,
         "propose_edit_cell",
         notebook="agent.ipynb",

@@ -1,11 +1,12 @@
 """An outside agent's proposal where collaboration is switched off: the open page holds the
 notebook, so the proposal goes through the page's kernel (planbook's own silent call) into the
 page itself. JupyterLab in real Chromium, a real kernel that loaded planbook, the official MCP
-client over HTTP: the step shows on its cell within seconds, marked with the client's name,
-while the person has unsaved typing in another cell; approved on the cell, it runs there; the
-client's wait and read see the output before anything is saved; a question is asked and
-answered the same way; the person's save writes the step, its output, the answer and their
-typing (nothing lost, no "File Changed")."""
+client over HTTP (the server's endpoint) and over stdio (the agent's own ``planbook mcp``
+process, which finds the server by its runtime files): the step shows on its cell within
+seconds, marked with the client's name, while the person has unsaved typing in another cell;
+approved on the cell, it runs there; the client's wait and read see the output before anything
+is saved; a question is asked and answered the same way; the person's save writes the step,
+its output, the answer and their typing (nothing lost, no "File Changed")."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_mcp_page import call, propose_approve_and_wait
+from tests.browser.test_mcp_page import call, call_over_stdio, propose_approve_and_wait
 from tests.support.jupyter_server import RunningServer
 from tests.support.notebook_page import (
     editor,
@@ -51,9 +52,15 @@ def page(tmp_path: Path) -> Iterator[Any]:
         yield opened
 
 
+#: How the agent reaches planbook: the server's endpoint, or its own ``planbook mcp`` process.
+AGENTS = {"http": call, "stdio": call_over_stdio}
+
+
+@pytest.mark.parametrize("transport", list(AGENTS))
 def test_a_proposal_goes_through_the_pages_kernel_and_the_save_keeps_everything(
-    server: RunningServer, page: Any
+    server: RunningServer, page: Any, transport: str
 ) -> None:
+    call = AGENTS[transport]
     server.write_notebook(
         "agent.ipynb", ["x = 41", "print(x + 1)", "", ""], ids=["load", "show", "magic", "typed"]
     )
@@ -66,8 +73,10 @@ def test_a_proposal_goes_through_the_pages_kernel_and_the_save_keeps_everything(
 
         # the file keeps no step before the person saves: the step lives in the page
         before = saved(server, "agent.ipynb")
-        answer, shown_after = propose_approve_and_wait(server, panel)
-        print(f"proposal to on-cell review without collaboration: {shown_after:.2f} s")
+        answer, shown_after = propose_approve_and_wait(server, panel, call)
+        print(
+            f"proposal ({transport}) to on-cell review without collaboration: {shown_after:.2f} s"
+        )
         assert saved(server, "agent.ipynb") == before
 
         # the client reads the page's decision and output through the kernel, before any save

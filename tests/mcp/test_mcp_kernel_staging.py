@@ -55,6 +55,52 @@ def page_connected(server: RunningServer, kernel_id: str) -> Iterator[None]:
         ws.close()
 
 
+def not_loaded_line(name: str) -> str:
+    """The one line for a page's kernel without planbook (over HTTP and over stdio)."""
+    return (
+        f"{name} is open in Jupyter, but planbook is not loaded in its kernel: the page could "
+        "not show the step and its next save would overwrite a step written to the file, so "
+        "nothing was staged; ask the person to run `%load_ext planbook` in the notebook, then "
+        "propose again"
+    )
+
+
+def busy_line(name: str) -> str:
+    return (
+        f"the kernel of {name} is busy (a cell has run for over 10 s): nothing was staged (the "
+        "request expires unanswered); propose again when the kernel is idle"
+    )
+
+
+def died_line(name: str) -> str:
+    return (
+        f"the kernel of {name} stopped before it answered (it died or was restarted): the step "
+        "was not written to the file; if it was staged, the open page's plan shows it: "
+        "read_plan before proposing again"
+    )
+
+
+def busy_for(server: RunningServer, kernel_id: str, seconds: float) -> threading.Thread:
+    """A cell that sleeps ``seconds`` in the kernel, started (its websocket is a "page")."""
+    running = threading.Thread(
+        target=server.execute, args=(kernel_id, f"import time; time.sleep({seconds})"), daemon=True
+    )
+    running.start()
+    time.sleep(1.0)
+    return running
+
+
+def stopped_under_a_call(server: RunningServer, kernel_id: str, how: str, after: float) -> None:
+    """A long cell runs, and the kernel is stopped ``how`` (STOPS) ``after`` seconds."""
+    threading.Thread(
+        target=lambda: _quietly(server.execute, kernel_id, "import time; time.sleep(30)"),
+        daemon=True,
+    ).start()
+    time.sleep(0.5)
+    method, where = STOPS[how]
+    threading.Timer(after, server.api, args=(method, where.format(kernel_id))).start()
+
+
 def propose(server: RunningServer, **arguments: Any) -> tuple[bool, str]:
     """One propose_edit_cell from a client of its own: (refused?, its text)."""
 
@@ -92,12 +138,7 @@ def test_planbook_not_loaded_in_the_pages_kernel_stages_nothing(server: RunningS
                 server, notebook="unloaded.ipynb", cell="show", source="print(2)", reason="r"
             )
         assert refused_ and "\n" not in line
-        assert line.endswith(
-            "unloaded.ipynb is open in Jupyter, but planbook is not loaded in its kernel: the "
-            "page could not show the step and its next save would overwrite a step written to "
-            "the file, so nothing was staged; ask the person to run `%load_ext planbook` in "
-            "the notebook, then propose again"
-        ), line
+        assert line.endswith(not_loaded_line("unloaded.ipynb")), line
         assert path.read_bytes() == before
         # the person's kernel is as it was: planbook was not imported into it
         loaded = server.execute(kernel, "import sys; print('planbook' in sys.modules)")
@@ -114,21 +155,13 @@ def test_a_busy_kernel_is_said_in_one_line_and_the_late_request_stages_nothing(
     kernel = server.create_session("busy.ipynb")["kernel"]["id"]
     try:
         assert server.execute(kernel, "%load_ext planbook")["error"] is None
-        # the websocket of this long cell is the "page"
-        running = threading.Thread(
-            target=server.execute, args=(kernel, "import time; time.sleep(16)"), daemon=True
-        )
-        running.start()
-        time.sleep(1.0)
+        running = busy_for(server, kernel, 16)
         started = time.monotonic()
         refused_, line = propose(
             server, notebook="busy.ipynb", cell="show", source="print(2)", reason="r"
         )
         waited = time.monotonic() - started
-        assert refused_ and line.endswith(
-            "the kernel of busy.ipynb is busy (a cell has run for over 10 s): nothing was "
-            "staged (the request expires unanswered); propose again when the kernel is idle"
-        ), line
+        assert refused_ and line.endswith(busy_line("busy.ipynb")), line
         assert STAGE_SECONDS <= waited < STAGE_SECONDS + GRACE_SECONDS + 3.0
         running.join(30)
         # the kernel reached the queued request after it expired: nothing anywhere
@@ -156,22 +189,12 @@ def test_a_kernel_that_stops_mid_call_is_said_in_one_line(server: RunningServer,
     kernel = server.create_session("dies.ipynb")["kernel"]["id"]
     try:
         assert server.execute(kernel, "%load_ext planbook")["error"] is None
-        threading.Thread(
-            target=lambda: _quietly(server.execute, kernel, "import time; time.sleep(30)"),
-            daemon=True,
-        ).start()
-        time.sleep(0.5)
-        method, where = STOPS[how]
-        threading.Timer(2.0, server.api, args=(method, where.format(kernel))).start()
+        stopped_under_a_call(server, kernel, how, after=2.0)
         started = time.monotonic()
         refused_, line = propose(
             server, notebook="dies.ipynb", cell="show", source="print(2)", reason="r"
         )
-        assert refused_ and line.endswith(
-            "the kernel of dies.ipynb stopped before it answered (it died or was restarted): "
-            "the step was not written to the file; if it was staged, the open page's plan "
-            "shows it: read_plan before proposing again"
-        ), line
+        assert refused_ and line.endswith(died_line("dies.ipynb")), line
         assert time.monotonic() - started < STAGE_SECONDS  # not the busy wait
         assert path.read_bytes() == before
     finally:

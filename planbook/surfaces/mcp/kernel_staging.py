@@ -20,22 +20,28 @@ When it cannot be staged there, nothing is written to the file the page would ov
 - the kernel stops mid-call: one line (the step may be in the page only, never in the file);
 - the kernel's planbook follows another notebook, or expects a page none connected: one line.
 A notebook with no kernel, or a kernel no page is connected to, is the file's, as before.
+
+How the kernel is reached is the one thing the two MCP servers differ in (``PageKernels``):
+the endpoint inside a Jupyter server asks its own kernel manager (server_kernels.py); the stdio
+server finds the Jupyter server that has the notebook open by its runtime files and asks over
+that server's REST API and kernel websocket (sessions/served_kernels.py). The decisions, the
+request and every one line are the same, here.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.from_thread
 
 from planbook.errors import KernelUnreachable, PlanbookError, UsageMistake
 from planbook.sessions.page_copy import page_copy
-from planbook.sessions.served import ServedDocument
+from planbook.sessions.served import ServedDocument, ServedNotebooks
 from planbook.sessions.served_kernels import answer_of
-from planbook.surfaces.mcp.server_kernels import ServerKernels
 
 #: How long a proposal waits for a busy kernel; the request expires then.
 STAGE_SECONDS = 10.0
@@ -47,6 +53,9 @@ READ_SECONDS = 3.0
 #: A copy of the page this young is read again without asking the kernel (a wait's poll reads
 #: the record and then the cells of the steps that ran).
 FRESH_SECONDS = 0.3
+#: A notebook found held by no page (or its kernel without planbook) is not asked again for
+#: this long, when every read follows the pages (a wait polls twice a second).
+NO_PAGE_SECONDS = 2.0
 #: What the expression answers when planbook is not loaded in the kernel.
 NOT_LOADED = json.dumps({"status": "not_loaded"})
 
@@ -104,31 +113,56 @@ def refusal(status: str, said: dict[str, Any], shown: str) -> PlanbookError:
     return UsageMistake(str(said.get("message") or f"the kernel of {shown} said {status}"))
 
 
-class KernelStaging:
+#: A kernel a page is connected to, as one way of reaching kernels names it.
+K = TypeVar("K")
+
+
+class PageKernels(Protocol[K]):
+    """How the kernel of a notebook's open page is found and asked."""
+
+    async def page_kernel(self, path: Path, shown: str) -> K | None:
+        """The kernel of the notebook's Jupyter session when a page (a websocket) is connected
+        to it, on a server without collaboration; None otherwise (the file then)."""
+        ...
+
+    async def ask(
+        self,
+        kernel: K,
+        expression: str,
+        shown: str,
+        seconds: float,
+        when_busy: Callable[[str], KernelUnreachable],
+        when_died: Callable[[str], KernelUnreachable],
+    ) -> dict[str, Any]:
+        """The execute_reply content of the silent ``expression``; ``when_busy`` when it is not
+        answered within ``seconds``, ``when_died`` when the kernel stops meanwhile."""
+        ...
+
+
+class KernelStaging(Generic[K]):
     """Proposals and reads through the kernel of a notebook whose open page holds it."""
 
-    def __init__(self, kernels: ServerKernels, root: Path) -> None:
+    def __init__(self, kernels: PageKernels[K], root: Path, follow_pages: bool = False) -> None:
         self.kernels = kernels
         self.root = root
-        #: Notebooks a proposal was staged into through their page: their reads ask the page.
+        #: Every read asks whether a page holds the notebook, not only after a proposal went
+        #: through one: the stdio server, a process per agent session, which a client that
+        #: reconnects (or a second agent) starts afresh while the page keeps the steps.
+        self.follow_pages = follow_pages
+        #: Notebooks a proposal was staged into (or read from) through their page: their reads
+        #: ask the page.
         self.through_page: set[Path] = set()
         self._copies: dict[Path, tuple[float, ServedDocument]] = {}
+        self._no_page: dict[Path, float] = {}
 
     def _shown(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    async def _page_kernel(self, shown: str) -> str | None:
-        """The kernel of the notebook's session when a page (a websocket) is connected to it."""
-        kernel_id = await self.kernels.kernel_id(shown)
-        if kernel_id is None or self.kernels.connections(kernel_id) < 1:
-            return None
-        return kernel_id
-
     async def _call(
-        self, kernel_id: str, shown: str, function: str, request: dict[str, Any], seconds: float
+        self, kernel: K, shown: str, function: str, request: dict[str, Any], seconds: float
     ) -> dict[str, Any]:
         reply = await self.kernels.ask(
-            kernel_id,
+            kernel,
             expression(function, request),
             shown,
             seconds,
@@ -150,8 +184,8 @@ class KernelStaging:
         """The staged step's id and the tool's answer; None when no page holds the notebook
         (the caller stages into the file); a PlanbookError (one line) when it cannot."""
         shown = self._shown(path)
-        kernel_id = await self._page_kernel(shown)
-        if kernel_id is None:
+        kernel = await self.kernels.page_kernel(path, shown)
+        if kernel is None:
             return None
         request = {
             "notebook": str(path),
@@ -161,7 +195,7 @@ class KernelStaging:
             "origin": origin,
             "expires": time.time() + STAGE_SECONDS,
         }
-        said = await self._call(kernel_id, shown, "stage", request, STAGE_SECONDS + GRACE_SECONDS)
+        said = await self._call(kernel, shown, "stage", request, STAGE_SECONDS + GRACE_SECONDS)
         status = str(said.get("status"))
         if status == "staged":
             self.through_page.add(path)
@@ -173,32 +207,40 @@ class KernelStaging:
 
     # --- reading what the page holds -------------------------------------------------------
     def read(self, path: Path) -> ServedDocument | None:
-        """The page's notebook for a notebook staged into through its page (from a worker
-        thread of the endpoint): asked of its kernel, or its last copy while the kernel is busy
-        (a step it runs holds it); None when no page holds it any more (the file then)."""
+        """The page's notebook for a notebook staged into through its page (with
+        ``follow_pages``, any notebook a page holds), from a worker thread of the endpoint:
+        asked of its kernel, or its last copy while the kernel is busy (a step it runs holds
+        it); None when no page holds it (any more): the file then."""
         if path not in self.through_page:
-            return None
+            if not self.follow_pages:
+                return None
+            if time.monotonic() - self._no_page.get(path, -NO_PAGE_SECONDS) < NO_PAGE_SECONDS:
+                return None
         kept = self._copies.get(path)
         if kept is not None and time.monotonic() - kept[0] < FRESH_SECONDS:
             return kept[1]
         try:
             copy = anyio.from_thread.run(self._fetch, path)
         except (KernelUnreachable, RuntimeError):  # busy or gone, or not an endpoint thread
+            if kept is None:  # nothing read from it yet: the file, without waiting again soon
+                self._no_page[path] = time.monotonic()
             return kept[1] if kept is not None else None
         if copy is None:
             self.through_page.discard(path)
             self._copies.pop(path, None)
+            self._no_page[path] = time.monotonic()
             return None
+        self.through_page.add(path)
         self._copies[path] = (time.monotonic(), copy)
         return copy
 
     async def _fetch(self, path: Path) -> ServedDocument | None:
         shown = self._shown(path)
-        kernel_id = await self._page_kernel(shown)
-        if kernel_id is None:
+        kernel = await self.kernels.page_kernel(path, shown)
+        if kernel is None:
             return None
         request = {"notebook": str(path), "shown": shown}
-        said = await self._call(kernel_id, shown, "page", request, READ_SECONDS)
+        said = await self._call(kernel, shown, "page", request, READ_SECONDS)
         if said.get("status") != "page":
             return None
         return page_copy(str(said["notebook"]), path)
@@ -210,3 +252,19 @@ class KernelStaging:
         if path not in self.through_page:
             return None
         return ("page", int(time.monotonic() * 2))
+
+
+class PagesTarget(ServedNotebooks):
+    """Served notebooks of which one an open page holds (no collaboration) is read through its
+    kernel once a proposal was staged there (``pages``), the others as files."""
+
+    #: Set by whoever has the kernels (the server extension, or the stdio server).
+    pages: KernelStaging[Any] | None = None
+
+    def document(self, path: Path) -> ServedDocument:
+        in_page = self.pages.read(path) if self.pages is not None else None
+        return in_page if in_page is not None else super().document(path)
+
+    def signature(self, path: Path) -> object:
+        stamp = self.pages.stamp(path) if self.pages is not None else None
+        return stamp if stamp is not None else super().signature(path)

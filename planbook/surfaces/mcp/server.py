@@ -21,6 +21,7 @@ from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.served_kernels import KernelReach, RunningServers
 from planbook.surfaces.mcp import ask, kernel_tools, propose_tools, read_tools, review
+from planbook.surfaces.mcp.kernel_staging import KernelStaging, PagesTarget
 from planbook.surfaces.mcp.propose_tools import PageStaging
 from planbook.version import __version__
 
@@ -97,6 +98,12 @@ def build_server(
 
 def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
-    closes the connection."""
-    server = build_server(ServedNotebooks(target), RunningServers())
+    closes the connection. A notebook open in a running Jupyter server without collaboration,
+    with its page connected to its kernel, is proposed to and read through that kernel, as
+    the endpoint inside Jupyter does (kernel_staging.py), even before this process proposed
+    anything to it (an agent that reconnects starts a new process); any other, its file."""
+    served = PagesTarget(target)
+    kernels = RunningServers()
+    served.pages = KernelStaging(kernels, served.root, follow_pages=True)
+    server = build_server(served, kernels, pages=served.pages)
     anyio.run(server.run_stdio_async)

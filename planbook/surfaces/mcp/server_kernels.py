@@ -13,22 +13,14 @@ from typing import Any
 
 from planbook.errors import KernelUnreachable
 from planbook.sessions.served_kernels import (
+    ALIVE_SECONDS,
     ANSWER_SECONDS,
     answer_of,
     busy,
+    died,
     execute_content,
     no_kernel,
 )
-
-#: How often a wait for the kernel's answer looks whether the kernel is still alive.
-ALIVE_SECONDS = 0.5
-
-
-def died(shown: str) -> KernelUnreachable:
-    return KernelUnreachable(
-        f"the kernel of {shown} stopped before it answered (it died or was restarted); "
-        "nothing ran in it"
-    )
 
 
 class ServerKernels:
@@ -50,6 +42,14 @@ class ServerKernels:
             if entry.get("path") == shown and kernel.get("id"):
                 return str(kernel["id"])
         return None
+
+    async def page_kernel(self, path: Path, shown: str) -> str | None:
+        """The kernel of the notebook's session when a page (a websocket) is connected to it
+        (this server has no collaboration: the endpoint asks only then)."""
+        kernel_id = await self.kernel_id(shown)
+        if kernel_id is None or self.connections(kernel_id) < 1:
+            return None
+        return kernel_id
 
     def connections(self, kernel_id: str) -> int:
         """How many websockets (open pages, consoles) the kernel has now."""

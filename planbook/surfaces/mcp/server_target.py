@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from planbook.sessions.served import TOOL, ServedDocument, ServedNotebooks
+from planbook.sessions.served import TOOL, ServedDocument
 from planbook.sessions.served_rooms import ServerRoute, room_session, version
 from planbook.sessions.session import Session
-from planbook.surfaces.mcp.kernel_staging import KernelStaging
+from planbook.surfaces.mcp.kernel_staging import PagesTarget
 
 #: How the documents name the endpoint in their descriptions.
 HTTP_TOOL = f"{TOOL} over HTTP"
@@ -53,15 +53,12 @@ def credentials_of(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str],
     )
 
 
-class ServerTarget(ServedNotebooks):
+class ServerTarget(PagesTarget):
     """The folder a Jupyter server serves, each notebook through its room when there is one."""
 
     def __init__(self, root: Path, route: ServerRoute) -> None:
         super().__init__(root)
         self.route = route
-        #: Without collaboration: proposals to a notebook open in a page go through its
-        #: kernel (set by the server extension, which has the kernels).
-        self.pages: KernelStaging | None = None
         #: Rooms are joined with the credentials of the latest request the server's identity
         #: provider let in (every request that reaches a tool was), besides the server's
         #: token: an identity provider may take no token (a hub, a proxy's header).
@@ -87,14 +84,12 @@ class ServerTarget(ServedNotebooks):
         return room_session(self.route, self.root, path, HTTP_TOOL, self.credentials)
 
     def document(self, path: Path) -> ServedDocument:
-        if not self.route.collaboration:
-            in_page = self.pages.read(path) if self.pages is not None else None
-            return in_page if in_page is not None else super().document(path)
+        if not self.route.collaboration:  # through the page's kernel, else the file
+            return super().document(path)
         # the room's copy is the notebook as the page holds it: read that one, not the file
         return self.session(self.shown(path)).document
 
     def signature(self, path: Path) -> object:
         if not self.route.collaboration:
-            stamp = self.pages.stamp(path) if self.pages is not None else None
-            return stamp if stamp is not None else super().signature(path)
+            return super().signature(path)
         return version(self.document(path))
