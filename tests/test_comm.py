@@ -97,14 +97,14 @@ def nb(tmp_path: Path) -> Path:
 
 
 def statuses(nb_path: Path) -> list[str]:
-    from planbook.engine.store import from_layout  # the stored layout keeps plans by id
+    from planbook.engine.stored_record import from_layout  # the stored layout keeps plans by id
 
     stored = from_layout(json.loads(nb_path.read_text())["metadata"].get("planbook", {}))
     return [s["status"] for plan in stored.get("plans", []) for s in plan["revisions"][-1]["steps"]]
 
 
 def approvers(nb_path: Path) -> list[str]:
-    from planbook.engine.store import from_layout
+    from planbook.engine.stored_record import from_layout
 
     stored = from_layout(json.loads(nb_path.read_text())["metadata"].get("planbook", {}))
     return [a["by"] for plan in stored.get("plans", []) for a in plan["approvals"]]

@@ -42,7 +42,7 @@ class PageAndCells(Page):
 
 def staged_sources(path: Path) -> list[str]:
     """What the steps saved in ``path`` propose (inserted or new sources), in plan order."""
-    from planbook.engine.store import from_layout  # the stored layout keeps plans by id
+    from planbook.engine.stored_record import from_layout  # the stored layout keeps plans by id
 
     stored = from_layout(json.loads(path.read_text())["metadata"].get("planbook", {}))
     return [

@@ -23,7 +23,7 @@ from planbook.documents.file import FileNotebook
 from planbook.documents.file_stat import Look
 from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.plan_dumps import PlanDumps
-from planbook.engine.store import BUCKET
+from planbook.engine.stored_record import BUCKET
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace

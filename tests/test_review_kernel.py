@@ -39,11 +39,19 @@ def wait_until_settled(k: Kernel, expression: str, timeout: float = 60.0) -> str
     raise AssertionError(f"timed out waiting for {expression}")
 
 
-def cell_outputs(nb: Path, cell_id: str) -> list[dict[str, Any]]:
-    for c in nbformat.read(nb, as_version=4).cells:
-        if c.id == cell_id:
-            return list(c.outputs)
-    raise AssertionError(f"no cell {cell_id}")
+def cell_outputs(
+    nb: Path, cell_id: str, types: list[str], timeout: float = 30.0
+) -> list[dict[str, Any]]:
+    """The outputs of ``cell_id`` in the file once they are of ``types`` (or as they are at the
+    timeout). The run is a task on the kernel's loop and a poll runs between its awaits, so a
+    step's status can read "done" a moment before the run's last save reaches the file."""
+    deadline = time.monotonic() + timeout
+    while True:
+        [cell] = [c for c in nbformat.read(nb, as_version=4).cells if c.id == cell_id]
+        outputs = list(cell.outputs)
+        if [o["output_type"] for o in outputs] == types or time.monotonic() > deadline:
+            return outputs
+        time.sleep(0.1)
 
 
 def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
@@ -73,7 +81,7 @@ def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
         )
         assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'done'") == "True"
 
-        outputs = cell_outputs(nb, "c2")
+        outputs = cell_outputs(nb, "c2", ["display_data", "stream", "execute_result"])
         kinds = [o["output_type"] for o in outputs]
         assert kinds == ["display_data", "stream", "execute_result"], outputs
         assert outputs[0]["data"]["text/markdown"] == "**table**"
@@ -103,7 +111,7 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
             {"action": "approve", "revision": 1, "step_ids": [step_id], "shown": shown},
         )
         assert wait_until_settled(k, "pb.current_plan().steps[0].status == 'failed'") == "True"
-        outputs = cell_outputs(nb, "c2")
+        outputs = cell_outputs(nb, "c2", ["stream", "error"])
         assert [o["output_type"] for o in outputs] == ["stream", "error"]
         assert outputs[1]["ename"] == "NameError"
 
@@ -113,7 +121,7 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         assert wait_until_settled(k, "pb.current_plan().steps[-1].status == 'done'") == "True"
         statuses = k.run("print([s.status for s in pb.current_plan().steps])").stdout.strip()
         assert statuses == "['failed', 'done']"
-        outputs = cell_outputs(nb, "c2")
+        outputs = cell_outputs(nb, "c2", ["stream", "execute_result"])
         assert [o["output_type"] for o in outputs] == ["stream", "execute_result"]
         assert outputs[1]["data"]["text/plain"] == "'found'"
 
@@ -121,7 +129,12 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         checkpoint = k.run("print(pb.current_plan().steps[0].checkpoint)").stdout.strip()
         send_to_panel(k, "panel", {"action": "rollback", "checkpoint": checkpoint})
         wait_until_settled(k, "len(pb.checkpoints()) == 3")
-        sources = [c.source for c in nbformat.read(nb, as_version=4).cells]
+        deadline = time.monotonic() + 30
+        while (sources := [c.source for c in nbformat.read(nb, as_version=4).cells]) != [
+            "x = 1",
+            "x",
+        ] and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert sources == ["x = 1", "x"]
 
 

@@ -223,7 +223,7 @@ def schema_1(path: Path) -> None:
     nb = json.loads(path.read_text(encoding="utf-8"))
     meta = nb["metadata"][METADATA_KEY]
     cells = {c["id"]: c for c in nb["cells"]}
-    from planbook.engine.store import from_layout
+    from planbook.engine.stored_record import from_layout
 
     # with what schema 2 leaves out for the reader to derive (id, plan, label, exists)
     checkpoints = from_layout(meta)["checkpoints"]

@@ -25,7 +25,7 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def statuses(room: YClient) -> list[str]:
-    from planbook.engine.store import from_layout  # the stored layout keeps plans by id
+    from planbook.engine.stored_record import from_layout  # the stored layout keeps plans by id
 
     stored = from_layout(room.metadata().get("planbook") or {})
     return [s["status"] for p in stored.get("plans", []) for s in p["revisions"][-1]["steps"]]

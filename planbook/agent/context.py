@@ -22,7 +22,7 @@ from planbook.agent.step_questions import offer as offer_step_questions
 from planbook.agent.todos import TodoList
 from planbook.engine.doom_loop import DoomLoopGuard
 from planbook.engine.rules.matching import RuleSet
-from planbook.engine.store import conversation_of
+from planbook.engine.stored_record import conversation_of
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from planbook.agent.activity import Activity
 from planbook.agent.decisions import Answer, Decision
 from planbook.engine.received import record_is_local, sign_record
-from planbook.engine.store import conversation_of
+from planbook.engine.stored_record import conversation_of
 from planbook.errors import MetadataError, UnknownDecision, invalid_as
 from planbook.model.conversation import ActivityLine, Conversation, SavedDecision, Todo
 from planbook.sessions.session import Session

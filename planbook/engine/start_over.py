@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from planbook.engine.checkpoints import CheckpointWriter
 from planbook.engine.rollback import rollback
-from planbook.engine.store import METADATA_KEY, Store, empty_state
+from planbook.engine.store import METADATA_KEY, Store
+from planbook.engine.stored_record import empty_state
 from planbook.errors import RollbackConflict
 
 

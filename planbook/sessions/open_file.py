@@ -16,7 +16,8 @@ from planbook.documents.file import FileNotebook, atomic_write
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.retention import strip_text
 from planbook.engine.rules.project import trust_rules_in
-from planbook.engine.store import parse_state, user_name
+from planbook.engine.store import user_name
+from planbook.engine.stored_record import parse_state
 from planbook.model.store import PlanbookState
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace

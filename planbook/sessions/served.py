@@ -17,7 +17,8 @@ from pathlib import Path
 from planbook.documents.base import NotebookDocument
 from planbook.engine.anchors import resolve
 from planbook.engine.received import bind
-from planbook.engine.store import METADATA_KEY, parse_state
+from planbook.engine.store import METADATA_KEY
+from planbook.engine.stored_record import parse_state
 from planbook.errors import UsageMistake
 from planbook.model.cell import Cell
 from planbook.model.store import PlanbookState

@@ -11,6 +11,10 @@ Where the kernel is: a served notebook has one when it is open in a running Jupy
 that planbook finds (the servers that wrote their ``jpserver-*.json``, as the kernel's own
 session finds its server: documents/locate.py), reached over that server's kernel websocket.
 The endpoint inside a Jupyter server asks its own kernel manager instead (surfaces/mcp/).
+
+The same reach finds where a proposal must go through the kernel rather than the file: the
+notebook's server has no collaboration (its open page is the notebook) and a page is connected
+to the kernel (the server's ``connections`` count): ``RunningServers.page_kernel``.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import threading
 import time
+import urllib.error
 import urllib.parse
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,6 +40,10 @@ from planbook.present.variables import is_plain_name, probe
 ANSWER_SECONDS = 10.0
 #: The key of planbook's one user expression in the request and the reply.
 KEY = "planbook"
+#: How often a wait for the kernel's answer looks whether the kernel is still there.
+ALIVE_SECONDS = 0.5
+#: What a kernel's status says when the kernel that heard the request is gone.
+STOPPED_STATES = frozenset({"restarting", "dead", "starting"})
 
 
 class KernelReach(Protocol):
@@ -53,6 +64,13 @@ def busy(shown: str) -> KernelUnreachable:
     )
 
 
+def died(shown: str) -> KernelUnreachable:
+    return KernelUnreachable(
+        f"the kernel of {shown} stopped before it answered (it died or was restarted); "
+        "nothing ran in it"
+    )
+
+
 def execute_content(expression: str) -> dict[str, Any]:
     """An execute request that runs no code of its own and evaluates ``expression`` silently."""
     return {
@@ -65,8 +83,11 @@ def execute_content(expression: str) -> dict[str, Any]:
     }
 
 
-def answer_of(reply: Mapping[str, Any], shown: str) -> str:
-    """The text planbook's expression evaluated to, from an execute_reply's content."""
+def answer_of(
+    reply: Mapping[str, Any], shown: str, doing: str = "could not inspect its variables"
+) -> str:
+    """The text planbook's expression evaluated to, from an execute_reply's content; an
+    expression that raised is said as the kernel of ``shown`` ``doing``, then the error."""
     result = (reply.get("user_expressions") or {}).get(KEY)
     if not isinstance(result, dict):
         raise KernelUnreachable(
@@ -75,7 +96,7 @@ def answer_of(reply: Mapping[str, Any], shown: str) -> str:
         )
     if result.get("status") != "ok":
         raise KernelUnreachable(
-            f"the kernel of {shown} could not inspect its variables: "
+            f"the kernel of {shown} {doing}: "
             f"{result.get('ename', 'error')}: {result.get('evalue', '')}"
         )
     plain = (result.get("data") or {}).get("text/plain", "")
@@ -96,8 +117,22 @@ async def read_variables(kernels: KernelReach, path: Path, shown: str, name: str
     return await kernels.evaluate(path, shown, probe(name))
 
 
+@dataclass(frozen=True)
+class PageKernel:
+    """A kernel a page is connected to, on a running server without collaboration."""
+
+    server: ServerInfo
+    kernel_id: str
+
+
 class RunningServers:
     """The kernels of the Jupyter servers running on this machine (stdio: ``planbook mcp``)."""
+
+    def __init__(self) -> None:
+        #: Whether a server (by URL and process) has collaboration on: asked once, it does not
+        #: change while the server runs.
+        self._collaboration: dict[tuple[str, int | None], bool] = {}
+        self._lock = threading.Lock()
 
     async def evaluate(self, path: Path, shown: str, expression: str) -> str:
         return await asyncio.to_thread(self._evaluate, path, shown, expression)
@@ -108,6 +143,65 @@ class RunningServers:
             raise no_kernel(shown)
         server, kernel_id = found
         return answer_of(ask_over_websocket(server, kernel_id, expression, shown), shown)
+
+    async def page_kernel(self, path: Path, shown: str) -> PageKernel | None:
+        """The kernel of the notebook's session on a running server without collaboration,
+        when a page is connected to it; None otherwise (the file then)."""
+        return await asyncio.to_thread(self._page_kernel, path)
+
+    def _page_kernel(self, path: Path) -> PageKernel | None:
+        found = kernel_of(path)
+        if found is None:
+            return None
+        server, kernel_id = found
+        if self._has_collaboration(server) or connections(server, kernel_id) < 1:
+            return None
+        return PageKernel(server, kernel_id)
+
+    def _has_collaboration(self, server: ServerInfo) -> bool:
+        key = (server.url, server.pid)
+        with self._lock:
+            known = self._collaboration.get(key)
+        if known is None:
+            known = server.collaboration() == "on"
+            with self._lock:
+                self._collaboration[key] = known
+        return known
+
+    async def ask(
+        self,
+        kernel: PageKernel,
+        expression: str,
+        shown: str,
+        seconds: float,
+        when_busy: Callable[[str], KernelUnreachable],
+        when_died: Callable[[str], KernelUnreachable],
+    ) -> dict[str, Any]:
+        """``ask_over_websocket`` from a worker thread (kernel_staging.py's ``PageKernels``)."""
+        where = (kernel.server, kernel.kernel_id)
+        return await asyncio.to_thread(
+            ask_over_websocket, *where, expression, shown, seconds, when_busy, when_died
+        )
+
+
+def connections(server: ServerInfo, kernel_id: str) -> int:
+    """How many websockets (open pages, consoles) the kernel has now; 0 when it is gone."""
+    try:
+        model = server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
+    except (OSError, ValueError):
+        return 0
+    return int((model or {}).get("connections", 0) or 0)
+
+
+def _gone(server: ServerInfo, kernel_id: str) -> bool:
+    """The server no longer has the kernel (shut down), or no longer answers."""
+    try:
+        server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
+    except urllib.error.HTTPError as exc:
+        return exc.code == 404
+    except (OSError, ValueError):
+        return True
+    return False
 
 
 def kernel_of(path: Path) -> tuple[ServerInfo, str] | None:
@@ -128,9 +222,17 @@ def kernel_of(path: Path) -> tuple[ServerInfo, str] | None:
 
 
 def ask_over_websocket(
-    server: ServerInfo, kernel_id: str, expression: str, shown: str
+    server: ServerInfo,
+    kernel_id: str,
+    expression: str,
+    shown: str,
+    seconds: float = ANSWER_SECONDS,
+    when_busy: Callable[[str], KernelUnreachable] = busy,
+    when_died: Callable[[str], KernelUnreachable] = died,
 ) -> dict[str, Any]:
-    """Send the silent request over the server's kernel websocket; the execute_reply content."""
+    """Send the silent request over the server's kernel websocket; the execute_reply content.
+    Not answered within ``seconds``: ``when_busy``; the kernel restarted, shut down or the
+    websocket closed meanwhile: ``when_died``."""
     import websocket  # heavy: websocket-client (a dependency of jupyter_server)
 
     base = server.url.replace("http", "ws", 1)
@@ -153,23 +255,40 @@ def ask_over_websocket(
         "buffers": [],
         "content": execute_content(expression),
     }
-    deadline = time.monotonic() + ANSWER_SECONDS
+    deadline = time.monotonic() + seconds
     try:
-        ws = websocket.create_connection(url, timeout=ANSWER_SECONDS)
+        ws = websocket.create_connection(url, timeout=min(seconds, ANSWER_SECONDS))
     except (OSError, websocket.WebSocketException) as exc:
         raise KernelUnreachable(f"cannot reach the kernel of {shown} ({exc})") from None
     try:
         ws.send(json.dumps(request))
         while (left := deadline - time.monotonic()) > 0:
-            ws.settimeout(left)
-            message = json.loads(ws.recv())
+            ws.settimeout(min(left, ALIVE_SECONDS))
+            try:
+                message = json.loads(ws.recv())
+            except websocket.WebSocketTimeoutException:
+                if _gone(server, kernel_id):
+                    raise when_died(shown) from None
+                continue
+            if _stopped(message):
+                raise when_died(shown)
             if message.get("msg_type") == "execute_reply" and (
                 message.get("parent_header", {}).get("msg_id") == msg_id
             ):
                 content: dict[str, Any] = message.get("content") or {}
                 return content
+    except (websocket.WebSocketConnectionClosedException, ConnectionError):
+        raise when_died(shown) from None
     except (OSError, ValueError, websocket.WebSocketException):
         pass
     finally:
         ws.close()
-    raise busy(shown)
+    raise when_busy(shown)
+
+
+def _stopped(message: Mapping[str, Any]) -> bool:
+    """A kernel status saying the kernel that heard the request is gone (a restart starts a
+    new process that never heard it)."""
+    if message.get("msg_type") != "status":
+        return False
+    return (message.get("content") or {}).get("execution_state") in STOPPED_STATES

@@ -33,7 +33,7 @@ from planbook.engine.rollback import RollbackPreview, find_checkpoint, preview_r
 from planbook.engine.runner import CodeRunner, default_runner
 from planbook.engine.signing import who
 from planbook.engine.start_over import start_over
-from planbook.engine.store import conversation_of
+from planbook.engine.stored_record import conversation_of
 from planbook.engine.takeover import Takeover, take_over
 from planbook.errors import NothingToDo, PlanbookError, UsageMistake
 from planbook.model.checkpoint import Checkpoint

@@ -93,6 +93,13 @@ def kernel_session() -> NotebookSession:
         return _kernel
 
 
+def kernel_session_if_open() -> NotebookSession | None:
+    """The kernel's session when something opened it (a page's link, a magic), else None: for
+    a caller that must not open the kernel's notebook itself (surfaces/mcp/in_kernel.py)."""
+    with _lock:
+        return _kernel
+
+
 def session(
     notebook: str | os.PathLike[str] | None = None,
     *,

@@ -58,7 +58,7 @@ def _staged_notebook(folder: Path) -> Path:
 def saved(nb: nbformat.NotebookNode) -> dict[str, Any]:
     """The saved planbook state with plans, checkpoints and log as lists (the stored layout
     keeps them by id, see planbook/engine/store.py)."""
-    from planbook.engine.store import from_layout
+    from planbook.engine.stored_record import from_layout
 
     return from_layout(json.loads(json.dumps(nb.metadata.get("planbook", {}))))
 

@@ -42,6 +42,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
             cells = page.locator(".jp-Cell").all_inner_texts()
             (ARTIFACTS / f"{name}.txt").write_text("\n---\n".join(cells))
+            # CI keeps only the terminal: the review boxes and notifications, in short, there
+            seen = page.locator(".pb-cell-review, .jp-toast-message").all_inner_texts()
+            report.sections.append(
+                ("planbook on the page when it failed", "\n---\n".join(seen)[:3000] or "(none)")
+            )
         except Exception as exc:  # the page may be gone with what failed
             (ARTIFACTS / f"{name}.txt").write_text(f"no picture: {exc}")
     return report

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,11 +18,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_page import first_run, open_notebook, output, run_cell
-from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
-from tests.support.labextension import expose_labextension
-from tests.support.mcp_client import ok
-from tests.support.mcp_http import connect_http, with_endpoint
+from tests.support.mcp_client import connect_served, ok
+from tests.support.mcp_http import connect_http
+from tests.support.notebook_page import notebook_page, page_server
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
@@ -31,22 +30,14 @@ AGENT = {"name": "claude-code", "version": "2.1.0"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = with_endpoint(RunningServer(tmp_path_factory.mktemp("mcp-page-root")))
-    try:
-        expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
-        # this tree's build, linked above, before whatever build the venv holds (jupyter_core
-        # puts the environment's folders first inside a venv)
-        running.env["JUPYTER_PREFER_ENV_PATH"] = "0"
-        running.start()
+    with page_server(tmp_path_factory.mktemp("mcp-page-root"), mcp=True) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium_context(tmp_path / "chromium", width=1100, height=1200) as context:
-        yield context.new_page()
+    with notebook_page(tmp_path / "chromium") as opened:
+        yield opened
 
 
 def call(server: RunningServer, tool: str, **arguments: Any) -> str:
@@ -61,17 +52,27 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> str:
         return pool.submit(anyio.run, main).result()
 
 
-def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
-    server.write_notebook(
-        "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
-    )
-    panel = open_notebook(page, server, "agent.ipynb", 3)
-    first_run(panel)
-    # %load_ext opens nothing; the first magic says which notebook planbook edits
-    expect(run_cell(panel, 2, "%load_ext planbook\n%plan").first).to_contain_text("live:")
+def call_over_stdio(server: RunningServer, tool: str, **arguments: Any) -> str:
+    """``call``, from the agent's ``planbook mcp`` on the server's root (a process of its own,
+    which finds the server by its runtime files) instead of the server's endpoint."""
 
+    async def main() -> str:
+        async with connect_served(server, **AGENT) as session:
+            return await ok(session, tool, **arguments)
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, main).result()
+
+
+def propose_approve_and_wait(
+    server: RunningServer, panel: Any, agent: Callable[..., str] = call
+) -> tuple[str, float]:
+    """The agent (``agent``: how its calls reach planbook) proposes that cell #2 (``show``)
+    print ``x * 2`` and run; the step shows on the cell within seconds, marked with the agent's
+    name; the person approves it there and the cell prints 82. The agent's answer, and how
+    soon the step showed."""
     started = time.monotonic()
-    answer = call(
+    answer = agent(
         server,
         "propose_edit_cell",
         notebook="agent.ipynb",
@@ -93,6 +94,19 @@ def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer,
     box.locator(".pb-cell-approve").click()
     expect(output(panel, 1)).to_contain_text("82", timeout=30_000)
     expect(panel.locator(".pb-cell-review")).to_have_count(0, timeout=10_000)
+    return answer, shown_after
+
+
+def test_a_step_proposed_over_mcp_is_reviewed_on_its_cell(server: RunningServer, page: Any) -> None:
+    server.write_notebook(
+        "agent.ipynb", ["x = 41", "print(x + 1)", ""], ids=["load", "show", "magic"]
+    )
+    panel = open_notebook(page, server, "agent.ipynb", 3)
+    first_run(panel)
+    # %load_ext opens nothing; the first magic says which notebook planbook edits
+    expect(run_cell(panel, 2, "%load_ext planbook\n%plan").first).to_contain_text("live:")
+
+    answer, _ = propose_approve_and_wait(server, panel)
 
     # each call here is an MCP session of its own: it names the step it waits for
     step_id = re.search(r"\(step id (\w+)\)", answer)

@@ -13,7 +13,7 @@ import pytest
 
 from planbook.engine.retention import Retention, blobs_of, gc
 from planbook.engine.rollback import rollback
-from planbook.engine.store import parse_state
+from planbook.engine.stored_record import parse_state
 from planbook.errors import UsageMistake
 from planbook.model.plan import Plan
 from tests.support.engine import Bench

@@ -99,7 +99,10 @@ def test_inside_a_transaction_reads_see_the_parts_and_a_failure_sends_none(
         assert live.get_metadata("planbook") == {"plans": {"p-1": {"n": 2}}}
         raise RuntimeError("the step failed")
     assert live.get_metadata("planbook") == {"plans": {"p-1": {"n": 1}}}
-    other.flush()
+    # a later commit reaches the other client after anything the failed one could have sent
+    # (the room relays one client's updates in order; a commit does not wait for its echo)
+    live.set_metadata("after", 1)
+    assert other.wait_for(lambda o: o.metadata().get("after") == 1)
     assert other.metadata()["planbook"] == {"plans": {"p-1": {"n": 1}}}
     with pytest.raises(ValueError, match="non-empty tuple"):
         live.update_metadata("planbook", {(): 1})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from planbook.documents.live.document import LiveNotebook, open_live
-from planbook.engine import signing
+from planbook.engine.received import sign_record
 from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
@@ -60,7 +60,7 @@ def test_a_long_run_sends_each_step_not_the_plan(
         )
         session.store.sync()
 
-    ask_mode(signing.sign("mode", "ask"))
+    ask_mode(sign_record(session.store.state, "mode", "ask"))
     assert session.store.state.mode == "ask"
     # the same mode chosen by someone else's planbook (no signature of this person's) is not
     # adopted: plan mode, with the reason in the session's warnings

@@ -335,5 +335,5 @@ def test_without_collaboration_proposals_go_to_the_file(
         anyio.run(main)
         assert [c["id"] for c in json.loads(path.read_text())["cells"]] == ["load", "show"]
         log = server.log_path.read_text(errors="replace")  # the whole log: it starts there
-        assert "as files (collaboration is off or absent on this server" in log
+        assert "through the kernel of the page that has a notebook open (collaboration" in log
         assert "through their collaboration rooms" not in log

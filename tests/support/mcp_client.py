@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, ImageContent, Implementation, TextContent
+
+if TYPE_CHECKING:
+    from tests.support.jupyter_server import RunningServer
 
 
 @asynccontextmanager
@@ -44,6 +47,20 @@ async def connect(
         ):
             await session.initialize()
             yield session
+
+
+def connect_served(
+    server: RunningServer, *, name: str = "test-agent", version: str = "1.0"
+) -> AbstractAsyncContextManager[ClientSession]:
+    """A client of ``python -m planbook mcp ROOT`` on a running Jupyter server's root folder,
+    which finds that server by its runtime files, as it does on the person's machine."""
+    return connect(
+        server.root,
+        name=name,
+        version=version,
+        args=["-m", "planbook", "mcp", str(server.root)],
+        env={"JUPYTER_RUNTIME_DIR": server.env["JUPYTER_RUNTIME_DIR"]},
+    )
 
 
 def text(result: CallToolResult) -> str:

@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 from tests.support.browser import chromium_context
 from tests.support.jupyter_server import RunningServer
 from tests.support.labextension import expose_labextension
+from tests.support.mcp_http import with_endpoint
 
 #: A cell's prompt once it ran ("[ ]:" before, "[*]:" while it runs).
 RAN = re.compile(r"\[\d+\]:")
@@ -134,10 +135,13 @@ def doc_shot(name: str, *parts: Any) -> None:
 
 
 @contextlib.contextmanager
-def page_server(root: Path, **options: Any) -> Iterator[RunningServer]:
+def page_server(root: Path, *, mcp: bool = False, **options: Any) -> Iterator[RunningServer]:
     """A Jupyter server (``RunningServer`` options) whose pages load this tree's in-cell
-    review extension, in the docs' theme; closed afterwards."""
+    review extension, in the docs' theme, with planbook's MCP endpoint when ``mcp``; closed
+    afterwards."""
     running = RunningServer(root, **options)
+    if mcp:
+        with_endpoint(running)
     try:
         expose_labextension(Path(running.env["JUPYTER_DATA_DIR"]))
         use_doc_theme(running)

@@ -10,9 +10,11 @@ gets one update: every open page shows the whole change or none of it. The updat
 by a sync request sent right after it (the server answers requests in order, so the answer
 proves it has the update). A commit waits for that answer only when it rewrote a cell's text
 (a merge must be looked for at once, ``merges``); otherwise the next commit's own sync, a save
-(``make_durable``) or ``close()`` waits for it, so a run of steps costs one round trip per
-step. The server saves the file on request, and on its own about a second after the last
-change (jupyter-collaboration's save delay).
+(``make_durable``) or ``close()`` waits for it. A commit compares the cells it rewrites,
+deletes or moves with the server's state, asked for when its transaction began; one that
+changes no existing cell waits for no answer (``_fresh``), so a run of inserted cells costs no
+round trip per step. The server saves the file on request, and on its own about a second after
+the last change (jupyter-collaboration's save delay).
 
 Metadata is written by difference (``metadata``); what it holds is cached as JSON until someone
 else changes it.
@@ -37,6 +39,9 @@ from planbook.documents.live.reads import SharedReads
 from planbook.documents.live.room import Room, Ticket
 from planbook.errors import LiveConnectionError
 from planbook.model.cell import Cell, CellOutline
+
+#: The operations whose commit compares a cell with the room's (``operations.check``).
+_COMPARED = frozenset({"replace", "delete", "move"})
 
 
 def _own_copy(cell: Cell) -> Cell:
@@ -365,9 +370,18 @@ class LiveNotebook:
         transaction's own work instead of adding to it. The check at commit sees what the
         server had when the transaction began and every update that arrived since (the server
         sends each one at once); asking at commit time narrows that only by the transaction's
-        duration, bounded by FRESH_FOR."""
+        duration, bounded by FRESH_FOR.
+
+        A commit that changes no existing cell (it inserts cells, writes the record) waits for
+        no answer while the room is connected: its check compares no cell's content, and the
+        update goes after everything this copy holds. What the wait would add is a deletion of
+        an insert's anchor in the last round trip: the room then keeps the new cell where the
+        anchor was, as it does for any deletion that crosses an insert on the network. A run
+        of cell-inserting steps is then paced by its own work, not by one round trip a step."""
         if txn.asked is None or time.monotonic() - txn.asked_at > self.FRESH_FOR:
             return False
+        if self._room.connected and not any(op.kind in _COMPARED for op in txn.ops):
+            return True
         return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
 
     def _hand_over(self, update: bytes, ops: list[Op], *, confirm_now: bool) -> None:

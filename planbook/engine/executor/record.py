@@ -264,9 +264,13 @@ class StepRecords:
         return next_seq(self.store.state.checkpoints)
 
     def _record_checkpoint(self, step: Step, checkpoint: Checkpoint) -> None:
+        self._add_checkpoint(step, checkpoint)
+        self.store.save()
+
+    def _add_checkpoint(self, step: Step, checkpoint: Checkpoint) -> None:
+        """The step's checkpoint in the record, saved by the caller's next save."""
         self.store.state.checkpoints.append(checkpoint)
         step.checkpoint = checkpoint.id
-        self.store.save()
 
 
 def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:

@@ -36,7 +36,7 @@ from planbook.engine.executor.shell_layer import ShellLayers
 from planbook.engine.hashing import bytes_hash
 from planbook.engine.mcp_calls import McpResult, bounded
 from planbook.engine.runner import CellRun
-from planbook.engine.store import UNDONE_NOTES
+from planbook.engine.stored_record import UNDONE_NOTES
 from planbook.errors import ConflictError, LayerRefused, NotDurable
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
@@ -253,9 +253,10 @@ class Executor(Recovery, LateMerges, ShellLayers):
             if not isinstance(op, RunCell):
                 apply_cell_op(self.document, op)
             writer.with_after_hashes(checkpoint)
-            self._record_checkpoint(step, checkpoint)
-            if not step.runs_cell:
+            if not step.runs_cell:  # one save holds the checkpoint and "done" (one live update)
+                self._add_checkpoint(step, checkpoint)
                 return self._record(plan, step, "done", "", started, checkpoint.id)
+            self._record_checkpoint(step, checkpoint)
         return None
 
     def _run_cell(self, cell_id: str) -> CellRun:

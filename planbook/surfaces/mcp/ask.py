@@ -18,7 +18,7 @@ from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.session import Session
 from planbook.surfaces.mcp.calls import client_origin, in_thread
 from planbook.surfaces.mcp.limits import Notebook
-from planbook.surfaces.mcp.propose_tools import Proposals
+from planbook.surfaces.mcp.propose_tools import PageStaging, Proposals, in_page
 
 Question = Annotated[
     str,
@@ -60,7 +60,20 @@ def question_waits(state: PlanbookState, question: PersonQuestion) -> bool:
     return not Session.answered_in(state, question)
 
 
-def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
+def asked_text(where: str, question_id: str) -> str:
+    return (
+        f"Asked question {question_id} in {where}. It waits for the person's answer "
+        "(the panel, `%answer`, or `planbook answer`); call wait_for_review "
+        f'(question_ids=["{question_id}"]) to get it.'
+    )
+
+
+def register(
+    server: MCPServer,
+    target: ServedNotebooks,
+    proposals: Proposals,
+    pages: PageStaging | None = None,
+) -> None:
     @server.tool(annotations=_ASKS)
     async def ask_person(
         question: Question,
@@ -73,6 +86,11 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         Nothing else changes. Only the person answers: no tool does."""
         origin = client_origin(ctx)
         mine = proposals.of(ctx)  # this client's questions, for its wait_for_review
+        arguments = {"question": question, "options": options or []}
+        staged = await in_page(pages, target, notebook, "ask_person", arguments, origin)
+        if staged is not None:  # the open page holds the notebook: asked through its kernel
+            mine.asked(staged[0], staged[1])
+            return asked_text(target.shown(staged[0]), staged[1])
 
         def work() -> str:
             session = target.session(notebook)
@@ -81,10 +99,6 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
             if path is not None:
                 mine.asked(path, asked.id)
             where = target.shown(path) if path is not None else "the notebook"
-            return (
-                f"Asked question {asked.id} in {where}. It waits for the person's answer "
-                "(the panel, `%answer`, or `planbook answer`); call wait_for_review "
-                f'(question_ids=["{asked.id}"]) to get it.'
-            )
+            return asked_text(where, asked.id)
 
         return await in_thread(work)

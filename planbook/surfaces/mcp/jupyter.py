@@ -2,7 +2,8 @@
 streamable HTTP at ``<base_url>/planbook/mcp`` inside a running Jupyter server, behind the
 server's own authentication (its token or identity provider) and authorizer. The workspace is
 the server's root folder; with jupyter-collaboration, notebooks are read and edited through
-their collaboration rooms, so a step an agent proposes shows in the open page at once.
+their collaboration rooms, so a step an agent proposes shows in the open page at once; without
+it, through the kernel of a notebook's open page (kernel_staging.py), for the same reason.
 
 Enabled by ``etc/jupyter/jupyter_server_config.d/planbook.json``, which the wheel installs
 (``jpserver_extensions: {"planbook": true}``); ``planbook._jupyter_server_extension_points``
@@ -20,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from planbook.sessions.served_rooms import ServerRoute
 from planbook.surfaces.mcp.http_bridge import MAX_BODY_BYTES, MCPHandler, SessionManagerTask
+from planbook.surfaces.mcp.kernel_staging import KernelStaging
 from planbook.surfaces.mcp.server import build_server
 from planbook.surfaces.mcp.server_kernels import ServerKernels
 from planbook.surfaces.mcp.server_target import ServerTarget
@@ -58,7 +60,10 @@ def rtc_disabled(serverapp: Any, package: Any) -> bool:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     route = route_of(serverapp)
     target = ServerTarget(Path(serverapp.root_dir), route)
-    server = build_server(target, ServerKernels(serverapp))
+    kernels = ServerKernels(serverapp)
+    if not route.collaboration:  # the open page holds the notebook: its kernel stages into it
+        target.pages = KernelStaging(kernels, target.root)
+    server = build_server(target, kernels, pages=target.pages)
     path = url_path_join(serverapp.base_url, PATH)
     # Jupyter checks the host, the origin and who asks before the SDK sees a request: the
     # SDK's own DNS-rebinding check would only repeat the first two.

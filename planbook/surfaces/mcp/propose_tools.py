@@ -1,25 +1,26 @@
 """The propose tools: each builds one operation through the notebook session's Proposer (the
 same call as ``pb.propose``: cell naming, validation, the policy, protected settings, the base
-hash), tagged with the client's origin, and answers with the step it became. No tool here, or
-anywhere in this server, approves: a staged step waits for the person."""
+hash), tagged with the client's origin, and answers with the step it became; where the open
+page holds the notebook (a Jupyter server without collaboration), the same call is made by the
+page's kernel (kernel_staging.py). No tool here, or anywhere in this server, approves: a staged
+step waits for the person."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from planbook.errors import PlanbookError
 from planbook.model.plan import Step
-from planbook.present.text import step_title
-from planbook.sessions.proposer import Proposer
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.session import Session
-from planbook.surfaces.mcp.calls import client_origin, in_thread
+from planbook.surfaces.mcp.calls import client_origin, in_thread, one_line
 from planbook.surfaces.mcp.limits import (
     MAX_EDITS,
     Anchor,
@@ -34,12 +35,8 @@ from planbook.surfaces.mcp.limits import (
     Search,
     Source,
 )
+from planbook.surfaces.mcp.staged import staged_text
 
-#: What an answer ends with while the step waits: where the person decides, what to do next.
-_WAITS = (
-    "It waits for the person's review (the panel, `%approve`, or `planbook approve`); "
-    "call wait_for_review to continue once it is decided."
-)
 #: A proposal changes nothing until the person approves it; it is not idempotent (each call
 #: stages one more step).
 _PROPOSES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
@@ -112,34 +109,63 @@ CellKind = Annotated[
 
 
 def answer(target: ServedNotebooks, session: Session, step: Step) -> str:
-    """One short paragraph: the step's number, id and what it does, and whether it waits or (in
-    a mode where the person lets changes apply at once) what became of it."""
-    plan = session.current_plan()
-    number = next((n for n, s in enumerate(plan.steps, 1) if s.id == step.id), 0) if plan else 0
+    """What the tool answers for ``step``, staged through ``session`` (staged.py)."""
     where = target.shown(session.notebook_path) if session.notebook_path else "the notebook"
-    head = f"step {number} of the plan in {where} (step id {step.id}): {step_title(step)}"
-    protected = session.rules.protected_reason(step.operation)
-    if step.status == "pending" and protected:
-        return (
-            f"Staged {head}, marked protected ({protected}); only the person applies it. {_WAITS}"
-        )
-    if step.status == "pending" and step.runs_later:
-        return f"Staged {head}; held for review: it runs code later ({step.runs_later}). {_WAITS}"
-    if step.status == "pending":
-        return f"Staged {head}. {_WAITS}"
-    return f"{head}: {step.status} (the notebook is in {session.mode} mode, which applies changes)"
+    return staged_text(where, session, step)
 
 
-def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -> None:
+class PageStaging(Protocol):
+    """Where a proposal (or a question: ``ask_person``) goes when the notebook's open page holds
+    it (kernel_staging.py): the staged step's (question's) id and the answer, or None when no
+    page holds the notebook (the file then)."""
+
+    async def stage(
+        self, path: Path, operation: str, arguments: dict[str, Any], origin: str
+    ) -> tuple[str, str] | None: ...
+
+
+async def in_page(
+    pages: PageStaging | None,
+    target: ServedNotebooks,
+    notebook: str | None,
+    operation: str,
+    arguments: dict[str, Any],
+    origin: str,
+) -> tuple[Path, str, str] | None:
+    """Stage through the open page holding the notebook, when there are pages to ask: the
+    notebook, the staged id and the answer; None to stage into the served notebook instead.
+    A planbook error is a one-line ToolError."""
+    if pages is None:
+        return None
+    path = await in_thread(target.notebook_path, notebook)
+    try:
+        staged = await pages.stage(path, operation, arguments, origin)
+    except PlanbookError as exc:
+        raise ToolError(one_line(exc.said_to("cli"))) from None
+    return (path, *staged) if staged is not None else None
+
+
+def register(
+    server: MCPServer,
+    target: ServedNotebooks,
+    proposals: Proposals,
+    pages: PageStaging | None = None,
+) -> None:
     async def propose(
-        ctx: Context[Any, Any], notebook: str | None, make: Callable[[Proposer], Step]
+        ctx: Context[Any, Any], notebook: str | None, operation: str, **arguments: Any
     ) -> str:
+        """Stage ``Proposer.<operation>(**arguments)`` for this client: through the open page
+        when one holds the notebook, else through the served notebook's session."""
         origin = client_origin(ctx)
         mine = proposals.of(ctx)
+        staged = await in_page(pages, target, notebook, operation, arguments, origin)
+        if staged is not None:
+            mine.add(staged[0], staged[1])
+            return staged[2]
 
         def work() -> str:
             session = target.session(notebook)
-            step = make(session.proposing_as(origin))
+            step = getattr(session.proposing_as(origin), operation)(**arguments)
             mine.add(session.notebook_path or Path(), step.id)
             return answer(target, session, step)
 
@@ -162,9 +188,13 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         return await propose(
             ctx,
             notebook,
-            lambda p: p.insert_cell(
-                source, after=after, before=before, cell_type=cell_type, reason=reason, run=run
-            ),
+            "insert_cell",
+            source=source,
+            after=after,
+            before=before,
+            cell_type=cell_type,
+            reason=reason,
+            run=run,
         )
 
     @tool
@@ -178,7 +208,7 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
     ) -> str:
         """Propose a cell's complete new source. Staged for review."""
         return await propose(
-            ctx, notebook, lambda p: p.edit_cell(cell, source, reason=reason, run=run)
+            ctx, notebook, "edit_cell", cell_id=cell, source=source, reason=reason, run=run
         )
 
     @tool
@@ -186,7 +216,7 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         cell: CellRef, reason: Reason, ctx: Context[Any, Any], notebook: Notebook = None
     ) -> str:
         """Propose removing a cell. Staged for review."""
-        return await propose(ctx, notebook, lambda p: p.delete_cell(cell, reason=reason))
+        return await propose(ctx, notebook, "delete_cell", cell_id=cell, reason=reason)
 
     @tool
     async def propose_move_cell(
@@ -197,7 +227,7 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         notebook: Notebook = None,
     ) -> str:
         """Propose moving a cell after another one (no `after`: to the top). Staged for review."""
-        return await propose(ctx, notebook, lambda p: p.move_cell(cell, after=after, reason=reason))
+        return await propose(ctx, notebook, "move_cell", cell_id=cell, after=after, reason=reason)
 
     @tool
     async def propose_run_cell(
@@ -205,7 +235,7 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
     ) -> str:
         """Propose running a code cell in the notebook's kernel once approved; its outputs are
         stored in the cell."""
-        return await propose(ctx, notebook, lambda p: p.run_cell(cell, reason=reason))
+        return await propose(ctx, notebook, "run_cell", cell_id=cell, reason=reason)
 
     @tool
     async def propose_run_code(
@@ -220,7 +250,12 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         return await propose(
             ctx,
             notebook,
-            lambda p: p.insert_cell(code, after=after, cell_type="code", reason=reason, run=True),
+            "insert_cell",
+            source=code,
+            after=after,
+            cell_type="code",
+            reason=reason,
+            run=True,
         )
 
     @tool
@@ -233,7 +268,7 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
     ) -> str:
         """Propose creating or overwriting a text file of the workspace. Staged for review in
         the notebook's plan."""
-        return await propose(ctx, notebook, lambda p: p.write_file(path, content, reason=reason))
+        return await propose(ctx, notebook, "write_file", path=path, content=content, reason=reason)
 
     @tool
     async def propose_edit_file(
@@ -245,14 +280,14 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
     ) -> str:
         """Propose search/replace edits of a text file of the workspace. Staged for review."""
         pairs = [{"search": e.search, "replace": e.replace} for e in edits]
-        return await propose(ctx, notebook, lambda p: p.edit_file(path, pairs, reason=reason))
+        return await propose(ctx, notebook, "edit_file", path=path, edits=pairs, reason=reason)
 
     @tool
     async def propose_delete_file(
         path: FilePath, reason: Reason, ctx: Context[Any, Any], notebook: Notebook = None
     ) -> str:
         """Propose deleting a file of the workspace. Staged for review."""
-        return await propose(ctx, notebook, lambda p: p.delete_file(path, reason=reason))
+        return await propose(ctx, notebook, "delete_file", path=path, reason=reason)
 
     @tool
     async def propose_shell(
@@ -267,5 +302,5 @@ def register(server: MCPServer, target: ServedNotebooks, proposals: Proposals) -
         """Propose a shell command, run in the workspace folder once approved. Staged for
         review (rollback cannot undo what a command does outside the workspace)."""
         return await propose(
-            ctx, notebook, lambda p: p.shell(command, reason=reason, timeout=timeout_s)
+            ctx, notebook, "shell", command=command, reason=reason, timeout=timeout_s
         )

@@ -1,7 +1,9 @@
 """wait_for_review: an agent proposes (and asks), waits for the person's decisions and answers,
 and continues from the results. The decisions are made in another process (a kernel's panel or
 magics, the ``planbook`` CLI) that writes the notebook file, so the wait watches the file: a
-stat every ``POLL_SECONDS``, and a read of the planbook record only when the file changed.
+stat every ``POLL_SECONDS``, and a read of the planbook record only when the file changed (a
+room's version inside a Jupyter server with collaboration; without it, a notebook whose open
+page holds it is read through the page's kernel every half second: kernel_staging.py).
 
 Steps and questions are waited for in one call, as an agent that asks "which year?" beside its
 proposals continues once the person has dealt with both."""

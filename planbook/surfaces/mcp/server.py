@@ -21,6 +21,8 @@ from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.served_kernels import KernelReach, RunningServers
 from planbook.surfaces.mcp import ask, kernel_tools, propose_tools, read_tools, review
+from planbook.surfaces.mcp.kernel_staging import KernelStaging, PagesTarget
+from planbook.surfaces.mcp.propose_tools import PageStaging
 from planbook.version import __version__
 
 INSTRUCTIONS = """\
@@ -73,9 +75,13 @@ class PlanbookServer(MCPServer[Any]):
             raise
 
 
-def build_server(target: ServedNotebooks, kernels: KernelReach) -> PlanbookServer:
+def build_server(
+    target: ServedNotebooks, kernels: KernelReach, pages: PageStaging | None = None
+) -> PlanbookServer:
     """The server over ``target``; ``kernels`` is how a notebook's kernel is reached (the
-    running Jupyter servers for stdio, the server's own kernel manager inside Jupyter)."""
+    running Jupyter servers for stdio, the server's own kernel manager inside Jupyter);
+    ``pages``, where proposals to a notebook its open page holds go (inside a Jupyter server
+    without collaboration)."""
     server = PlanbookServer(
         "planbook",
         version=__version__,
@@ -84,14 +90,20 @@ def build_server(target: ServedNotebooks, kernels: KernelReach) -> PlanbookServe
     proposals = propose_tools.Proposals()
     read_tools.register(server, target)
     kernel_tools.register(server, target, kernels)
-    propose_tools.register(server, target, proposals)
-    ask.register(server, target, proposals)
+    propose_tools.register(server, target, proposals, pages)
+    ask.register(server, target, proposals, pages)
     review.register(server, target, proposals)
     return server
 
 
 def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
-    closes the connection."""
-    server = build_server(ServedNotebooks(target), RunningServers())
+    closes the connection. A notebook open in a running Jupyter server without collaboration,
+    with its page connected to its kernel, is proposed to and read through that kernel, as
+    the endpoint inside Jupyter does (kernel_staging.py), even before this process proposed
+    anything to it (an agent that reconnects starts a new process); any other, its file."""
+    served = PagesTarget(target)
+    kernels = RunningServers()
+    served.pages = KernelStaging(kernels, served.root, follow_pages=True)
+    server = build_server(served, kernels, pages=served.pages)
     anyio.run(server.run_stdio_async)

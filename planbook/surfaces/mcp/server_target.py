@@ -2,16 +2,18 @@
 folder (the workspace). With jupyter-collaboration on the server each notebook is read and
 edited through its collaboration room (sessions/served_rooms.py says why), so a proposal reaches the
 open page and the kernel's session at once and reads see what the page holds, unsaved edits and
-fresh outputs included; without it, the file, as the stdio server does."""
+fresh outputs included. Without it, a notebook whose open page holds it is proposed to and read
+through its kernel (kernel_staging.py); any other, the file, as the stdio server does."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from planbook.sessions.served import TOOL, ServedDocument, ServedNotebooks
+from planbook.sessions.served import TOOL, ServedDocument
 from planbook.sessions.served_rooms import ServerRoute, room_session, version
 from planbook.sessions.session import Session
+from planbook.surfaces.mcp.kernel_staging import PagesTarget
 
 #: How the documents name the endpoint in their descriptions.
 HTTP_TOOL = f"{TOOL} over HTTP"
@@ -51,7 +53,7 @@ def credentials_of(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str],
     )
 
 
-class ServerTarget(ServedNotebooks):
+class ServerTarget(PagesTarget):
     """The folder a Jupyter server serves, each notebook through its room when there is one."""
 
     def __init__(self, root: Path, route: ServerRoute) -> None:
@@ -70,8 +72,9 @@ class ServerTarget(ServedNotebooks):
         how = (
             "through their collaboration rooms (open pages see proposals at once)"
             if self.route.collaboration
-            else "as files (collaboration is off or absent on this server: an open page shows "
-            "a proposal once reloaded)"
+            else "through the kernel of the page that has a notebook open (collaboration is "
+            "off or absent on this server: planbook in that kernel stages into the page), "
+            "else as files"
         )
         return f"the notebooks of this Jupyter server, under {self.root}, {how}"
 
@@ -81,7 +84,7 @@ class ServerTarget(ServedNotebooks):
         return room_session(self.route, self.root, path, HTTP_TOOL, self.credentials)
 
     def document(self, path: Path) -> ServedDocument:
-        if not self.route.collaboration:
+        if not self.route.collaboration:  # through the page's kernel, else the file
             return super().document(path)
         # the room's copy is the notebook as the page holds it: read that one, not the file
         return self.session(self.shown(path)).document

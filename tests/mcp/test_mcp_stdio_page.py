@@ -1,0 +1,304 @@
+"""``planbook mcp`` over stdio, for a notebook open in a running Jupyter server with collaboration
+switched off: the open page holds the notebook, so a proposal (and a question) goes through the
+kernel of the page, found by the server's runtime files, never into the file the page's next save
+would overwrite. The official SDK's stdio client drives a real ``python -m planbook mcp``
+subprocess; the server is a real Jupyter server started with ``--YDocExtension.disable_rtc=True``.
+
+Without a browser, the page is two things: for the server, a websocket held to the kernel (what it
+counts as a connection); inside the kernel, the page protocol's double (tests/test_page.py) linked
+to the kernel's session as the in-cell review's comm would be. The step lands in the kernel's
+mirror of the page and in that page, marked with the client's origin; the client reads it back
+through the kernel; the file keeps nothing. Each refusal is one line, the same as over HTTP. A
+kernel no page is connected to, or a server with collaboration on, leaves the file route."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+
+from tests.mcp.test_mcp_http import notebook, planbook_steps
+from tests.mcp.test_mcp_kernel_staging import (
+    STOPS,
+    busy_for,
+    busy_line,
+    died_line,
+    not_loaded_line,
+    page_connected,
+    stopped_under_a_call,
+)
+from tests.support.jupyter_server import RunningServer
+from tests.support.mcp_client import connect_served, ok
+
+pytestmark = [pytest.mark.server, pytest.mark.kernel]
+
+RTC_OFF = "--YDocExtension.disable_rtc=True"
+#: The kernel's session links the page double as the in-cell review's comm would link the page.
+LINK_PAGE = """\
+from planbook.surfaces import api
+from planbook.surfaces.comm.channel import CellReviewLink
+from tests.test_page import Comm, Page, code
+page = Page([code('load', 'x = 41'), code('show', 'print(x + 1)')])
+comm = Comm(page)
+link = CellReviewLink(api.kernel_session(), comm)
+link.ask_for_cells()
+comm.round_trip()
+"""
+#: What the page double holds once it took what the kernel sent: its plans' steps and questions.
+PAGE_PLAN = """\
+comm.round_trip()
+import json
+record = page.metadata.get('planbook') or {}
+steps = [s for p in record.get('plans', {}).values() for s in p['revisions'][-1]['steps']]
+print(json.dumps({'steps': steps, 'questions': record.get('questions', []),
+                  'show': next(c['source'] for c in page.cells if c['id'] == 'show')}))
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = RunningServer(tmp_path_factory.mktemp("mcp-stdio-page-root"), extra_args=[RTC_OFF])
+    # planbook's page extension where the server looks (a stub: no browser loads it), so the
+    # kernel's %load_ext edits through the page, as it does when JupyterLab has the extension
+    stub = Path(running.env["JUPYTER_DATA_DIR"]) / "labextensions" / "planbook"
+    stub.mkdir(parents=True)
+    (stub / "package.json").write_text(json.dumps({"name": "planbook", "version": "0.0.0"}))
+    try:
+        yield running.start()
+    finally:
+        running.close()
+
+
+def stdio(server: RunningServer) -> AbstractAsyncContextManager[ClientSession]:
+    """A client of ``python -m planbook mcp ROOT``, introduced as claude-code 2."""
+    return connect_served(server, name="claude-code", version="2")
+
+
+def call(server: RunningServer, tool: str, **arguments: Any) -> tuple[bool, str]:
+    """One tool call from a stdio client of its own: (refused?, its text)."""
+
+    async def main() -> tuple[bool, str]:
+        async with stdio(server) as session:
+            result = await session.call_tool(tool, arguments)
+            return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
+
+    return anyio.run(main)
+
+
+def loaded_with_page(server: RunningServer, name: str) -> tuple[Path, str]:
+    """A notebook whose kernel loaded planbook and has the page double linked."""
+    path = notebook(server, name)
+    kernel = server.create_session(name)["kernel"]["id"]
+    done = server.execute(kernel, "%load_ext planbook\n" + LINK_PAGE)
+    assert done["error"] is None, done["error"]
+    return path, kernel
+
+
+def in_page(server: RunningServer, kernel: str) -> dict[str, Any]:
+    said = server.execute(kernel, PAGE_PLAN)
+    assert said["error"] is None, said["error"]
+    page: dict[str, Any] = json.loads(said["stdout"])
+    return page
+
+
+def test_a_proposal_is_staged_in_the_pages_kernel_and_read_back_the_file_untouched(
+    server: RunningServer,
+) -> None:
+    path, kernel = loaded_with_page(server, "page.ipynb")
+    before = path.read_bytes()
+    try:
+        with page_connected(server, kernel):
+
+            async def main() -> tuple[str, str, str, str]:
+                async with stdio(server) as session:
+                    staged = await ok(
+                        session,
+                        "propose_edit_cell",
+                        notebook="page.ipynb",
+                        cell="show",
+                        source="print(x + 2)",
+                        reason="show the next number",
+                    )
+                    asked = await ok(
+                        session,
+                        "ask_person",
+                        notebook="page.ipynb",
+                        question="Keep x at 41?",
+                        options=["yes", "no"],
+                    )
+                    plan = await ok(session, "read_plan", notebook="page.ipynb")
+                    waited = await ok(
+                        session, "wait_for_review", notebook="page.ipynb", timeout_s=1
+                    )
+                    return staged, asked, plan, waited
+
+            staged, asked, plan, waited = anyio.run(main)
+            # an agent that reconnects is a new process: it reads the page's plan at once
+            step_id = staged.split("(step id ", 1)[1].split(")", 1)[0]
+            _, again = call(server, "read_plan", notebook="page.ipynb")
+            _, still = call(
+                server, "wait_for_review", notebook="page.ipynb", step_ids=[step_id], timeout_s=1
+            )
+        # no page connected any more: a new client reads the file, which has no plan
+        _, alone = call(server, "read_plan", notebook="page.ipynb")
+        assert "1. [pending] edit cell `show`" in again and "from: claude-code 2 (MCP)" in again
+        assert still.startswith("timed out after 1 s with 1 step still open"), still
+        assert f"1. [pending] edit cell `show` (step id {step_id}" in still, still
+        assert "edit cell" not in alone, alone
+        assert staged.startswith("Staged step 1 of the plan in page.ipynb"), staged
+        assert asked.startswith("Asked question q1 in page.ipynb"), asked
+        # the client reads the page's plan through the kernel (the file has none): the step is
+        # there, pending, from this client; the wait sees the step and the open question
+        assert "1. [pending] edit cell `show`" in plan and "from: claude-code 2 (MCP)" in plan
+        assert "still open" in waited and "- question q1: Keep x at 41?" in waited, waited
+        # the step lives in the page (marked with the client), never in the file
+        page = in_page(server, kernel)
+        [step] = page["steps"]
+        assert step["origin"] == "claude-code 2 (MCP)"
+        assert step["operation"]["source"] == "print(x + 2)"
+        assert [q["question"] for q in page["questions"]] == ["Keep x at 41?"]
+        assert page["show"] == "print(x + 1)"  # proposed, not applied
+        assert path.read_bytes() == before
+        assert planbook_steps(path) == []
+    finally:
+        server.end_sessions()
+
+
+def test_no_page_connected_leaves_the_file_route(server: RunningServer) -> None:
+    path, _kernel = loaded_with_page(server, "nopage.ipynb")
+    # no websocket is open to the kernel: the server counts no page, the file is the notebook
+    refused_, answer = call(
+        server, "propose_edit_cell", notebook="nopage.ipynb", cell="show", source="2", reason="r"
+    )
+    try:
+        assert not refused_ and answer.startswith("Staged step 1 of the plan in nopage.ipynb")
+        [step] = planbook_steps(path)
+        assert step["origin"] == "claude-code 2 (MCP)"
+    finally:
+        server.end_sessions()
+
+
+def test_planbook_not_loaded_in_the_pages_kernel_is_one_line_and_the_file_untouched(
+    server: RunningServer,
+) -> None:
+    path = notebook(server, "unloaded.ipynb")
+    before = path.read_bytes()
+    kernel = server.create_session("unloaded.ipynb")["kernel"]["id"]
+    try:
+        with page_connected(server, kernel):
+            refused_, line = call(
+                server,
+                "propose_edit_cell",
+                notebook="unloaded.ipynb",
+                cell="show",
+                source="2",
+                reason="r",
+            )
+            asked_, asked = call(server, "ask_person", notebook="unloaded.ipynb", question="q?")
+        for was_refused, said in ((refused_, line), (asked_, asked)):
+            assert was_refused and "\n" not in said
+            assert said.endswith(not_loaded_line("unloaded.ipynb")), said
+        assert path.read_bytes() == before
+        loaded = server.execute(kernel, "import sys; print('planbook' in sys.modules)")
+        assert loaded["stdout"].strip() == "False"
+    finally:
+        server.end_sessions()
+
+
+def test_a_busy_pages_kernel_is_one_line_and_the_late_request_stages_nothing(
+    server: RunningServer,
+) -> None:
+    path, kernel = loaded_with_page(server, "busy.ipynb")
+    before = path.read_bytes()
+    try:
+        running = busy_for(server, kernel, 16)
+        started = time.monotonic()
+        refused_, line = call(
+            server, "propose_edit_cell", notebook="busy.ipynb", cell="show", source="2", reason="r"
+        )
+        waited = time.monotonic() - started
+        assert refused_ and line.endswith(busy_line("busy.ipynb")), line
+        assert 10.0 <= waited < 16.0, waited
+        running.join(30)
+        time.sleep(1.0)  # the kernel reached the expired request: it staged nothing
+        assert in_page(server, kernel)["steps"] == []
+        assert path.read_bytes() == before
+    finally:
+        server.end_sessions()
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_a_pages_kernel_that_stops_mid_call_is_one_line(server: RunningServer, how: str) -> None:
+    path, kernel = loaded_with_page(server, "dies.ipynb")
+    before = path.read_bytes()
+    try:
+        stopped_under_a_call(server, kernel, how, after=3.0)
+        started = time.monotonic()
+        refused_, line = call(
+            server, "propose_edit_cell", notebook="dies.ipynb", cell="show", source="2", reason="r"
+        )
+        assert refused_ and line.endswith(died_line("dies.ipynb")), line
+        assert time.monotonic() - started < 10.0  # not the busy wait
+        assert path.read_bytes() == before
+    finally:
+        server.end_sessions()
+
+
+def test_a_pages_kernel_following_another_notebook_is_one_line(server: RunningServer) -> None:
+    path = notebook(server, "mine.ipynb")
+    notebook(server, "other.ipynb")
+    before = path.read_bytes()
+    kernel = server.create_session("mine.ipynb")["kernel"]["id"]
+    try:
+        done = server.execute(kernel, "%load_ext planbook\n%plan use other.ipynb")
+        assert done["error"] is None, done["error"]
+        with page_connected(server, kernel):
+            refused_, line = call(
+                server,
+                "propose_edit_cell",
+                notebook="mine.ipynb",
+                cell="show",
+                source="2",
+                reason="r",
+            )
+        assert refused_ and line.endswith(
+            "planbook in this kernel edits other.ipynb, not mine.ipynb: nothing was staged; the "
+            "person can switch it with `%plan use mine.ipynb`"
+        ), line
+        assert path.read_bytes() == before
+    finally:
+        server.end_sessions()
+
+
+def test_with_collaboration_on_the_proposal_goes_to_the_file_as_before(tmp_path: Path) -> None:
+    with RunningServer(tmp_path / "root") as collaborating:
+        collaborating.start()
+        path = notebook(collaborating, "shared.ipynb")
+        kernel = collaborating.create_session("shared.ipynb")["kernel"]["id"]
+        try:
+            with page_connected(collaborating, kernel):
+                refused_, answer = call(
+                    collaborating,
+                    "propose_edit_cell",
+                    notebook="shared.ipynb",
+                    cell="show",
+                    source="2",
+                    reason="r",
+                )
+            assert not refused_ and answer.startswith("Staged step 1 of the plan in shared.ipynb")
+            [step] = planbook_steps(path)
+            assert step["origin"] == "claude-code 2 (MCP)"
+            # the kernel was never asked: planbook's call was not imported into it
+            asked = collaborating.execute(
+                kernel, "import sys; print('planbook.surfaces.mcp.in_kernel' in sys.modules)"
+            )
+            assert asked["stdout"].strip() == "False"
+        finally:
+            collaborating.end_sessions()
