@@ -19,6 +19,7 @@ Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``).
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import statistics
 import subprocess
@@ -127,57 +128,86 @@ def one_step(folder: Path, megabytes: float, rounds: int) -> list[Row]:
 
 # --- 2. staging ------------------------------------------------------------------------------
 MARKS = (10, 100, 500)
+#: A sample is this many consecutive staged steps timed as one (a staged step is about 1 ms of
+#: Python and one fsync, the noisiest part on a shared disk); three samples around each mark.
+BLOCK = 8
+SAMPLES = (-8, 0, 8)
 
 
-def staging_plan(folder: Path, cells: int, by: str, name: str) -> dict[int, float]:
-    """One plan of 510 staged edits; step N's cost is the median of steps N-8..N+8 (a
-    staged step is saved: one fsync each, the noisiest part on a shared disk)."""
+def staging_plan(folder: Path, cells: int, by: str, name: str) -> dict[str, dict[int, list[float]]]:
+    """One plan of 520 staged edits: at each mark, three samples of ``BLOCK`` steps (per step:
+    wall clock, CPU time of this process) and, right after each, ``BLOCK`` durable saves of
+    the file's bytes as that staging left them (the floor at that plan length: the file grows
+    by about 500 bytes per staged step, which its save writes)."""
     path = notebook(folder / name, cells)
     session = open_session(path)
     ids = [c.id for c in session.cells()]
-    per_step = []
-    for k in range(max(MARKS) + 10):
-        token = ids[k % len(ids)] if by == "id" else f"#{k % len(ids) + 1}"
-        start = time.perf_counter()
-        session.propose.edit_cell(token, f"v = {k}", reason="bench")
-        per_step.append(time.perf_counter() - start)
+    starts = {m + d: m for m in MARKS for d in SAMPLES}
+    out: dict[str, dict[int, list[float]]] = {k: {m: [] for m in MARKS} for k in WHAT}
+    k = 0
+    while k < max(MARKS) + max(SAMPLES) + BLOCK:
+        n = BLOCK if k in starts else 1
+        span = range(k, k + n)
+        tokens = [ids[j % len(ids)] if by == "id" else f"#{j % len(ids) + 1}" for j in span]
+        wall, cpu = time.perf_counter(), time.process_time()
+        for j, token in enumerate(tokens, start=k):
+            session.propose.edit_cell(token, f"v = {j}", reason="bench")
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if k in starts:
+            mark, data = starts[k], path.read_bytes()
+            floor = sum(durable_save(folder / "floor.ipynb", data) for _ in range(BLOCK))
+            out["wall"][mark].append(wall / n)
+            out["cpu"][mark].append(cpu / n)
+            out["floor"][mark].append(floor / n)
+        k += n
     session.close()
     path.unlink()
-    return {m: statistics.median(per_step[m - 9 : m + 8]) for m in MARKS}
+    return out
+
+
+WHAT = ("wall", "cpu", "floor")
 
 
 def staging(folder: Path, rounds: int) -> list[Row]:
     configs = [(cells, by) for cells in (10, 2000) for by in ("id", "position")]
-    runs: dict[tuple[int, str], list[dict[int, float]]] = {c: [] for c in configs}
-    floor: list[float] = []
-    big = notebook(folder / "floor-2000.ipynb", 2000)
-    for r in range(rounds):  # configurations interleaved, the floor between them
+    runs: dict[tuple[int, str], dict[str, dict[int, list[float]]]] = {
+        c: {k: {m: [] for m in MARKS} for k in WHAT} for c in configs
+    }
+    for r in range(rounds):  # configurations interleaved, each plan's floor within it
         for cells, by in configs:
-            runs[(cells, by)].append(staging_plan(folder, cells, by, f"s-{cells}-{by}-{r}.ipynb"))
-            floor.append(durable_save(folder / "floor.ipynb", big.read_bytes()))
+            plan = staging_plan(folder, cells, by, f"s-{cells}-{by}-{r}.ipynb")
+            for kind in WHAT:
+                for m in MARKS:
+                    runs[(cells, by)][kind][m] += plan[kind][m]
     rows = []
-    print("2. staging: step N of a plan of 510 (min / median / max ms)")
-    for (cells, by), plans in runs.items():
-        at = {m: [p[m] for p in plans] for m in MARKS}
+    print(f"2. staging: step N of a plan of 520, ms per staged step ({BLOCK} steps a sample)")
+    for (cells, by), at in runs.items():
         for m in MARKS:
-            print(f"   {cells:>5} cells, by {by:<8} step {m:<4}: {text(at[m])}")
-        rows.append(
-            row(
-                f"staging step 500 / step 10, {cells:,} cells, by {by}",
-                at[500],
-                at[10],
-                "staging step 10",
-                1.2,
-                x={"plot": "length", "series": f"stage by {by}, {cells} cells", "marks": at},
+            print(
+                f"   {cells:>5} cells, by {by:<8} step {m:<4}: wall {text(at['wall'][m])}"
+                f"  cpu {text(at['cpu'][m])}  durable save of the file {text(at['floor'][m])}"
             )
-        )
+        grown = statistics.median(at["floor"][500]) / statistics.median(at["floor"][10])
+        print(f"   {'':>5} the file's durable save, step 500 / step 10: {grown:.2f}x")
+        plot = {"plot": "length", "series": f"stage by {by}, {cells} cells"}
+        for kind, clock in (("wall", ""), ("cpu", ", CPU time")):
+            rows.append(
+                row(
+                    f"staging step 500 / step 10, {cells:,} cells, by {by}{clock}",
+                    at[kind][500],
+                    at[kind][10],
+                    f"staging step 10{clock}",
+                    1.2,
+                    x={**plot, "marks": at["wall"], "floor grown": grown} if kind == "wall" else {},
+                )
+            )
         if cells == 2000 and by == "id":
             rows.append(
                 row(
                     "staging one step, 2,000 cells",
-                    at[10],
-                    floor,
-                    "one durable save",
+                    at["wall"][10],
+                    at["floor"][10],
+                    "one durable save of the same bytes",
                     1.5,
                 )
             )
@@ -240,6 +270,96 @@ def load_ext(folder: Path, rounds: int) -> list[Row]:
         )
     )
     return rows
+
+
+# --- 3b. fifty small steps in a live kernel --------------------------------------------------
+FIFTY = """
+import contextlib, io, json, os, shutil, time
+from pathlib import Path
+import planbook
+
+folder, template = Path({folder!r}), Path({template!r})
+shell = get_ipython()
+
+
+def durable(path, data):
+    tmp = path.with_name("." + path.name + ".floor")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def ours(r):
+    path = folder / f"fifty-{{r}}.ipynb"
+    shutil.copy(template, path)
+    pb = planbook.session(notebook=path, live=False)
+    for cell in pb.cells():
+        pb.propose.run_cell(cell.id, reason="bench")
+    start = time.perf_counter()
+    report = pb.approve()
+    seconds = time.perf_counter() - start
+    assert report.ok, str(report)
+    return seconds, path.read_bytes(), [c.source for c in pb.cells()]
+
+
+def floor(sources, data, saves):
+    path = folder / "fifty-floor.ipynb"
+    start = time.perf_counter()
+    for source in sources:
+        with contextlib.redirect_stdout(io.StringIO()):  # planbook keeps the output too
+            shell.run_cell(source, store_history=True)
+        for _ in range(saves):
+            durable(path, data)
+    return time.perf_counter() - start
+
+
+times = {{"planbook": [], "floor": [], "floor x2": []}}
+for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
+    seconds, data, sources = ours(r)
+    one, two = floor(sources, data, 1), floor(sources, data, 2)
+    if r:
+        times["planbook"].append(seconds)
+        times["floor"].append(one)
+        times["floor x2"].append(two)
+print("TIMES", json.dumps(times))
+"""
+
+
+def fifty_steps(folder: Path, rounds: int) -> list[Row]:
+    """A plan of 50 steps that each run a small cell, approved in a real kernel, against the
+    same kernel running the same cells (``run_cell``) with one durable save of the notebook
+    (its bytes as planbook left them) after each, rounds interleaved. A step that runs code
+    makes two saves (before its code, so a crash never runs it twice; then its outputs): the
+    second row is against two durable saves per cell."""
+    from bench_core import run_in_kernel
+
+    template = notebook(folder / "fifty-template.ipynb", 50)
+    code = FIFTY.format(folder=str(folder), template=str(template), rounds=rounds)
+    out = run_in_kernel(folder, code)
+    if "TIMES" not in out:
+        raise RuntimeError(out[-2000:])
+    times = json.loads(out.split("TIMES", 1)[1].strip().splitlines()[0])
+    print("3b. 50 small steps that run code, in one kernel (min / median / max ms)")
+    for name, values in times.items():
+        print(f"   {name:<9}: {text(values)}")
+    return [
+        row(
+            "50 small steps in a kernel",
+            times["planbook"],
+            times["floor"],
+            "run_cell + one durable save per step",
+            1.3,
+        ),
+        row(
+            "50 small steps in a kernel, against two saves a step",
+            times["planbook"],
+            times["floor x2"],
+            "run_cell + two durable saves per step",
+            1.3,
+        ),
+    ]
 
 
 # --- 4. peak memory --------------------------------------------------------------------------
@@ -310,13 +430,16 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
         plan.fire("stage")
         pairs = [(c.source, c.source + f"\nprint({i})") for i, c in enumerate(cells)]
 
-        def ours(plan: Plan = plan, session: Any = session) -> float:
-            start = time.perf_counter()
+        cpu: dict[str, list[float]] = {"planbook": [], "difflib": []}
+
+        def ours(plan: Plan = plan, session: Any = session, cpu: Any = cpu) -> float:
+            start, process = time.perf_counter(), time.process_time()
             session.render_text()
+            cpu["planbook"].append(time.process_time() - process)
             return time.perf_counter() - start
 
-        def floor(pairs: list[tuple[str, str]] = pairs) -> float:
-            start = time.perf_counter()
+        def floor(pairs: list[tuple[str, str]] = pairs, cpu: Any = cpu) -> float:
+            start, process = time.perf_counter(), time.process_time()
             "".join(
                 "".join(
                     difflib.unified_diff(
@@ -325,12 +448,15 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
                 )
                 for a, b in pairs
             )
+            cpu["difflib"].append(time.process_time() - process)
             return time.perf_counter() - start
 
-        times = interleaved({"planbook": ours, "difflib": floor}, rounds if steps < 5000 else 3)
+        n = rounds if steps < 5000 else 3
+        times = interleaved({"planbook": ours, "difflib": floor}, n)
+        cpu = {name: values[-n:] for name, values in cpu.items()}  # the warm-up left out
         print(f"5. the text of a plan of {steps:,} edit steps (min / median / max ms)")
         for name, values in times.items():
-            print(f"   {name:<9}: {text(values)}")
+            print(f"   {name:<9}: wall {text(values)}  cpu {text(cpu[name])}")
         rows.append(
             row(
                 f"text of a {steps:,}-step plan",
@@ -339,6 +465,15 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
                 "difflib over the same cells",
                 2.0,
                 x={"plot": "length", "series": "plan text", "steps": steps},
+            )
+        )
+        rows.append(
+            row(
+                f"text of a {steps:,}-step plan, CPU time",
+                cpu["planbook"],
+                cpu["difflib"],
+                "difflib over the same cells, CPU time",
+                2.0,
             )
         )
         session.close()
@@ -354,6 +489,7 @@ def main() -> list[Row]:
             rows += one_step(folder, mb, rounds if mb < 20 else 5)
         rows += staging(folder, 2 if QUICK else 3)
         rows += load_ext(folder, 3 if QUICK else 5)
+        rows += fifty_steps(folder, 3 if QUICK else 7)
         rows += memory(folder, 3)
         rows += plan_text(folder, rounds)
     return rows

@@ -22,6 +22,7 @@ from planbook.documents import file as file_backend
 from planbook.documents.file import FileNotebook
 from planbook.documents.file_stat import Look
 from planbook.documents.serializer import JUPYTER, Encoder
+from planbook.engine.plan_dumps import PlanDumps
 from planbook.engine.stored_record import BUCKET
 from planbook.model.events import Event
 from planbook.sessions.session import Session
@@ -79,8 +80,10 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
         assert session.approve().ok
     early = [counts[n] for n in early]
     late = [counts[n] for n in late]
-    # min of five: an occasional pruning of the serializer's cache is not the step's own cost
-    assert min(late) - min(early) < 40, (early, late)
+    # min of five: an occasional pruning of the serializer's cache is not the step's own cost.
+    # At step 74 the plan's record is long enough to be kept in pieces (serializer ``Rope``):
+    # a few lines more per container above it, once, not per step of history (about 45 here)
+    assert min(late) - min(early) < 60, (early, late)
     assert len(json.loads(path.read_text())["metadata"]["planbook"]["checkpoints"]) == 2
 
 
@@ -96,7 +99,7 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
         max_size=12,
     ),
     st.sampled_from([" ", "  "]),
-    st.sampled_from([1, 500]),
+    st.sampled_from([1, 500, 1500]),
 )
 def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
     changes: list[tuple[str, int]], indent: str, width: int
@@ -104,7 +107,8 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
     """The serializer reuses a long list's text when the next list starts with the same
     items: appended to, cut back, changed in the middle or at its head, it writes what
     json.dumps writes (with items of 500 characters the list and everything above it are long
-    enough to be kept in pieces, as a plan's checkpoints are)."""
+    enough to be kept in pieces, as a plan's checkpoints are; with 1,500 each item holds a
+    long string, a piece of its own that the short pieces around it are never joined to)."""
     encoder = Encoder(with_fields(JUPYTER, indent=indent))
     items: list[Any] = [{"n": i, "text": ["a\n", "b" * width]} for i in range(40)]
     serial = 40
@@ -283,3 +287,98 @@ def test_staging_a_step_costs_the_same_on_2000_cells_as_on_20(tmp_path: Path, by
         assert session.current_plan().steps[-1].operation.cell_id == ids[7]  # type: ignore[union-attr]
     small, large = costs
     assert large - small < 100, costs
+
+
+@pytest.mark.parametrize("by", ["id", "position"])
+def test_staging_step_1000_runs_the_lines_step_100_runs(tmp_path: Path, by: str) -> None:
+    """Steps 138 and 1,034 of one plan sit at the same place of their log bucket (64 to a
+    bucket), so staging them does the same but for the plan behind them: each proposal looked
+    at every step three times (the same change staged already? a cell being deleted?) and
+    the projection's cache read every step's status (before: 5,700 lines at step 138, 22,900
+    at step 1,034)."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    ids = [c.id for c in session.cells()]
+    costs = {}
+    for k in range(1035):
+        token = ids[k % 10] if by == "id" else f"#{k % 10 + 1}"
+        stage = session.propose.edit_cell
+        if k in (138, 1034):
+            costs[k] = lines_of(lambda s=stage, t=token, k=k: s(t, f"v = {k}", reason="r"))  # type: ignore[misc]
+        else:
+            stage(token, f"v = {k}", reason="r")
+    assert len(session.current_plan().steps) == 1035  # type: ignore[union-attr]
+    assert costs[1034] - costs[138] < 400, costs
+
+
+def test_a_long_plan_is_saved_in_a_few_pieces_of_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save writes the file's text as the serializer's pieces, gathered (writev); a plan's
+    steps were two pieces each, so a save listed, compared and wrote two more pieces per
+    staged step. Short items are now joined into pieces of about 32 KB, and the file reads back
+    as the plan it holds."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    written: list[int] = []
+    real = file_backend._write_all
+
+    def counting(fd: int, chunks: list[Any]) -> None:
+        written.append(len(chunks))
+        real(fd, chunks)
+
+    monkeypatch.setattr(file_backend, "_write_all", counting)
+    for k in range(600):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    at_100, at_600 = written[99], written[-1]
+    # a piece per 32 KB of steps, two per log bucket of 64 entries (was 1,200 at step 600)
+    assert at_600 - at_100 < 60, (at_100, at_600)
+    saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
+    (plan,) = saved.values()
+    steps = plan["revisions"][-1]["steps"]
+    assert [s["operation"]["source"] for s in steps] == [f"v = {k}" for k in range(600)]
+
+
+def test_the_text_of_a_plan_reads_the_cells_outline_not_a_copy_of_each(tmp_path: Path) -> None:
+    """The text of a plan reads each cell's id, type and source (``outline``): it copied every
+    cell (a pydantic copy each, about 40 lines of Python a cell: 84,600 lines for a 10-step
+    plan on 2,000 cells, 3,500 on 20). What is left per cell is the projection's own list and
+    the cells' short names, a dozen lines."""
+    costs = []
+    for cells in (20, 2000):
+        path = make_notebook(tmp_path / f"n{cells}.ipynb", [f"v{i} = {i}" for i in range(cells)])
+        session = open_session(path)
+        for k in range(10):
+            session.propose.edit_cell(f"c{k + 1}", f"v = {k}", reason="r")
+        assert "v = 9" in session.render_text()
+        costs.append(lines_of(session.render_text))
+    small, large = costs
+    assert large - small < 15 * 2000, costs
+
+
+def test_a_save_during_a_run_looks_again_at_the_steps_assigned_to_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save during a run wrote the steps whose status changed: it compared every step of
+    the revision with its last dump (a status was assigned since), 300 looks per save on a
+    300-step plan. The steps assigned to since the last save are now told by the steps
+    (``Step.assigned``), and the file holds every status as it is."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    for k in range(300):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    looks = [0]
+    real = PlanDumps._part
+
+    def counting(self: PlanDumps, part: Any) -> Any:
+        looks[0] += 1
+        return real(self, part)
+
+    monkeypatch.setattr(PlanDumps, "_part", counting)
+    with counted_saves() as saves:
+        assert session.approve(first=5).ok
+    assert looks[0] < 20 * len(saves), (looks[0], len(saves))
+    saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
+    (plan,) = saved.values()
+    statuses = [s["status"] for s in plan["revisions"][-1]["steps"]]
+    assert statuses == ["done"] * 5 + ["pending"] * 295

@@ -195,3 +195,52 @@ def test_a_step_run_honours_a_trailing_semicolon_and_its_prompts_agree(tmp_path:
         (result,) = loud.outputs
         assert result["data"]["text/plain"] == "42"
         assert result["execution_count"] == loud.execution_count
+
+
+def test_steps_that_run_code_leave_no_hook_behind_in_the_kernel(tmp_path: Path) -> None:
+    """Each step that ran code left two execution hooks on the kernel (its display catcher's),
+    called by every cell run after it for the kernel's life: after 1,000 steps each cell the
+    person ran called 2,000 of them. A step's displays still reach its own cell."""
+    nb = make_notebook(tmp_path / "hooks.ipynb", ["x = 1", "x", "y = 2"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        count = "print(sum(map(len, get_ipython().events.callbacks.values())))"
+        k.run("import planbook; pb = planbook.session()")
+        before = int(k.run(count).stdout)
+        k.run(
+            "pb.propose.run_cell('c1')\n"
+            "pb.propose.edit_cell('c2', 'from IPython.display import display\\n"
+            "display(x + 1)\\nx + 2', run=True)\n"
+            "pb.propose.run_cell('c3')"
+        )
+        k.run("%plan")
+        assert "step 3" in k.run("%approve").text
+        assert int(k.run(count).stdout) == before
+        outputs = nbformat.read(nb, as_version=4).cells[1].outputs
+        assert [o["data"]["text/plain"] for o in outputs] == ["2", "3"]
+
+
+def test_a_step_whose_code_approves_another_plan_keeps_each_output_in_its_cell(
+    tmp_path: Path,
+) -> None:
+    """The kernel's output catchers are lent to each step's run; a run nested in a step's
+    code (it approves a plan of another notebook) catches into its own cell, and the outer
+    step's result after it still reaches the outer cell."""
+    nb = make_notebook(tmp_path / "outer.ipynb", ["x = 1"])
+    other = make_notebook(tmp_path / "inner.ipynb", ["y = 2"])
+    with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        k.run(
+            "import planbook; pb = planbook.session()\n"
+            f"inner = planbook.session(notebook={str(other)!r}, live=False)\n"
+            "inner.propose.edit_cell('c1', 'print(\"inner\")', run=True)\n"
+            "pb.propose.edit_cell('c1', 'print(\"before\")\\n"
+            "assert inner.approve().ok\\n41 + 1', run=True)"
+        )
+        k.run("%plan")
+        assert "step 1" in k.run("%approve").text
+        (outer,) = nbformat.read(nb, as_version=4).cells
+        (nested,) = nbformat.read(other, as_version=4).cells
+        shown = [o.get("text") or o["data"]["text/plain"] for o in outer.outputs]
+        assert shown == ["before\n", "42"], outer.outputs
+        assert [o.get("text") for o in nested.outputs] == ["inner\n"], nested.outputs

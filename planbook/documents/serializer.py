@@ -24,46 +24,17 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
 from planbook.documents.deep_json import KeptJson
+from planbook.documents.rope import LONG_STRING, Rope, Text, grown, in_runs, push, wrap
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
 _CACHE_DEPTH = 10
 #: Lists at least this long are encoded as possibly grown from one encoded before.
 _GROWN_MIN = 32
-#: Containers whose text is at least this long keep it in pieces (a ``Rope``).
-_ROPE_MIN = 16384
-#: Strings at least this long are pieces of their own (a ``Rope``), and so is every container
-#: holding one: their text is never copied into each container above them (a cell's image
-#: was held five times over: its data, its output, the outputs, the cell, the file).
-_LONG_STRING = 1024
-#: A Rope of a container of at most this many parts and pieces has its short pieces joined
-#: (``_compact``): an output, a cell. Others (the cells, the notebook, a plan's lists) take
-#: their parts' pieces as they are: they are listed again at every save, and joining would be
-#: a loop over them that grows with the file and the plan.
-_FEW_PARTS = 8
-_FEW_PIECES = 64
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
 
-class Rope:
-    """A long text kept in pieces, joined once when the file is written. The containers near
-    the top of the tree (the notebook, its metadata, the planbook record, a plan) each hold
-    most of the file: joining each one's text copied the whole file several times per save,
-    a cost that grew with the file (the checkpoints) at every step. The last piece is always
-    the container's closing line."""
-
-    __slots__ = ("pieces", "size")
-
-    def __init__(self, pieces: list[str], size: int) -> None:
-        self.pieces = pieces
-        self.size = size
-
-    def __len__(self) -> int:
-        return self.size
-
-
-Text = str | Rope
 #: A piece's bytes: its own, or a view of the file's bytes as read (``detect_bytes``).
 Chunk = bytes | memoryview
 
@@ -150,7 +121,7 @@ class Encoder:
 
     def _value(self, value: Any, depth: int) -> Text:
         if isinstance(value, str):
-            if len(value) >= _LONG_STRING:
+            if len(value) >= LONG_STRING:
                 return self._long_string(value)
             return self._string(value)
         if isinstance(value, dict | list):
@@ -194,7 +165,7 @@ class Encoder:
                 parts.append(
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
-            return _wrap("[", inner, parts, self.style.indent * depth, "]")
+            return wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         for k, v in items:
@@ -203,12 +174,12 @@ class Encoder:
             key = string(k) + ": "
             if isinstance(text, Rope):  # only a few per save: the long ones
                 keyed = [key]
-                _push(keyed, text.pieces[0])
+                push(keyed, text.pieces[0])
                 keyed += text.pieces[1:]
                 parts.append(Rope(keyed, len(key) + text.size))
             else:
                 parts.append(key + text)
-        return _wrap("{", inner, parts, self.style.indent * depth, "}")
+        return wrap("{", inner, parts, self.style.indent * depth, "}")
 
     def _grown_list(
         self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
@@ -233,87 +204,13 @@ class Encoder:
         if hit is not None and start == len(value):
             text = hit[1]
         elif hit is not None and start:
-            text = _grown(hit[1], inner, parts, outer)
+            text = grown(hit[1], inner, parts, outer)
         else:
-            text = _wrap("[", inner, parts, outer, "]")
+            text = wrap("[", inner, parts, outer, "]")
+            if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
+                text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
-
-
-def _wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) -> Text:
-    """``opening``, the parts one per line, ``closing``: one string, or a Rope when long (a
-    part that is a Rope makes its container one too, as it is at least as long)."""
-    size = sum(map(len, parts))
-    if size < _ROPE_MIN and not _holds_rope(parts, size):
-        short = cast("list[str]", parts)
-        return f"{opening}{inner}{(',' + inner).join(short)}\n{outer}{closing}"
-    sep = "," + inner
-    pieces = [opening + inner]
-    _append(pieces, parts, sep)
-    if len(parts) <= _FEW_PARTS and len(pieces) <= _FEW_PIECES:
-        pieces = _compact(pieces)
-    pieces.append(f"\n{outer}{closing}")
-    start, end = len(opening) + len(inner), len(pieces[-1])
-    return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + end)
-
-
-def _grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
-    """The text of a list that is ``old``'s list with ``parts`` appended."""
-    closing = f"\n{outer}]"
-    sep = "," + inner
-    if isinstance(old, Rope):
-        pieces = old.pieces[:-1]
-        size = old.size - len(closing)
-    else:
-        pieces = [old[: -len(closing)]]
-        size = len(pieces[0])
-    size += sum(map(len, parts)) + len(sep) * len(parts) + len(closing)
-    if size < _ROPE_MIN and not isinstance(old, Rope) and not _holds_rope(parts, size):
-        return f"{pieces[0]}{sep}{sep.join(cast('list[str]', parts))}{closing}"
-    pieces.append(sep)
-    _append(pieces, parts, sep)
-    pieces.append(closing)
-    return Rope(pieces, size)
-
-
-def _holds_rope(parts: list[Text], size: int) -> bool:
-    """Is one of ``parts`` (``size`` long together) a Rope? Only a part holding a long string
-    can be one below ``_ROPE_MIN``, so shorter parts are not looked at one by one."""
-    return size >= _LONG_STRING and Rope in map(type, parts)  # in C: no loop that grows
-
-
-def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
-    """``parts`` onto ``pieces``, ``sep`` between them, Ropes by their pieces."""
-    for i, part in enumerate(parts):
-        if i:
-            pieces.append(sep)
-        if isinstance(part, Rope):
-            pieces.extend(part.pieces)
-        else:
-            pieces.append(part)
-
-
-def _compact(pieces: list[str]) -> list[str]:
-    """``pieces`` with each run of short ones joined (as long as the joined text is short):
-    a container of a few parts holding a long string (an output, a cell) is then about three
-    pieces, the text before the string, the string, the text after."""
-    out = [pieces[0]]
-    for piece in pieces[1:]:
-        if len(piece) < _LONG_STRING and len(out[-1]) + len(piece) < _LONG_STRING:
-            out[-1] += piece
-        else:
-            out.append(piece)
-    return out
-
-
-def _push(pieces: list[str], text: str) -> None:
-    """``text`` onto ``pieces``, joined to the last piece when both are short: a long string
-    stays a piece of its own, and the keys and separators around it make a few short pieces,
-    not one each (a cell of images was thirty pieces, and a save wrote them one by one)."""
-    if pieces and len(text) < _LONG_STRING and len(pieces[-1]) + len(text) < _LONG_STRING:
-        pieces[-1] += text
-    else:
-        pieces.append(text)
 
 
 def _utf8_string(value: str) -> str:
@@ -386,7 +283,7 @@ def _as_read(data: bytes, pieces: list[str]) -> list[Chunk] | None:
         end = at + len(encoded)
         if view[at:end] != encoded:
             return None
-        chunks.append(view[at:end] if len(encoded) >= _LONG_STRING else encoded)
+        chunks.append(view[at:end] if len(encoded) >= LONG_STRING else encoded)
         at = end
     return chunks if at == len(data) else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel
@@ -74,11 +75,19 @@ class PlanDumps:
         grow with every step, its steps with every staged one)."""
         hit = self._lists.get(id(items))
         self._lists_used.add(id(items))
-        if hit is not None and hit[0] is items and hit[3] == changes:
+        if hit is not None and hit[0] is items:
             seen, dumps = hit[1], hit[2]
             n = len(seen)
-            if len(items) >= n and all(map(operator.is_, items[:n], seen)):
-                if len(items) > n:
+            assigned = _assigned_since(hit[3], changes)
+            if assigned is not None and len(items) >= n and all(map(operator.is_, items[:n], seen)):
+                if assigned:  # steps assigned to since (a status): those are looked at again
+                    dumps = list(dumps)
+                    where = dict(zip(map(id, seen), range(n), strict=True))  # in C
+                    for step in assigned:
+                        i = where.get(id(step))
+                        if i is not None and seen[i] is step:
+                            dumps[i] = self._part(step)
+                if len(items) > n or assigned:
                     dumps = dumps + [self._part(x) for x in items[n:]]
                     self._lists[id(items)] = (items, list(items), dumps, changes)
                 return dumps
@@ -119,6 +128,18 @@ class PlanDumps:
             self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
         self._used = set()
         self._lists_used = set()
+
+
+def _assigned_since(then: int, now: int) -> list[Step] | None:
+    """The steps assigned to between ``Step.changes`` ``then`` and ``now`` (a plan's approvals
+    and results are frozen: both 0, nothing), or None when they are no longer all known."""
+    if then == now:
+        return []
+    kept = Step.assigned
+    if now != Step.changes or not 0 < now - then <= len(kept):
+        return None
+    # a step assigned to twice is looked at once (steps do not hash: by identity)
+    return list({id(s): s for s in islice(kept, len(kept) - (now - then), None)}.values())
 
 
 def share(old: Any, new: Any) -> Any:

@@ -27,6 +27,8 @@ from planbook.model.operations import (
 from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step, StepStatus
 from planbook.workspace.files import Workspace
 
+_STATUS = operator.attrgetter("status")
+
 #: Steps whose effect the projection replays: what will exist once the plan runs.
 PROJECTED = OPEN_STATUSES
 
@@ -59,6 +61,9 @@ class ProjectionCache:
         self._workspace: Workspace | None = None
         self._steps: list[Step] = []
         self._statuses: list[StepStatus] = []
+        #: ``Step.changes`` when the statuses were read: unchanged, no step was assigned to
+        #: since, so they are not read again (a loop over the plan at every staged step).
+        self._changes = -1
         self._cells: list[CellText] = []
 
     def projection(
@@ -80,17 +85,21 @@ class ProjectionCache:
             or self._workspace is not workspace
             or len(steps) < done
             or not all(map(operator.is_, steps[:done], self._steps))
-            or [s.status for s in steps[:done]] != self._statuses
+            or (
+                Step.changes != self._changes and list(map(_STATUS, steps[:done])) != self._statuses
+            )
             or seen != self._cells
         ):
-            proj, done = Projection(cells, workspace), 0
+            proj, done, self._statuses = Projection(cells, workspace), 0, []
         else:
             proj.forget_reads()
         for step in steps[done:]:
             if step.status in PROJECTED and _still_applies(proj, step.operation):
                 proj.apply(step.operation, step.id)
         self._proj, self._revision, self._workspace = proj, plan.current, workspace
-        self._steps, self._statuses = list(steps), [s.status for s in steps]
+        self._steps = list(steps)
+        self._statuses += map(_STATUS, steps[done:])
+        self._changes = Step.changes
         self._cells = seen
         return proj
 

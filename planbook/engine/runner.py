@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 from planbook.errors import NotInKernel
@@ -55,13 +56,23 @@ class _StreamTo(io.TextIOBase):
         return True
 
 
-@contextmanager
-def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
+@cache
+def _hooks() -> tuple[type[Any], type[Any]]:
+    """The classes that catch a cell's displays and result, made once: made per step, each
+    was a new traitlets class to set up (about half a millisecond a step)."""
     # heavy: IPython
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
 
     class Publisher(DisplayPublisher):  # type: ignore[misc,unused-ignore]
+        def __init__(self, shell: Any, sink: _OutputSink, original: Any) -> None:
+            self.__dict__.update(_sink=sink, _original=original)
+            # No shell here: given one, a publisher registers two execution hooks on it that
+            # stay for the kernel's life (a pair per step ever run, called by every later
+            # cell: after 1,000 steps each cell the person ran called 2,000 of them).
+            super().__init__(shell=None)
+            self.shell = shell
+
         def publish(
             self,
             data: dict[str, Any],
@@ -69,31 +80,64 @@ def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
             *args: Any,
             **kwargs: Any,
         ) -> None:
-            sink.rich("display_data", data, metadata or {})
+            self._sink.rich("display_data", data, metadata or {})
 
         def clear_output(self, wait: bool = False) -> None:
-            sink.outputs.clear()
+            self._sink.outputs.clear()
 
         def __getattr__(self, name: str) -> Any:
             # Everything but publishing stays the kernel's: ipykernel calls set_parent on it for
             # messages handled on other threads (a panel's Stop), ipywidgets registers hooks.
-            return getattr(original, name)
+            if name in ("_sink", "_original"):
+                raise AttributeError(name)
+            return getattr(self._original, name)
 
     class ResultHook(DisplayHook):  # type: ignore[misc,unused-ignore]
+        def __init__(self, shell: Any, sink: _OutputSink) -> None:
+            super().__init__(shell=shell)
+            self._sink, self._shell = sink, shell
+
         def __call__(self, result: Any = None) -> None:
             # a trailing `;` hides the result, as IPython's own hook does (quiet() reads the
             # cell from the history run_cell just stored it in)
             if result is None or self.quiet():
                 return
-            data, metadata = shell.display_formatter.format(result)
-            sink.rich("execute_result", data, metadata, execution_count=shell.execution_count)
+            data, metadata = self._shell.display_formatter.format(result)
+            self._sink.rich(
+                "execute_result", data, metadata, execution_count=self._shell.execution_count
+            )
 
+    return Publisher, ResultHook
+
+
+#: id(shell) -> (the shell, its catchers): made once per kernel and lent to each step (made per
+#: step, setting up two traitlets objects was most of what a small cell's capture cost).
+_kept: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _catchers(shell: Any, sink: _OutputSink, original: Any) -> tuple[Any, Any]:
+    """The publisher and result hook for one run, catching into ``sink``. A run nested in a
+    step's run (its code approves another plan) gets its own: the kept ones are in use."""
+    publisher_class, hook_class = _hooks()
+    kept = _kept.get(id(shell))
+    if kept is None or kept[0] is not shell or original is kept[1]:
+        publisher, hook = publisher_class(shell, sink, original), hook_class(shell, sink)
+        if kept is None or kept[0] is not shell:
+            _kept[id(shell)] = (shell, publisher, hook)
+        return publisher, hook
+    _, publisher, hook = kept
+    publisher.__dict__.update(_sink=sink, _original=original)
+    hook._sink = sink
+    return publisher, hook
+
+
+@contextmanager
+def _capture(shell: Any, sink: _OutputSink) -> Iterator[None]:
     original = shell.display_pub
     trap = shell.display_trap
     saved = sys.stdout, sys.stderr, shell.display_pub, sys.displayhook, trap.hook
     sys.stdout, sys.stderr = _StreamTo(sink, "stdout"), _StreamTo(sink, "stderr")
-    shell.display_pub = Publisher(shell=shell)
-    result_hook = ResultHook(shell=shell)
+    shell.display_pub, result_hook = _catchers(shell, sink, original)
     sys.displayhook = result_hook
     # run_cell installs ``display_trap.hook`` as sys.displayhook when no cell is running (a step
     # approved from the panel runs outside any cell): without this the last expression's result

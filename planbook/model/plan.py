@@ -7,6 +7,7 @@ two revisions can always be diffed and an approval always names what it approved
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
@@ -131,6 +132,10 @@ class AskFirst(PlanbookModel):
 _DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later", "preview")
 
 
+#: How many of the latest step assignments ``Step.assigned`` keeps.
+ASSIGNED = 1024
+
+
 class Step(PlanbookModel):
     """One proposed change, with what its target looked like when it was staged."""
 
@@ -139,10 +144,14 @@ class Step(PlanbookModel):
     #: How many assignments steps have had, all steps together: lets a save reuse the dumps
     #: of a revision's steps without a look at each when none changed (ClassVar: not stored).
     changes: ClassVar[int] = 0
+    #: The steps of the latest assignments, one entry per assignment (the last ``ASSIGNED``):
+    #: a save during a run looks again at those steps alone, not at every step of the plan.
+    assigned: ClassVar[deque[Step]] = deque(maxlen=ASSIGNED)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         Step.changes += 1
+        Step.assigned.append(self)
 
     id: str = Field(default_factory=new_id)
     operation: Operation

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,7 +16,7 @@ from planbook.engine.planning import PROJECTED
 from planbook.engine.projection import Projection, apply_text_edits
 from planbook.engine.received import approved_elsewhere
 from planbook.errors import PlanbookError, UnknownCell
-from planbook.model.cell import Cell, short_ids
+from planbook.model.cell import CellText, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     AnyOperation,
@@ -207,7 +208,7 @@ def _target(op: AnyOperation, before: str) -> str:
 
 def step_views(
     plan: Plan,
-    cells: list[Cell],
+    cells: Sequence[CellText],
     workspace: Workspace | None,
     state: PlanbookState,
 ) -> list[StepView]:
@@ -276,7 +277,7 @@ def step_views(
     return views
 
 
-def _cell_names(cells: list[Cell], steps: list[Step]) -> dict[str, str]:
+def _cell_names(cells: Sequence[CellText], steps: list[Step]) -> dict[str, str]:
     """How each cell a step names is shown: its position and short id (``#5 `7f3a9c21```),
     made only for the cells the steps name (a plan of 10 steps on 2,000 cells names 10)."""
     named: set[str] = set()

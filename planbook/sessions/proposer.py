@@ -34,11 +34,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Plan, Step
-from planbook.sessions.already_staged import (
-    refuse_a_cell_being_deleted,
-    same_insert,
-    same_step,
-)
+from planbook.sessions.already_staged import OpenSteps, same_insert
 from planbook.sessions.page_advice import PageAdvice
 from planbook.workspace.files import Workspace
 
@@ -99,18 +95,20 @@ class Proposer:
         #: Told (step, its number) when a proposal is one an open step already makes: that
         #: step is returned instead of a second one (planbook/sessions/already_staged.py).
         self.on_already_staged: Callable[[Step, int], None] | None = None
+        #: The open steps, kept between proposals (planbook/sessions/already_staged.py).
+        self._open_steps = OpenSteps()
 
     def _path(self, path: str) -> str:
         return self._workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
-        plan = self._current_plan()
+        open_steps = self._open_steps.of(self._current_plan())
         if not isinstance(op, InsertCell):
             self._refuse_denied(op)
-            found = same_step(plan, op, run)
+            found = open_steps.same_step(op, run)
             if found is not None:
                 return self._already(*found)
-        refuse_a_cell_being_deleted(plan, op)
+        open_steps.refuse_a_cell_being_deleted(op)
         return self._stage_op(op, reason=reason, run=run, origin=self.origin)
 
     def _already(self, number: int, step: Step) -> Step:
@@ -177,7 +175,7 @@ class Proposer:
         wanted = InsertCell.model_construct(
             source=source, cell_type=cell_type, after=after, before=before
         )
-        found = same_insert(self._current_plan(), proj, wanted, run)
+        found = same_insert(self._open_steps.of(self._current_plan()), proj, wanted, run)
         if found is not None:
             return self._already(*found)
         if after is not None and before is None:
