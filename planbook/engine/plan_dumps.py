@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,20 +64,23 @@ class PlanDumps:
         head = revision.model_dump(mode="json", exclude={"steps"})
         # a step changes in place (its status): its dump is reused as is only while no step
         # was assigned to since (Step.changes), which is how staging a step leaves them
-        steps = self._grown(revision.steps, Step.changes)
+        steps = self._grown(revision.steps, tracked=True)
         return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
 
-    def _grown(self, items: Sequence[Step | Approval | StepResult], changes: int = 0) -> list[Any]:
-        """A plan's approvals or results (frozen), or a revision's steps while ``changes`` is
-        what it was: appended to (or cut back at the end), so the dumps of the items it held
-        last time, in the same places, are reused without a look at each (a plan's results
-        grow with every step, its steps with every staged one)."""
+    def _grown(
+        self, items: Sequence[Step | Approval | StepResult], tracked: bool = False
+    ) -> list[Any]:
+        """A plan's approvals or results (frozen), or a revision's steps (``tracked``: their
+        assignments are counted by ``Step.changes``): appended to (or cut back at the end), so
+        the dumps of the items it held last time, in the same places, are reused without a look
+        at each (a plan's results grow with every step, its steps with every staged one)."""
         hit = self._lists.get(id(items))
         self._lists_used.add(id(items))
         if hit is not None and hit[0] is items:
             seen, dumps = hit[1], hit[2]
             n = len(seen)
-            assigned = _assigned_since(hit[3], changes)
+            # read before any dump: a step assigned to after this is looked at next time
+            now, assigned = Step.assigned_since(hit[3]) if tracked else (0, [])
             if assigned is not None and len(items) >= n and all(map(operator.is_, items[:n], seen)):
                 if assigned:  # steps assigned to since (a status): those are looked at again
                     dumps = list(dumps)
@@ -89,10 +91,12 @@ class PlanDumps:
                             dumps[i] = self._part(step)
                 if len(items) > n or assigned:
                     dumps = dumps + [self._part(x) for x in items[n:]]
-                    self._lists[id(items)] = (items, list(items), dumps, changes)
+                    self._lists[id(items)] = (items, list(items), dumps, now)
                 return dumps
+        else:
+            now = Step.changes if tracked else 0
         dumps = [self._part(x) for x in items]
-        self._lists[id(items)] = (items, list(items), dumps, changes)
+        self._lists[id(items)] = (items, list(items), dumps, now)
         return dumps
 
     def _part(self, part: Step | Approval | StepResult) -> Any:
@@ -128,18 +132,6 @@ class PlanDumps:
             self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
         self._used = set()
         self._lists_used = set()
-
-
-def _assigned_since(then: int, now: int) -> list[Step] | None:
-    """The steps assigned to between ``Step.changes`` ``then`` and ``now`` (a plan's approvals
-    and results are frozen: both 0, nothing), or None when they are no longer all known."""
-    if then == now:
-        return []
-    kept = Step.assigned
-    if now != Step.changes or not 0 < now - then <= len(kept):
-        return None
-    # a step assigned to twice is looked at once (steps do not hash: by identity)
-    return list({id(s): s for s in islice(kept, len(kept) - (now - then), None)}.values())
 
 
 def share(old: Any, new: Any) -> Any:

@@ -6,9 +6,11 @@ two revisions can always be diffed and an approval always names what it approved
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import deque
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -134,6 +136,11 @@ _DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later", "preview")
 
 #: How many of the latest step assignments ``Step.assigned`` keeps.
 ASSIGNED = 1024
+#: Held while ``Step.changes`` and ``Step.assigned`` change together and while they are read
+#: together: a save takes "the last k assignments" as the last k entries, which is only true
+#: when no thread (another notebook's session, a preview) is between the two updates, and
+#: ``+=`` on a class attribute can lose a count between threads.
+_ASSIGNING = threading.Lock()
 
 
 class Step(PlanbookModel):
@@ -150,8 +157,23 @@ class Step(PlanbookModel):
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        Step.changes += 1
-        Step.assigned.append(self)
+        with _ASSIGNING:
+            Step.changes += 1
+            Step.assigned.append(self)
+
+    @classmethod
+    def assigned_since(cls, then: int) -> tuple[int, list[Step] | None]:
+        """``Step.changes`` now, and the steps assigned to since it was ``then`` (each once),
+        or None when they are no longer all kept."""
+        with _ASSIGNING:
+            now, kept = cls.changes, cls.assigned
+            if now == then:
+                return now, []
+            if not 0 < now - then <= len(kept):
+                return now, None
+            window = list(islice(kept, len(kept) - (now - then), None))
+        # a step assigned to twice is looked at once (steps do not hash: by identity)
+        return now, list({id(s): s for s in window}.values())
 
     id: str = Field(default_factory=new_id)
     operation: Operation
