@@ -44,6 +44,8 @@ KEY = "planbook"
 ALIVE_SECONDS = 0.5
 #: What a kernel's status says when the kernel that heard the request is gone.
 STOPPED_STATES = frozenset({"restarting", "dead", "starting"})
+#: What its server says of a kernel that is not running a cell (any more).
+IDLE_STATES = STOPPED_STATES | {"idle"}
 
 
 class KernelReach(Protocol):
@@ -193,15 +195,17 @@ def connections(server: ServerInfo, kernel_id: str) -> int:
     return int((model or {}).get("connections", 0) or 0)
 
 
-def _gone(server: ServerInfo, kernel_id: str) -> bool:
-    """The server no longer has the kernel (shut down), or no longer answers."""
+def _state(server: ServerInfo, kernel_id: str) -> str:
+    """The kernel's execution state as its server tracks it; "gone" when the server no longer
+    has it (shut down) or no longer answers."""
     try:
-        server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
+        model = server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
     except urllib.error.HTTPError as exc:
-        return exc.code == 404
+        return "gone" if exc.code == 404 else "unknown"
     except (OSError, ValueError):
-        return True
-    return False
+        return "gone"
+    state = model.get("execution_state") if isinstance(model, dict) else None
+    return str(state or "unknown")
 
 
 def kernel_of(path: Path) -> tuple[ServerInfo, str] | None:
@@ -256,6 +260,7 @@ def ask_over_websocket(
         "content": execute_content(expression),
     }
     deadline = time.monotonic() + seconds
+    quiet = 0
     try:
         ws = websocket.create_connection(url, timeout=min(seconds, ANSWER_SECONDS))
     except (OSError, websocket.WebSocketException) as exc:
@@ -267,8 +272,20 @@ def ask_over_websocket(
             try:
                 message = json.loads(ws.recv())
             except websocket.WebSocketTimeoutException:
-                if _gone(server, kernel_id):
+                # A restarted kernel says nothing on this socket: the new process never heard
+                # the request, and goes idle. A kernel seen not busy twice, half a second
+                # apart, without answering has lost it (an idle one runs a queued request at
+                # once); a busy one is still running the cell before it.
+                state = _state(server, kernel_id)
+                if state == "gone":
                     raise when_died(shown) from None
+                quiet = quiet + 1 if state in IDLE_STATES else 0
+                if quiet >= 2:
+                    raise when_died(shown) from None
+                continue
+            except ValueError:  # a frame that is not one JSON message: not the reply
+                continue
+            if not isinstance(message, dict):
                 continue
             if _stopped(message):
                 raise when_died(shown)
@@ -277,10 +294,10 @@ def ask_over_websocket(
             ):
                 content: dict[str, Any] = message.get("content") or {}
                 return content
-    except (websocket.WebSocketConnectionClosedException, ConnectionError):
+    except (OSError, websocket.WebSocketException):
+        # the connection to the kernel broke under the call (closed, reset: a restart or a
+        # shutdown drops it): not a busy kernel, whose socket stays open and quiet
         raise when_died(shown) from None
-    except (OSError, ValueError, websocket.WebSocketException):
-        pass
     finally:
         ws.close()
     raise when_busy(shown)

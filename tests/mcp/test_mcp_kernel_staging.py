@@ -90,15 +90,35 @@ def busy_for(server: RunningServer, kernel_id: str, seconds: float) -> threading
     return running
 
 
-def stopped_under_a_call(server: RunningServer, kernel_id: str, how: str, after: float) -> None:
-    """A long cell runs, and the kernel is stopped ``how`` (STOPS) ``after`` seconds."""
+def stopped_under_a_call(
+    server: RunningServer, kernel_id: str, how: str, after: float, *, joined: bool = False
+) -> None:
+    """A long cell runs, and the kernel is stopped ``how`` (STOPS) ``after`` seconds later, or
+    (``joined``) ``after`` seconds after one more websocket joined the kernel than while the
+    cell runs: a caller that starts slowly, such as a new ``planbook mcp`` process, is then
+    under its call, where a fixed delay raced its start on a loaded machine."""
     threading.Thread(
         target=lambda: _quietly(server.execute, kernel_id, "import time; time.sleep(30)"),
         daemon=True,
     ).start()
     time.sleep(0.5)
     method, where = STOPS[how]
-    threading.Timer(after, server.api, args=(method, where.format(kernel_id))).start()
+
+    def model() -> dict[str, Any]:
+        return server.api("GET", f"api/kernels/{kernel_id}") or {}
+
+    def stop() -> None:
+        deadline = time.monotonic() + 60
+        if joined:
+            while model().get("execution_state") != "busy" and time.monotonic() < deadline:
+                time.sleep(0.05)  # the cell's own websocket is in the count from here
+            running = int(model().get("connections", 0))
+            while int(model().get("connections", 0)) <= running and time.monotonic() < deadline:
+                time.sleep(0.05)
+        time.sleep(after)
+        server.api(method, where.format(kernel_id))
+
+    threading.Thread(target=stop, daemon=True).start()
 
 
 def propose(server: RunningServer, **arguments: Any) -> tuple[bool, str]:

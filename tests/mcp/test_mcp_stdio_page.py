@@ -239,7 +239,8 @@ def test_a_pages_kernel_that_stops_mid_call_is_one_line(server: RunningServer, h
     path, kernel = loaded_with_page(server, "dies.ipynb")
     before = path.read_bytes()
     try:
-        stopped_under_a_call(server, kernel, how, after=3.0)
+        # stopped once this call's `planbook mcp` joined the kernel (it asks at once)
+        stopped_under_a_call(server, kernel, how, after=0.5, joined=True)
         started = time.monotonic()
         refused_, line = call(
             server, "propose_edit_cell", notebook="dies.ipynb", cell="show", source="2", reason="r"
