@@ -99,6 +99,14 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> tuple[bool, str]
     return anyio.run(main)
 
 
+def propose_and_ask(server: RunningServer, name: str) -> list[tuple[bool, str]]:
+    """A proposal and a question to ``name``, each from a stdio client of its own."""
+    return [
+        call(server, "propose_edit_cell", notebook=name, cell="show", source="2", reason="r"),
+        call(server, "ask_person", notebook=name, question="q?"),
+    ]
+
+
 def loaded_with_page(server: RunningServer, name: str) -> tuple[Path, str]:
     """A notebook whose kernel loaded planbook and has the page double linked."""
     path = notebook(server, name)
@@ -200,16 +208,8 @@ def test_planbook_not_loaded_in_the_pages_kernel_is_one_line_and_the_file_untouc
     kernel = server.create_session("unloaded.ipynb")["kernel"]["id"]
     try:
         with page_connected(server, kernel):
-            refused_, line = call(
-                server,
-                "propose_edit_cell",
-                notebook="unloaded.ipynb",
-                cell="show",
-                source="2",
-                reason="r",
-            )
-            asked_, asked = call(server, "ask_person", notebook="unloaded.ipynb", question="q?")
-        for was_refused, said in ((refused_, line), (asked_, asked)):
+            answers = propose_and_ask(server, "unloaded.ipynb")
+        for was_refused, said in answers:
             assert was_refused and "\n" not in said
             assert said.endswith(not_loaded_line("unloaded.ipynb")), said
         assert path.read_bytes() == before
@@ -366,18 +366,10 @@ def test_a_room_that_does_not_open_is_one_line_and_the_file_untouched(
     kept = runtime.read_text()
     runtime.write_text(json.dumps({**json.loads(kept), "token": "not-the-token"}))
     try:
-        refused_, line = call(
-            collaborating,
-            "propose_edit_cell",
-            notebook="locked.ipynb",
-            cell="show",
-            source="2",
-            reason="r",
-        )
-        asked_, asked = call(collaborating, "ask_person", notebook="locked.ipynb", question="q?")
+        answers = propose_and_ask(collaborating, "locked.ipynb")
     finally:
         runtime.write_text(kept)
-    for was_refused, said in ((refused_, line), (asked_, asked)):
+    for was_refused, said in answers:
         assert was_refused and "\n" not in said, said
         assert "locked.ipynb is served with collaboration by the Jupyter server at" in said
         assert said.endswith(
