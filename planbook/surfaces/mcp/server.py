@@ -109,4 +109,7 @@ def serve_stdio(target: Path) -> None:
     served = StdioTarget(target, kernels)
     served.pages = KernelStaging(kernels, served.root, follow_pages=True)
     server = build_server(served, kernels, pages=served.pages)
-    anyio.run(server.run_stdio_async)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        served.close()  # leave the rooms joined (their websockets and threads)
