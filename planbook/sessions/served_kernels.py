@@ -14,7 +14,9 @@ The endpoint inside a Jupyter server asks its own kernel manager instead (surfac
 
 The same reach finds where a proposal must go through the kernel rather than the file: the
 notebook's server has no collaboration (its open page is the notebook) and a page is connected
-to the kernel (the server's ``connections`` count): ``RunningServers.page_kernel``.
+to the kernel (the server's ``connections`` count): ``RunningServers.page_kernel``; and where
+it must go through the notebook's collaboration room: the server whose root holds the notebook
+has collaboration on (``RunningServers.room_of``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any, Protocol
 from planbook.documents.locate import ServerInfo, running_servers
 from planbook.errors import KernelUnreachable, UsageMistake
 from planbook.present.variables import is_plain_name, probe
+from planbook.sessions.served_rooms import ServerRoute
 
 #: How long a kernel has to answer (it answers only between cells: a running cell holds it).
 ANSWER_SECONDS = 10.0
@@ -127,6 +130,15 @@ class PageKernel:
     kernel_id: str
 
 
+@dataclass(frozen=True)
+class ServedRoom:
+    """A running server with collaboration on whose root folder holds a notebook."""
+
+    route: ServerRoute
+    #: The server's root folder: its rooms are named relative to it.
+    root: Path
+
+
 class RunningServers:
     """The kernels of the Jupyter servers running on this machine (stdio: ``planbook mcp``)."""
 
@@ -159,6 +171,20 @@ class RunningServers:
         if self._has_collaboration(server) or connections(server, kernel_id) < 1:
             return None
         return PageKernel(server, kernel_id)
+
+    def room_of(self, path: Path) -> ServedRoom | None:
+        """The running server with collaboration on whose root holds ``path`` (open in a page
+        or not: the server saves its room over any write of the file), from a worker thread;
+        None when there is none (the page's kernel or the file then)."""
+        real = path.resolve()
+        for server in running_servers():
+            if server.root_dir is None:
+                continue
+            root = server.root_dir.resolve()
+            if not real.is_relative_to(root) or not self._has_collaboration(server):
+                continue
+            return ServedRoom(ServerRoute(server.url, server.token, collaboration=True), root)
+        return None
 
     def _has_collaboration(self, server: ServerInfo) -> bool:
         key = (server.url, server.pid)

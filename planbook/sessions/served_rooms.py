@@ -42,12 +42,15 @@ def room_session(
     path: Path,
     tool: str,
     credentials: tuple[tuple[str, str], ...] = (),
+    server_root: Path | None = None,
 ) -> Session:
-    """A Session that edits ``path`` (a notebook under ``root``, the server's root folder)
-    through its collaboration room, joined with the server's token and ``credentials`` (what
-    a request the server let in carried: the way in on a server whose identity provider takes
-    no token); LiveConnectionError (one line) when the room does not open."""
-    rel = path.relative_to(root).as_posix()
+    """A Session that edits ``path`` (a notebook under ``root``, the workspace it is confined
+    to) through its collaboration room, joined with the server's token and ``credentials``
+    (what a request the server let in carried: the way in on a server whose identity provider
+    takes no token); the room is named relative to ``server_root``, the server's root folder
+    (``root`` when None: the endpoint inside the server serves its whole root; the stdio server
+    may serve a folder under it). LiveConnectionError (one line) when the room does not open."""
+    rel = path.relative_to(server_root if server_root is not None else root).as_posix()
     document = open_live(
         route.url,
         route.token,

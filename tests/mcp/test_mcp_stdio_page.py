@@ -9,7 +9,13 @@ counts as a connection); inside the kernel, the page protocol's double (tests/te
 to the kernel's session as the in-cell review's comm would be. The step lands in the kernel's
 mirror of the page and in that page, marked with the client's origin; the client reads it back
 through the kernel; the file keeps nothing. Each refusal is one line, the same as over HTTP. A
-kernel no page is connected to, or a server with collaboration on, leaves the file route."""
+kernel no page is connected to leaves the file route.
+
+With collaboration on (a second server, the default RunningServer), a proposal goes through the
+notebook's collaboration room, where a plain collaboration client (tests/live/yclient.py) plays
+the person typing in the open page: the step reaches them within the second, their unsaved edit
+survives, and the file is written by the server's save of the room only. A room that does not
+open is one line and nothing staged."""
 
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 
+from tests.live.yclient import YClient
 from tests.mcp.test_mcp_http import notebook, planbook_steps
 from tests.mcp.test_mcp_kernel_staging import (
     STOPS,
@@ -90,6 +97,14 @@ def call(server: RunningServer, tool: str, **arguments: Any) -> tuple[bool, str]
             return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
 
     return anyio.run(main)
+
+
+def propose_and_ask(server: RunningServer, name: str) -> list[tuple[bool, str]]:
+    """A proposal and a question to ``name``, each from a stdio client of its own."""
+    return [
+        call(server, "propose_edit_cell", notebook=name, cell="show", source="2", reason="r"),
+        call(server, "ask_person", notebook=name, question="q?"),
+    ]
 
 
 def loaded_with_page(server: RunningServer, name: str) -> tuple[Path, str]:
@@ -193,16 +208,8 @@ def test_planbook_not_loaded_in_the_pages_kernel_is_one_line_and_the_file_untouc
     kernel = server.create_session("unloaded.ipynb")["kernel"]["id"]
     try:
         with page_connected(server, kernel):
-            refused_, line = call(
-                server,
-                "propose_edit_cell",
-                notebook="unloaded.ipynb",
-                cell="show",
-                source="2",
-                reason="r",
-            )
-            asked_, asked = call(server, "ask_person", notebook="unloaded.ipynb", question="q?")
-        for was_refused, said in ((refused_, line), (asked_, asked)):
+            answers = propose_and_ask(server, "unloaded.ipynb")
+        for was_refused, said in answers:
             assert was_refused and "\n" not in said
             assert said.endswith(not_loaded_line("unloaded.ipynb")), said
         assert path.read_bytes() == before
@@ -278,28 +285,97 @@ def test_a_pages_kernel_following_another_notebook_is_one_line(server: RunningSe
         server.end_sessions()
 
 
-def test_with_collaboration_on_the_proposal_goes_to_the_file_as_before(tmp_path: Path) -> None:
-    with RunningServer(tmp_path / "root") as collaborating:
-        collaborating.start()
-        path = notebook(collaborating, "shared.ipynb")
-        kernel = collaborating.create_session("shared.ipynb")["kernel"]["id"]
-        try:
-            with page_connected(collaborating, kernel):
-                refused_, answer = call(
-                    collaborating,
+@pytest.fixture(scope="module")
+def collaborating(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = RunningServer(tmp_path_factory.mktemp("mcp-stdio-room-root"))
+    try:
+        yield running.start()
+    finally:
+        running.close()
+
+
+def sources_of(path: Path) -> list[str]:
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+
+
+def test_with_collaboration_on_the_proposal_goes_through_the_room_and_keeps_unsaved_typing(
+    collaborating: RunningServer,
+) -> None:
+    path = notebook(collaborating, "shared.ipynb")
+    other = YClient(collaborating, "shared.ipynb")  # the person, typing in the open page
+    try:
+
+        async def main() -> tuple[float, str, str, str, list[str]]:
+            async with stdio(collaborating) as session:
+                other.set_source("load", "x = 40  # typed, not saved yet")
+                other.flush()
+                staged = await ok(
+                    session,
                     "propose_edit_cell",
                     notebook="shared.ipynb",
                     cell="show",
-                    source="2",
-                    reason="r",
+                    source="print(x + 2)",
+                    reason="show the next number",
                 )
-            assert not refused_ and answer.startswith("Staged step 1 of the plan in shared.ipynb")
-            [step] = planbook_steps(path)
-            assert step["origin"] == "claude-code 2 (MCP)"
-            # the kernel was never asked: planbook's call was not imported into it
-            asked = collaborating.execute(
-                kernel, "import sys; print('planbook.surfaces.mcp.in_kernel' in sys.modules)"
-            )
-            assert asked["stdout"].strip() == "False"
-        finally:
-            collaborating.end_sessions()
+                answered = time.monotonic()
+                # the person's copy of the room has the step within the second
+                assert other.wait_for(lambda c: "planbook" in c.metadata(), 1.0), staged
+                seen = time.monotonic() - answered
+                # the server saved its room when the step was staged (planbook asks it to, so
+                # the step survives a stop of the server): the file has the step AND the
+                # person's typing, which only the room had (a write of the file would not)
+                assert len(planbook_steps(path)) == 1
+                on_disk = sources_of(path)
+                typed = await ok(session, "read_cell", notebook="shared.ipynb", cell="load")
+                plan = await ok(session, "read_plan", notebook="shared.ipynb")
+                waited = await ok(session, "wait_for_review", notebook="shared.ipynb", timeout_s=1)
+                return seen, typed, plan, waited, on_disk
+
+        seen, typed, plan, waited, on_disk = anyio.run(main)
+        assert seen < 1.0
+        assert on_disk == ["x = 40  # typed, not saved yet", "print(x + 1)"]
+        # the person's unsaved edit is in the room beside the step (proposed, not applied)
+        assert other.sources() == ["x = 40  # typed, not saved yet", "print(x + 1)"]
+        [step] = [
+            s
+            for p in other.metadata()["planbook"]["plans"].values()
+            for s in p["revisions"][-1]["steps"]
+        ]
+        assert step["origin"] == "claude-code 2 (MCP)"
+        # reads over stdio see the room: the unsaved edit, the step, the wait on it
+        assert typed.startswith("#1 id=load code\nx = 40  # typed, not saved yet"), typed
+        assert "1. [pending] edit cell `show`" in plan and "from: claude-code 2 (MCP)" in plan
+        assert waited.startswith("timed out after 1 s with 1 step still open"), waited
+        # an agent that reconnects (a new process) reads the plan from the room at once
+        _, again = call(collaborating, "read_plan", notebook="shared.ipynb")
+        assert "1. [pending] edit cell `show`" in again, again
+    finally:
+        other.close()
+    # the file, as the server saved it: the step and the person's edit, both kept
+    time.sleep(1.5)  # past the server's own save delay: no later save undid either
+    [saved] = planbook_steps(path)
+    assert saved["origin"] == "claude-code 2 (MCP)" and saved["status"] == "pending"
+    assert sources_of(path) == ["x = 40  # typed, not saved yet", "print(x + 1)"]
+
+
+def test_a_room_that_does_not_open_is_one_line_and_the_file_untouched(
+    collaborating: RunningServer,
+) -> None:
+    path = notebook(collaborating, "locked.ipynb")
+    before = path.read_bytes()
+    [runtime] = Path(collaborating.env["JUPYTER_RUNTIME_DIR"]).glob("jpserver-*.json")
+    kept = runtime.read_text()
+    runtime.write_text(json.dumps({**json.loads(kept), "token": "not-the-token"}))
+    try:
+        answers = propose_and_ask(collaborating, "locked.ipynb")
+    finally:
+        runtime.write_text(kept)
+    for was_refused, said in answers:
+        assert was_refused and "\n" not in said, said
+        assert "locked.ipynb is served with collaboration by the Jupyter server at" in said
+        assert said.endswith(
+            "nothing was staged, and the file was not written (the room would overwrite it); "
+            "check that the server still runs"
+        ), said
+    time.sleep(1.5)  # past the server's save delay: no room holds a change it could save
+    assert path.read_bytes() == before

@@ -21,8 +21,9 @@ from planbook.errors import first_problem
 from planbook.sessions.served import ServedNotebooks
 from planbook.sessions.served_kernels import KernelReach, RunningServers
 from planbook.surfaces.mcp import ask, kernel_tools, propose_tools, read_tools, review
-from planbook.surfaces.mcp.kernel_staging import KernelStaging, PagesTarget
+from planbook.surfaces.mcp.kernel_staging import KernelStaging
 from planbook.surfaces.mcp.propose_tools import PageStaging
+from planbook.surfaces.mcp.stdio_target import StdioTarget
 from planbook.version import __version__
 
 INSTRUCTIONS = """\
@@ -98,12 +99,17 @@ def build_server(
 
 def serve_stdio(target: Path) -> None:
     """Serve ``target`` (a notebook or a folder of notebooks) over stdio until the client
-    closes the connection. A notebook open in a running Jupyter server without collaboration,
-    with its page connected to its kernel, is proposed to and read through that kernel, as
-    the endpoint inside Jupyter does (kernel_staging.py), even before this process proposed
-    anything to it (an agent that reconnects starts a new process); any other, its file."""
-    served = PagesTarget(target)
+    closes the connection. A notebook under a running Jupyter server with collaboration on is
+    proposed to and read through its collaboration room (stdio_target.py). A notebook open in
+    a running Jupyter server without collaboration, with its page connected to its kernel, is
+    proposed to and read through that kernel, as the endpoint inside Jupyter does
+    (kernel_staging.py), even before this process proposed anything to it (an agent that
+    reconnects starts a new process); any other, its file."""
     kernels = RunningServers()
+    served = StdioTarget(target, kernels)
     served.pages = KernelStaging(kernels, served.root, follow_pages=True)
     server = build_server(served, kernels, pages=served.pages)
-    anyio.run(server.run_stdio_async)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        served.close()  # leave the rooms joined (their websockets and threads)
