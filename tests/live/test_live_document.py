@@ -153,6 +153,26 @@ def test_an_edit_of_the_target_cell_meanwhile_is_a_conflict(
     assert other.sources()[1] == "x = 'theirs'"
 
 
+def test_a_page_trusting_the_target_cell_meanwhile_is_not_a_conflict(
+    live: LiveNotebook, other: YClient
+) -> None:
+    """JupyterLab writes ``metadata.trusted`` of a cell it trusts (the in-cell review trusts a
+    cell planbook is applying a step to): that reached the room while the step's edit was in
+    flight, and the approved step failed as "edited by someone else"."""
+    with live.transaction():
+        target = live.cells()[1]
+        other.edit(lambda ynb: ynb.ycells[1]["metadata"].__setitem__("trusted", True))
+        other.flush()
+        live.replace_cell(target.model_copy(update={"source": "x = 'ours'"}))
+    assert other.wait_for(lambda o: o.sources()[1] == "x = 'ours'")
+    # the same moment with the cell's metadata really edited is still a conflict
+    with pytest.raises(ConflictError, match="edited by someone else"), live.transaction():
+        target = live.cells()[1]
+        other.edit(lambda ynb: ynb.ycells[1]["metadata"].__setitem__("tags", ["theirs"]))
+        other.flush()
+        live.replace_cell(target.model_copy(update={"source": "x = 'ours again'"}))
+
+
 def test_cells_sees_other_clients_edits(live: LiveNotebook, other: YClient) -> None:
     other.set_source("c1", "import os")
     assert live.wait_for(lambda cells: cells[0].source == "import os")

@@ -102,6 +102,26 @@ class Txn:
             raise UnknownCell(cell_id) from None
 
 
+#: Cell metadata a page writes of its own accord, never a person's edit: JupyterLab marks a code
+#: cell ``trusted`` when it may render its outputs, e.g. as planbook's in-cell review trusts a
+#: cell it is applying a step to, which reached the room while that step's edit was in flight.
+PAGE_BOOKKEEPING = frozenset({"trusted"})
+
+
+def edited(now: Cell, then: Cell) -> bool:
+    """Whether ``now`` differs from ``then`` by more than a page's bookkeeping."""
+    if now == then:
+        return False
+    if not (now.metadata.keys() | then.metadata.keys()) & PAGE_BOOKKEEPING:
+        return True
+
+    def plain(cell: Cell) -> Cell:
+        kept = {k: v for k, v in cell.metadata.items() if k not in PAGE_BOOKKEEPING}
+        return cell.model_copy(update={"metadata": kept})
+
+    return plain(now) != plain(then)
+
+
 def check(txn: Txn, current: dict[str, Cell]) -> list[Cell]:
     """Refuse the whole transaction if a cell it changes was changed by someone else since the
     transaction began, or vanished (nothing is applied); else the cells after it (a dry run,
@@ -116,7 +136,7 @@ def check(txn: Txn, current: dict[str, Cell]) -> list[Cell]:
                 f"cell {target!r} was deleted by someone else while this change was being "
                 "applied; nothing was applied: review the notebook and re-plan"
             )
-        if now != txn.base[target]:
+        if edited(now, txn.base[target]):
             raise ConflictError(
                 f"cell {target!r} was edited by someone else while this change was being "
                 "applied; nothing was applied: review the cell and re-plan"
