@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from planbook.documents.locate import ServerInfo
-from tests.support.jupyter_server import start_jupyter
+from tests.support.jupyter_server import RTC_OFF, start_jupyter
 
 pytestmark = [pytest.mark.server]
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.server]
     ("collaboration", "args", "expected"),
     [
         (True, [], "on"),
-        (True, ["--YDocExtension.disable_rtc=True"], "off"),
+        (True, [RTC_OFF], "off"),
         (False, [], "none"),
     ],
 )

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_mcp_page import call, call_over_stdio, propose_approve_and_wait
-from tests.support.jupyter_server import RunningServer
+from tests.support.jupyter_server import RTC_OFF, RunningServer
 from tests.support.notebook_page import (
     editor,
     first_run,
@@ -34,7 +34,6 @@ from tests.support.notebook_page import (
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
 
-RTC_OFF = "--YDocExtension.disable_rtc=True"
 TYPED = "note = 'typed, not saved'"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.jupyter_server import JupyterServerError, RunningServer
+from tests.support.jupyter_server import RTC_OFF, JupyterServerError, RunningServer
 from tests.support.notebook_page import (
     doc_shot,
     editor,
@@ -32,8 +32,6 @@ from tests.support.notebook_page import (
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel, pytest.mark.browser]
-
-RTC_OFF = "--YDocExtension.disable_rtc=True"
 
 
 @pytest.fixture(scope="module")

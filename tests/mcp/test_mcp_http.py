@@ -24,7 +24,7 @@ import pytest
 from tests.live.yclient import YClient
 from tests.mcp.test_docs_mcp import http_configurations
 from tests.mcp.test_server_reads import PROPOSE_TOOLS, READ_TOOLS
-from tests.support.jupyter_server import RunningServer
+from tests.support.jupyter_server import RTC_OFF, RunningServer
 from tests.support.mcp_client import ok, refused
 from tests.support.mcp_http import connect_http, endpoint, with_endpoint
 
@@ -303,7 +303,7 @@ def test_the_documented_configurations_reach_the_endpoint(server: RunningServer)
 #: endpoints still answer, but no page joins a room).
 WITHOUT_COLLABORATION = {
     "absent": {"collaboration": False},
-    "switched off": {"extra_args": ["--YDocExtension.disable_rtc=True"]},
+    "switched off": {"extra_args": [RTC_OFF]},
 }
 
 

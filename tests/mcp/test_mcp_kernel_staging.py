@@ -23,13 +23,11 @@ import pytest
 from planbook.surfaces.mcp import in_kernel
 from planbook.surfaces.mcp.kernel_staging import GRACE_SECONDS, STAGE_SECONDS, expression
 from tests.mcp.test_mcp_http import notebook, planbook_steps
-from tests.support.jupyter_server import RunningServer
+from tests.support.jupyter_server import RTC_OFF, RunningServer
 from tests.support.mcp_client import ok, refused
 from tests.support.mcp_http import connect_http, with_endpoint
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
-
-RTC_OFF = "--YDocExtension.disable_rtc=True"
 
 
 @pytest.fixture(scope="module")

@@ -41,12 +41,11 @@ from tests.mcp.test_mcp_kernel_staging import (
     page_connected,
     stopped_under_a_call,
 )
-from tests.support.jupyter_server import RunningServer
+from tests.support.jupyter_server import RTC_OFF, RunningServer
 from tests.support.mcp_client import connect_served, ok
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
 
-RTC_OFF = "--YDocExtension.disable_rtc=True"
 #: The kernel's session links the page double as the in-cell review's comm would link the page.
 LINK_PAGE = """\
 from planbook.surfaces import api

@@ -47,6 +47,11 @@ COLLABORATION_LAB_EXTENSIONS = (
 )
 
 
+#: The flag that switches jupyter-collaboration off while it stays installed (its endpoints
+#: still answer; the pages edit their own model and join no room).
+RTC_OFF = "--YDocExtension.disable_rtc=True"
+
+
 class JupyterServerError(RuntimeError):
     """The test server did not start, or a REST call failed."""
 
