@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from planbook.agent.config import config_of  # noqa: E402
+from planbook.agent.context import config_of  # noqa: E402
 from planbook.agent.history import SUMMARY_MARK  # noqa: E402
 from planbook.agent.memory import dump_messages  # noqa: E402
 from planbook.agent.run import plan_task  # noqa: E402
