@@ -212,26 +212,30 @@ class RunningServers:
         )
 
 
-def connections(server: ServerInfo, kernel_id: str) -> int:
-    """How many websockets (open pages, consoles) the kernel has now; 0 when it is gone."""
+def _kernel_model(server: ServerInfo, kernel_id: str) -> dict[str, Any] | None:
+    """The kernel's model as its server keeps it; None when the server no longer has the kernel
+    (HTTP 404: shut down) or does not answer; empty when it answered with another error."""
     try:
         model = server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
+    except urllib.error.HTTPError as exc:
+        return None if exc.code == 404 else {}
     except (OSError, ValueError):
-        return 0
-    return int((model or {}).get("connections", 0) or 0)
+        return None
+    return model if isinstance(model, dict) else {}
+
+
+def connections(server: ServerInfo, kernel_id: str) -> int:
+    """How many websockets (open pages, consoles) the kernel has now; 0 when it is gone."""
+    return int((_kernel_model(server, kernel_id) or {}).get("connections", 0) or 0)
 
 
 def _state(server: ServerInfo, kernel_id: str) -> str:
     """The kernel's execution state as its server tracks it; "gone" when the server no longer
     has it (shut down) or no longer answers."""
-    try:
-        model = server.api("GET", f"api/kernels/{urllib.parse.quote(kernel_id)}", timeout=2.0)
-    except urllib.error.HTTPError as exc:
-        return "gone" if exc.code == 404 else "unknown"
-    except (OSError, ValueError):
+    model = _kernel_model(server, kernel_id)
+    if model is None:
         return "gone"
-    state = model.get("execution_state") if isinstance(model, dict) else None
-    return str(state or "unknown")
+    return str(model.get("execution_state") or "unknown")
 
 
 def kernel_of(path: Path) -> tuple[ServerInfo, str] | None:
