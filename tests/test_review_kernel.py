@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nbformat
 import pytest
@@ -17,6 +18,8 @@ from tests.conftest import make_notebook
 from tests.kernel_helper import Kernel, kernel
 
 pytestmark = pytest.mark.kernel
+
+T = TypeVar("T")
 
 
 def send_to_panel(k: Kernel, panel: str, content: dict[str, Any]) -> None:
@@ -39,19 +42,27 @@ def wait_until_settled(k: Kernel, expression: str, timeout: float = 60.0) -> str
     raise AssertionError(f"timed out waiting for {expression}")
 
 
-def cell_outputs(
-    nb: Path, cell_id: str, types: list[str], timeout: float = 30.0
-) -> list[dict[str, Any]]:
-    """The outputs of ``cell_id`` in the file once they are of ``types`` (or as they are at the
-    timeout). The run is a task on the kernel's loop and a poll runs between its awaits, so a
-    step's status can read "done" a moment before the run's last save reaches the file."""
+def saved(
+    read: Callable[[nbformat.NotebookNode], T], wanted: T, nb: Path, timeout: float = 30.0
+) -> T:
+    """What ``read`` reads in the file once it is ``wanted`` (or as it is at the timeout). The
+    run is a task on the kernel's loop and a poll runs between its awaits, so a step's status
+    can read "done" a moment before the run's last save reaches the file."""
     deadline = time.monotonic() + timeout
-    while True:
-        [cell] = [c for c in nbformat.read(nb, as_version=4).cells if c.id == cell_id]
-        outputs = list(cell.outputs)
-        if [o["output_type"] for o in outputs] == types or time.monotonic() > deadline:
-            return outputs
+    while (got := read(nbformat.read(nb, as_version=4))) != wanted and time.monotonic() < deadline:
         time.sleep(0.1)
+    return got
+
+
+def cell_outputs(nb: Path, cell_id: str, types: list[str]) -> list[dict[str, Any]]:
+    """The outputs of ``cell_id`` in the file once they are of ``types``."""
+
+    def outputs(notebook: nbformat.NotebookNode) -> list[dict[str, Any]]:
+        [cell] = [c for c in notebook.cells if c.id == cell_id]
+        return list(cell.outputs)
+
+    saved(lambda n: [o["output_type"] for o in outputs(n)], types, nb)
+    return outputs(nbformat.read(nb, as_version=4))
 
 
 def test_approving_from_the_panel_keeps_the_last_expression_and_display_data(
@@ -129,12 +140,7 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         checkpoint = k.run("print(pb.current_plan().steps[0].checkpoint)").stdout.strip()
         send_to_panel(k, "panel", {"action": "rollback", "checkpoint": checkpoint})
         wait_until_settled(k, "len(pb.checkpoints()) == 3")
-        deadline = time.monotonic() + 30
-        while (sources := [c.source for c in nbformat.read(nb, as_version=4).cells]) != [
-            "x = 1",
-            "x",
-        ] and time.monotonic() < deadline:
-            time.sleep(0.1)
+        sources = saved(lambda n: [c.source for c in n.cells], ["x = 1", "x"], nb)
         assert sources == ["x = 1", "x"]
 
 
