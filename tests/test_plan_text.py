@@ -4,6 +4,7 @@ alignment is not ambiguous) and the notes under each step, said alike on both su
 from __future__ import annotations
 
 import difflib
+import random
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,33 @@ def test_text_and_markdown_say_the_same_notes_under_a_step(session: Session) -> 
     assert "   builds on step 1" in text and "> builds on step 1" in markdown
     assert "   -df = load()\n   +df = load(cache=True)" in text
     assert "-df = load()\n+df = load(cache=True)" in markdown
+
+
+def _unique_lines(rng: random.Random, n: int, tag: str) -> list[str]:
+    return [f"{tag}{rng.randrange(10**6)}_{k} = {k}\n" for k in range(n)]
+
+
+def test_one_change_anywhere_shows_what_diff_u_shows() -> None:
+    """Lines added, removed or replaced in one place (told apart from other changes and
+    written as one hunk directly): the same text as ``diff -u`` at the top, the end, the
+    middle, next to the edges of the context, with and without a last newline."""
+    rng = random.Random(25)
+    for case in range(600):
+        before = _unique_lines(rng, rng.randrange(0, 12), "old")
+        at = rng.randrange(0, len(before) + 1)
+        gone = rng.randrange(0, len(before) - at + 1)
+        added = _unique_lines(rng, rng.randrange(0, 4), "new")
+        after = before[:at] + added + before[at + gone :]
+        a, b = "".join(before), "".join(after)
+        if case % 3 == 0:
+            a = a.rstrip("\n")
+        if case % 5 == 0:
+            b = b.rstrip("\n")
+        assert unified_diff(a, b, "c.py", most=500, more="") == _diff_u(a, b, "c.py"), (a, b)
+
+
+def test_a_cut_one_change_says_how_many_lines_are_left_out() -> None:
+    text = unified_diff(CELL, CELL + "extra\n" * 30, "x.py", most=12, more=" (see the panel)")
+    lines = text.splitlines()
+    assert lines[:3] == ["--- a/x.py", "+++ b/x.py", "@@ -38,3 +38,33 @@"]
+    assert len(lines) == 13 and lines[-1] == "... 24 more diff lines (see the panel)"
