@@ -12,6 +12,7 @@ import pytest
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.unified import unified_diff
 from planbook.model.cell import Cell, short_ids
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 
@@ -111,3 +112,15 @@ def test_a_cut_one_change_says_how_many_lines_are_left_out() -> None:
     lines = text.splitlines()
     assert lines[:3] == ["--- a/x.py", "+++ b/x.py", "@@ -38,3 +38,33 @@"]
     assert len(lines) == 13 and lines[-1] == "... 24 more diff lines (see the panel)"
+
+
+def test_every_ascii_control_character_in_plain_text_shows_as_its_escape() -> None:
+    plain = "".join(chr(c) for c in range(0x20, 0x7F)) + "\n\t"
+    assert visible(plain * 3) == plain * 3  # nothing to escape: the text as it is
+    for code in [*range(0x20), 0x7F]:
+        ch = chr(code)
+        if ch in "\n\t":
+            continue
+        shown = visible(f"{plain}{ch}{plain}")
+        escape = {"\r": "\\r", "\b": "\\b"}.get(ch, f"\\x{code:02x}")
+        assert shown == f"{plain}{escape}{plain}", code

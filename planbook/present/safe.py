@@ -54,9 +54,17 @@ _CONTROL = re.compile(
 )
 
 
+#: The ASCII characters shown as they are: the printable ones, newline and tab.
+_PLAIN_ASCII = bytes(range(0x20, 0x7F)) + b"\n\t"
+
+
 def visible(text: str) -> str:
     """``text`` with every control or invisible character written as an escape (``\\x1b``,
     ``\\r``, ``\\u202e``); newline and tab stay. For every surface that shows stored text."""
+    # Most text (a plan of 10,000 steps: 1.7 MB) is ASCII with nothing to escape: deleting
+    # its plain bytes in one C pass tells that in a fifth of the time the pattern's scan takes.
+    if text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII):
+        return text
     return _CONTROL.sub(lambda m: _shown(m.group()), text)
 
 
