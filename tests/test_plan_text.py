@@ -124,3 +124,19 @@ def test_every_ascii_control_character_in_plain_text_shows_as_its_escape() -> No
         shown = visible(f"{plain}{ch}{plain}")
         escape = {"\r": "\\r", "\b": "\\b"}.get(ch, f"\\x{code:02x}")
         assert shown == f"{plain}{escape}{plain}", code
+
+
+@pytest.mark.parametrize("other", ["·", "é", "表", "\U0001f600", "\ud800"])
+def test_hidden_characters_beside_other_characters_show_as_their_escapes(other: str) -> None:
+    """Text that is not all ASCII (a plan's header holds a "·"; a lone surrogate can come
+    from JSON): plain, it is shown as it is; each hidden character in it as its escape."""
+    plain = f"state: pending {other} revision 1\n\tx = 'caf{other}'\n" * 3
+    assert visible(plain) == plain
+    for hidden, escape in [
+        ("\x1b", "\\x1b"),
+        ("\x85", "\\x85"),
+        ("\u202e", "\\u202e"),
+        ("\u200b", "\\u200b"),
+        ("\U000e0041", "\\ue0041"),
+    ]:
+        assert visible(f"{plain}{hidden}{plain}") == f"{plain}{escape}{plain}", hidden

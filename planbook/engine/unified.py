@@ -30,18 +30,19 @@ def unified_diff(before: str, after: str, name: str, *, most: int, more: str) ->
     b = after.splitlines(keepends=True)
     if a == b:
         return ""
-    one = _one_change(a, b)
-    text, count = _one_change_text(a, b, *one, name) if one else _hunks_text(a, b, name)
+    found = _one_change_text(a, b, name) or _hunks_text(a, b, name)
+    text, count = found
     if count <= most:
         return text
     lines = text.splitlines(keepends=True)
     return "".join(lines[:most]) + f"... {count - most} more diff lines{more}\n"
 
 
-def _one_change(a: list[str], b: list[str]) -> tuple[int, int, int] | None:
-    """Where ``a`` and ``b`` differ when that is one run of lines that nothing has to be
-    matched in (lines only added, only removed, or all replaced): its first line and its
-    ends in ``a`` and ``b``; else None. The common case of a step, so it is told first."""
+def _one_change_text(a: list[str], b: list[str], name: str) -> tuple[str, int] | None:
+    """The diff and its number of lines when ``a`` and ``b`` differ in one run of lines
+    that nothing has to be matched in (lines only added, only removed, or all replaced),
+    as ``_hunks_text`` writes it, in one hunk without opcodes to group; else None. The
+    common case of a step, so it is told first, in one function (it runs for every step)."""
     top, most = 0, min(len(a), len(b))
     while top < most and a[top] == b[top]:
         top += 1
@@ -49,32 +50,29 @@ def _one_change(a: list[str], b: list[str]) -> tuple[int, int, int] | None:
     while tail < most - top and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     a_end, b_end = len(a) - tail, len(b) - tail
-    if top in (a_end, b_end) or set(a[top:a_end]).isdisjoint(b[top:b_end]):
-        return top, a_end, b_end
-    return None
-
-
-def _one_change_text(
-    a: list[str], b: list[str], top: int, a_end: int, b_end: int, name: str
-) -> tuple[str, int]:
-    """The diff of one change (``_one_change``) as one hunk, and its number of lines: what
-    ``_hunks_text`` writes for it, without opcodes to group."""
-    _end_lines(a, b)
-    start = max(0, top - CONTEXT)
-    around = min(CONTEXT, len(a) - a_end)  # the equal lines shown after the change
-    pieces = [
+    if top not in (a_end, b_end) and not set(a[top:a_end]).isdisjoint(b[top:b_end]):
+        return None
+    # A last line without its newline is shown with one (after matching: "x" and "x\n"
+    # differ): ``_end_lines``, written out.
+    if a and a[-1][-1:] != "\n":
+        a[-1] += "\n"
+    if b and b[-1][-1:] != "\n":
+        b[-1] += "\n"
+    start = top - CONTEXT if top > CONTEXT else 0
+    around = tail if tail < CONTEXT else CONTEXT  # the equal lines shown after the change
+    text = (
         f"--- a/{name}\n+++ b/{name}\n"
         f"@@ -{_range(start, a_end + around)} +{_range(start, b_end + around)} @@\n"
-    ]
+    )
     if start < top:
-        pieces.append(" " + " ".join(a[start:top]))
+        text += " " + " ".join(a[start:top])
     if top < a_end:
-        pieces.append("-" + "-".join(a[top:a_end]))
+        text += "-" + "-".join(a[top:a_end])
     if top < b_end:
-        pieces.append("+" + "+".join(b[top:b_end]))
+        text += "+" + "+".join(b[top:b_end])
     if around:
-        pieces.append(" " + " ".join(a[a_end : a_end + around]))
-    return "".join(pieces), 3 + (top - start) + (a_end - top) + (b_end - top) + around
+        text += " " + " ".join(a[a_end : a_end + around])
+    return text, 3 + (top - start) + (a_end - top) + (b_end - top) + around
 
 
 def _end_lines(a: list[str], b: list[str]) -> None:
