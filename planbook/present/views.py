@@ -19,6 +19,7 @@ from planbook.model.cell import CellText, short_ids
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.operations import (
     AnyOperation,
+    CellOperation,
     DeleteCell,
     DeleteFile,
     EditCell,
@@ -49,7 +50,6 @@ _FILE_OPERATIONS = (WriteFile, EditFile, DeleteFile)
 _CELL_TYPES: frozenset[type] = frozenset(_CELL_OPERATIONS)
 #: The operations placed against another cell (``anchors_of``).
 _ANCHORED_TYPES: frozenset[type] = frozenset({InsertCell, MoveCell})
-CellOperation = InsertCell | EditCell | DeleteCell | MoveCell | RunCell
 
 #: What every review of an MCP call says: its effect is outside the notebook and the workspace.
 MCP_NOTE = "rollback cannot undo it: the tool acts outside planbook"
