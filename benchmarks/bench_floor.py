@@ -13,7 +13,8 @@ does the same job, in the same run, rounds interleaved; see ``floors.py``.
    one step, against ``nbformat.read`` of it.
 5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells.
 
-Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``).
+Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``; the text of a plan
+alone: ``python benchmarks/bench_floor.py plan_text``).
 """
 
 from __future__ import annotations
@@ -495,6 +496,13 @@ def main() -> list[Row]:
     return rows
 
 
+def only_plan_text() -> list[Row]:
+    """The text of a plan alone (``python benchmarks/bench_floor.py plan_text``): the quick way
+    to measure a change to the views or the diffs."""
+    with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
+        return plan_text(Path(tmp), 3 if QUICK else 7)
+
+
 if __name__ == "__main__":
-    for r in main():
+    for r in only_plan_text() if sys.argv[1:] == ["plan_text"] else main():
         print(f"{r['name']:<60} {r['goal']:<14} {r['measured']:<12} met {r['met']}")
