@@ -46,6 +46,12 @@ from floors import (  # noqa: E402
 )
 
 QUICK = os.environ.get("PLANBOOK_BENCH_QUICK") == "1"
+#: ``PLANBOOK_BENCH_PARTS=fifty_steps,one_step`` runs those parts alone (all when unset).
+PARTS = set(filter(None, os.environ.get("PLANBOOK_BENCH_PARTS", "").split(",")))
+
+
+def wanted(part: str) -> bool:
+    return not PARTS or part in PARTS
 
 
 class _Printed:
@@ -486,12 +492,18 @@ def main() -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
         folder = Path(tmp)
         for mb in (11.0,) if QUICK else (11.0, 50.0):
-            rows += one_step(folder, mb, rounds if mb < 20 else 5)
-        rows += staging(folder, 2 if QUICK else 3)
-        rows += load_ext(folder, 3 if QUICK else 5)
-        rows += fifty_steps(folder, 3 if QUICK else 7)
-        rows += memory(folder, 3)
-        rows += plan_text(folder, rounds)
+            if wanted("one_step"):
+                rows += one_step(folder, mb, rounds if mb < 20 else 5)
+        if wanted("staging"):
+            rows += staging(folder, 2 if QUICK else 3)
+        if wanted("load_ext"):
+            rows += load_ext(folder, 3 if QUICK else 5)
+        if wanted("fifty_steps"):
+            rows += fifty_steps(folder, 3 if QUICK else 7)
+        if wanted("memory"):
+            rows += memory(folder, 3)
+        if wanted("plan_text"):
+            rows += plan_text(folder, rounds)
     return rows
 
 
