@@ -303,33 +303,37 @@ def ours(r):
     pb = planbook.session(notebook=path, live=False)
     for cell in pb.cells():
         pb.propose.run_cell(cell.id, reason="bench")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = pb.approve()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert report.ok, str(report)
-    return seconds, path.read_bytes(), [c.source for c in pb.cells()]
+    return seconds, cpu, path.read_bytes(), [c.source for c in pb.cells()]
 
 
 def floor(sources, data, saves):
     path = folder / "fifty-floor.ipynb"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         with contextlib.redirect_stdout(io.StringIO()):  # planbook keeps the output too
             shell.run_cell(source, store_history=True)
         for _ in range(saves):
             durable(path, data)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 times = {{"planbook": [], "floor": [], "floor x2": []}}
+cpu = {{"planbook": [], "floor": [], "floor x2": []}}  # this process's CPU time, beside
 for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
-    seconds, data, sources = ours(r)
-    one, two = floor(sources, data, 1), floor(sources, data, 2)
-    if r:
-        times["planbook"].append(seconds)
-        times["floor"].append(one)
-        times["floor x2"].append(two)
+    measured = ours(r)
+    data, sources = measured[2:]
+    for name, (seconds, used) in zip(
+        times, (measured[:2], floor(sources, data, 1), floor(sources, data, 2))
+    ):
+        if r:
+            times[name].append(seconds)
+            cpu[name].append(used)
 print("TIMES", json.dumps(times))
+print("CPU", json.dumps(cpu))
 """
 
 
@@ -347,9 +351,10 @@ def fifty_steps(folder: Path, rounds: int) -> list[Row]:
     if "TIMES" not in out:
         raise RuntimeError(out[-2000:])
     times = json.loads(out.split("TIMES", 1)[1].strip().splitlines()[0])
+    cpu = json.loads(out.split("CPU", 1)[1].strip().splitlines()[0])
     print("3b. 50 small steps that run code, in one kernel (min / median / max ms)")
     for name, values in times.items():
-        print(f"   {name:<9}: {text(values)}")
+        print(f"   {name:<9}: {text(values)}   CPU time {text(cpu[name])}")
     return [
         row(
             "50 small steps in a kernel",
