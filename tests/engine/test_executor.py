@@ -361,3 +361,45 @@ def test_code_steps_read_each_cell_four_times_and_make_one_runner_a_run(
         writer = CheckpointWriter(reader.document, bench.workspace, reader.blobs)
         rollback(reader, writer, checkpoint, force=False)
     assert nbformat.read(bench.path, as_version=4).cells[1].outputs == []
+
+
+def test_the_approved_steps_are_hashed_in_full_once_a_run_until_one_changes(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before each step reads every approved step only when one may have changed
+    since it last held (a run of n steps read n x n); a step changed in memory during the
+    run is still caught before the next step: nothing more is applied."""
+    from planbook.engine.executor import approved
+
+    hashed: list[int] = []
+
+    def counted(steps: list[object]) -> str:
+        hashed.append(len(steps))
+        return approval_hash(steps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(approved, "approval_hash", counted)
+    plan = bench.stage(
+        EditCell(cell_id="c1", source="x = 10"),
+        EditCell(cell_id="c2", source="print(10)"),
+        insert("a", "w = 1"),
+    )
+    assert bench.run(plan).ok
+    assert hashed == [3]  # before step 1; steps 2 and 3 found nothing changed since
+
+    hashed.clear()
+    second = bench.stage(
+        EditCell(cell_id="c1", source="x = 20"),
+        EditCell(cell_id="c2", source="print(20)"),
+        insert("b", "v = 2"),
+    )
+
+    def tamper(event: Event) -> None:
+        if event.kind == "step_finished" and event.data.get("number") == 1:
+            step = bench.store.plan_by_id(second.id).steps[2]
+            step.operation = InsertCell(cell_id="b", source="import os", after="c2")
+
+    bench.executor.emit = tamper
+    report = bench.run(second)
+    assert not report.ok and "approval hash mismatch" in str(report)
+    assert hashed == [3, 3]  # before step 1, then again once step 3 was assigned to
+    assert [src for _, src in sources(bench.path)] == ["x = 20", "print(10)", "w = 1"]

@@ -14,6 +14,7 @@ from contextlib import contextmanager, suppress
 from planbook.documents.base import NotebookDocument, make_durable, write_pending
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
+from planbook.engine.executor.approved import ApprovalCheck
 from planbook.engine.executor.outputs import KeptOutputs
 from planbook.engine.executor.report import StepOutcome
 from planbook.engine.mcp_calls import McpCaller, NoMcpCaller
@@ -75,6 +76,8 @@ class StepRecords:
         #: That step's announcement, held until its save went through (``_tell_held``): a
         #: surface never shows "done" for a step the file does not hold yet.
         self._held: tuple[str, StepOutcome, str | None] | None = None
+        #: The approval-hash check before each step of the run under way.
+        self._approval_check = ApprovalCheck()
         #: The code runner of the run under way and the factory that made it (``_code_runner``).
         self._made_runner: tuple[Callable[[], CodeRunner], CodeRunner] | None = None
 

@@ -27,7 +27,7 @@ from planbook.engine.apply import (
     targets_of,
     write_file_bytes,
 )
-from planbook.engine.approval import approval_hash, steps_for
+from planbook.engine.executor.approved import ApprovalCheck
 from planbook.engine.executor.late_merges import LateMerges
 from planbook.engine.executor.record import retryable
 from planbook.engine.executor.recovery import Recovery
@@ -66,6 +66,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         self._last_of_run = own[-1] if own else None
         self._held = None
         self._made_runner = None
+        self._approval_check = ApprovalCheck()
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
         self._reloads_at_start = self.watch.count()
@@ -133,7 +134,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         try:
             with self._saved_state():
                 plan = self.store.plan_by_id(plan_id)
-                if approval_hash(steps_for(plan, approval.step_ids)) != approval.sha256:
+                if not self._approval_check.holds(plan, approval):
                     report.stopped = (
                         "refused: the plan changed after it was approved (approval hash "
                         "mismatch); nothing more was applied: review it with `%plan` and "
