@@ -47,6 +47,12 @@ from floors import (  # noqa: E402
 )
 
 QUICK = os.environ.get("PLANBOOK_BENCH_QUICK") == "1"
+#: ``PLANBOOK_BENCH_PARTS=fifty_steps,one_step`` runs those parts alone (all when unset).
+PARTS = set(filter(None, os.environ.get("PLANBOOK_BENCH_PARTS", "").split(",")))
+
+
+def wanted(part: str) -> bool:
+    return not PARTS or part in PARTS
 
 
 class _Printed:
@@ -298,33 +304,37 @@ def ours(r):
     pb = planbook.session(notebook=path, live=False)
     for cell in pb.cells():
         pb.propose.run_cell(cell.id, reason="bench")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = pb.approve()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert report.ok, str(report)
-    return seconds, path.read_bytes(), [c.source for c in pb.cells()]
+    return seconds, cpu, path.read_bytes(), [c.source for c in pb.cells()]
 
 
 def floor(sources, data, saves):
     path = folder / "fifty-floor.ipynb"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         with contextlib.redirect_stdout(io.StringIO()):  # planbook keeps the output too
             shell.run_cell(source, store_history=True)
         for _ in range(saves):
             durable(path, data)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 times = {{"planbook": [], "floor": [], "floor x2": []}}
+cpu = {{"planbook": [], "floor": [], "floor x2": []}}  # this process's CPU time, beside
 for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
-    seconds, data, sources = ours(r)
-    one, two = floor(sources, data, 1), floor(sources, data, 2)
-    if r:
-        times["planbook"].append(seconds)
-        times["floor"].append(one)
-        times["floor x2"].append(two)
+    measured = ours(r)
+    data, sources = measured[2:]
+    for name, (seconds, used) in zip(
+        times, (measured[:2], floor(sources, data, 1), floor(sources, data, 2))
+    ):
+        if r:
+            times[name].append(seconds)
+            cpu[name].append(used)
 print("TIMES", json.dumps(times))
+print("CPU", json.dumps(cpu))
 """
 
 
@@ -342,9 +352,10 @@ def fifty_steps(folder: Path, rounds: int) -> list[Row]:
     if "TIMES" not in out:
         raise RuntimeError(out[-2000:])
     times = json.loads(out.split("TIMES", 1)[1].strip().splitlines()[0])
+    cpu = json.loads(out.split("CPU", 1)[1].strip().splitlines()[0])
     print("3b. 50 small steps that run code, in one kernel (min / median / max ms)")
     for name, values in times.items():
-        print(f"   {name:<9}: {text(values)}")
+        print(f"   {name:<9}: {text(values)}   CPU time {text(cpu[name])}")
     return [
         row(
             "50 small steps in a kernel",
@@ -487,12 +498,18 @@ def main() -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
         folder = Path(tmp)
         for mb in (11.0,) if QUICK else (11.0, 50.0):
-            rows += one_step(folder, mb, rounds if mb < 20 else 5)
-        rows += staging(folder, 2 if QUICK else 3)
-        rows += load_ext(folder, 3 if QUICK else 5)
-        rows += fifty_steps(folder, 3 if QUICK else 7)
-        rows += memory(folder, 3)
-        rows += plan_text(folder, rounds)
+            if wanted("one_step"):
+                rows += one_step(folder, mb, rounds if mb < 20 else 5)
+        if wanted("staging"):
+            rows += staging(folder, 2 if QUICK else 3)
+        if wanted("load_ext"):
+            rows += load_ext(folder, 3 if QUICK else 5)
+        if wanted("fifty_steps"):
+            rows += fifty_steps(folder, 3 if QUICK else 7)
+        if wanted("memory"):
+            rows += memory(folder, 3)
+        if wanted("plan_text"):
+            rows += plan_text(folder, rounds)
     return rows
 
 
