@@ -28,8 +28,9 @@ _names = itertools.count(1)
 @contextmanager
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Counts, while inside: waits for the answer to a sync request (``Room.answered``,
-    ``Room.sync``), commits, and the record writes each commit carried."""
-    seen: dict[str, Any] = {"waits": 0, "commits": 0, "record_writes": []}
+    ``Room.sync``), sync requests sent (``Room._ask``), commits, and the record writes each
+    commit carried."""
+    seen: dict[str, Any] = {"waits": 0, "requests": 0, "commits": 0, "record_writes": []}
 
     def wrap(owner: Any, name: str, tally: Any) -> None:
         original = getattr(owner, name)
@@ -43,12 +44,16 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     def one_wait(_: Any) -> None:
         seen["waits"] += 1
 
+    def one_request(_: Any) -> None:
+        seen["requests"] += 1
+
     def one_commit(args: Any) -> None:
         seen["commits"] += 1
         seen["record_writes"].append(sum(op.kind == "meta_part" for op in args[0].ops))
 
     wrap(Room, "answered", one_wait)
     wrap(Room, "sync", one_wait)
+    wrap(Room, "_ask", one_request)
     wrap(LiveNotebook, "_commit", one_commit)
     yield seen
     monkeypatch.undo()
@@ -83,6 +88,9 @@ def test_a_run_of_inserts_waits_for_no_round_trip_per_step(
     assert long["waits"] == short["waits"], (short, long)
     # the approval, then one commit per step (its cell, checkpoint and "done"), then the end
     assert long["commits"] == short["commits"] + 6
+    # a step sends its update and one request, which confirms it (the server answers in
+    # order); no request of its own to compare cells, since it compares none
+    assert long["requests"] == short["requests"] + 6, (short, long)
     # each step's update writes the plan's record once (it was twice: checkpoint, then done)
     assert long["record_writes"] == [1] * long["commits"]
 

@@ -48,7 +48,8 @@ class Txn:
     parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     depth: int = 0
-    #: The sync request sent when the transaction began, and when (see ``LiveNotebook._fresh``).
+    #: The sync request sent when the transaction first rewrote, deleted or moved a cell, and
+    #: when (see ``LiveNotebook._fresh``).
     asked: tuple[int, int] | None = None
     asked_at: float = 0.0
     #: The room's reload count when the transaction began: its changes were made against
