@@ -7,15 +7,16 @@ once per change, ``convert``). A ``transaction()`` is buffered: its operations c
 that ``cells()`` shows inside the transaction, and at the end they are checked against the
 current shared document and applied in ONE pycrdt transaction (``operations``), so the room
 gets one update: every open page shows the whole change or none of it. The update is confirmed
-by a sync request sent right after it (the server answers requests in order, so the answer
-proves it has the update). A commit waits for that answer only when it rewrote a cell's text
-(a merge must be looked for at once, ``merges``); otherwise the next commit's own sync, a save
-(``make_durable``) or ``close()`` waits for it. A commit compares the cells it rewrites,
+by a sync request sent after it (the server answers requests in order, so the answer proves it
+has the update). A commit sends that request and waits for its answer only when it rewrote a
+cell's text (a merge must be looked for at once, ``merges``); otherwise its update goes alone,
+and the next request (a commit's that compares cells, a save's: ``make_durable``, ``close()``'s,
+or one every ``room.ASK_EVERY`` updates) confirms it. A commit compares the cells it rewrites,
 deletes or moves with the server's state, asked for when its transaction first changed such a
 cell; one that changes no existing cell asks nothing and waits for no answer (``_fresh``), so a
-run of inserted cells costs no round trip per step, and two messages: its update and the
-request that confirms it. The server saves the file on request, and on its own about a second after
-the last change (jupyter-collaboration's save delay).
+run of inserted cells costs no round trip per step, and one message: its update. The server
+saves the file on request, and on its own about a second after the last change
+(jupyter-collaboration's save delay).
 
 Metadata is written by difference (``metadata``); what it holds is cached as JSON until someone
 else changes it.
@@ -399,15 +400,16 @@ class LiveNotebook:
         return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
 
     def _hand_over(self, update: bytes, ops: list[Op], *, confirm_now: bool) -> None:
-        """Send a commit's update. Its confirmation is awaited here only when the commit
-        rewrote a cell's text (a merge must be looked for at once); otherwise the next commit's
-        sync, a save or ``close()`` confirms it (the server answers in order), so a run of
-        steps costs one round trip each instead of two. Until confirmed, the update (the change
-        and its record, together) is resent after a reconnect or replayed after a reload."""
+        """Send a commit's update. Its confirmation is asked for and awaited here only when the
+        commit rewrote a cell's text (a merge must be looked for at once); otherwise the update
+        goes alone and the next request confirms it (the server answers in order): a compared
+        commit's, a save's, ``close()``'s, or one every ``room.ASK_EVERY`` updates. Until
+        confirmed, the update (the change and its record, together) is resent after a
+        reconnect or replayed after a reload."""
         if confirm_now:
             self._room.send(update, ops, self.confirm_timeout)
         else:
-            self._unconfirmed = self._room.post(update, ops)
+            self._unconfirmed = self._room.post(update, ops, ask=False)
 
     def _confirm_last(self, deadline: float) -> str:
         """Before a save: wait for the last commit's confirmation as the commit itself used
@@ -460,7 +462,8 @@ class LiveNotebook:
         once the server has the last commit (bounded: ``confirm_timeout``)."""
         last = self._unconfirmed
         if last is not None and not last.done and self._room.connected:
-            self._room.wait(lambda: last.done, self.confirm_timeout)
+            with contextlib.suppress(LiveConnectionError):  # leaving anyway
+                self._room.confirm(last, self.confirm_timeout)
         self._merges.stop()
         self._room.close()
 
