@@ -271,9 +271,14 @@ class LiveNotebook:
         with self._writer:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             shared = self._reads.cells()
-            cells, ids = list(shared), list(self._reads.ids_of(shared))
-            base = dict(zip(ids, cells, strict=True))
-            txn = Txn(cells=cells, base=base, ids=ids, reloads=self._room.reloads)
+            shared_ids = self._reads.ids_of(shared)
+            txn = Txn(
+                cells=list(shared),
+                began=shared,
+                began_ids=shared_ids,
+                ids=list(shared_ids),
+                reloads=self._room.reloads,
+            )
             self._local.txn = txn
             try:
                 yield
@@ -362,8 +367,8 @@ class LiveNotebook:
                     f"change was prepared ({self._room.reload_reason}); nothing was applied: "
                     "retry"
                 )
-            current = {c.id: c for c in self._reads.cells()}
-            after = check(txn, current)
+            shared = self._reads.cells()
+            after = check(txn, shared, self._reads.ids_of(shared))
             watch = self._merges.start(txn.ops)
             try:
                 update = self._apply(txn.ops, strict=True)
