@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from planbook.documents.live.document import LiveNotebook, open_live
-from planbook.documents.live.room import Room
+from planbook.documents.live.room import ASK_EVERY, Room
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
@@ -94,6 +94,17 @@ def test_a_run_of_inserts_waits_for_no_round_trip_per_step(
     assert long["requests"] == short["requests"], (short, long)
     # each step's update writes the plan's record once (it was twice: checkpoint, then done)
     assert long["record_writes"] == [1] * long["commits"]
+
+
+def test_updates_sent_alone_are_confirmed_at_least_every_sixteen(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what a reload would replay stays short: 42 updates (the approval, 40 steps, the run's
+    # end) ask twice on the way, where 4 ask only at the end's save
+    short = approve_inserts(server, 2, monkeypatch)
+    long = approve_inserts(server, 40, monkeypatch)
+    assert ASK_EVERY == 16
+    assert long["requests"] == short["requests"] + 2, (short, long)
 
 
 def test_a_step_that_rewrites_a_cell_still_sees_an_edit_made_just_before_it(
