@@ -4,10 +4,9 @@ the same change (issue 25 item 5: within 2x, median of 20 rounds, interleaved).
 A real JupyterLab server with jupyter-collaboration. planbook's side: a Session on a
 LiveNotebook stages N insert-cell steps (set-up, not timed), then ``approve()`` runs them. Each
 step runs behind its approval-hash check, drift check and checkpoint, and its cell goes into
-the shared document in one update with its part of the plan's record; the server saves the
-room once the approval is recorded (before the first step, so a server stop during the run
-keeps the approval: tests/live/test_live_saves.py) and at the run's end, and ``approve()``
-returns once that save is confirmed.
+the shared document in one update with its part of the plan's record (the approval's record
+goes before the first step's and is saved with the steps: tests/live/test_live_saves.py); the
+server saves the room at the run's end, and ``approve()`` returns once that save is confirmed.
 
 The floor: a plain pycrdt client (tests/live/yclient.py) making the same N inserts, one update
 each (a step is visible on its own, so one update per step is the same job: N cells in one
@@ -28,7 +27,8 @@ waited for the GIL while that side went on working), and stop at:
 Rows (``floors.row``): 1 and 100 steps visible, and 100 steps in a notebook of ``BIG`` cells
 (a step reads its targets by id, so its cost must not grow with the notebook), each against the
 floor with the same cells, goal 2x; durable as a second row for 1 and 100 steps (goal 5x: the
-approval's save before the first step is planbook's own, and the server's). Rounds alternate
+run's end writes the plan's record, and the server's save of it is slower than the plain
+notebook's). Rounds alternate
 the sides (planbook, plain, planbook, plain, ...), ``ROUNDS`` each after one warm-up round;
 ``PLANBOOK_BENCH_QUICK=1`` runs 5.
 
