@@ -27,8 +27,8 @@ waited for the GIL while that side went on working), and stop at:
 Rows (``floors.row``): 1 and 100 steps visible, and 100 steps in a notebook of ``BIG`` cells
 (a step reads its targets by id, so its cost must not grow with the notebook), each against the
 floor with the same cells, goal 2x; durable as a second row for 1 and 100 steps (goal 5x: the
-run's end writes the plan's record, and the server's save of it is slower than the plain
-notebook's). Rounds alternate
+run's end writes the plan's record before its save, and the file saved holds that record).
+Rounds alternate
 the sides (planbook, plain, planbook, plain, ...), ``ROUNDS`` each after one warm-up round;
 ``PLANBOOK_BENCH_QUICK=1`` runs 5.
 
