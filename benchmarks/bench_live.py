@@ -4,10 +4,9 @@ the same change (issue 25 item 5: within 2x, median of 20 rounds, interleaved).
 A real JupyterLab server with jupyter-collaboration. planbook's side: a Session on a
 LiveNotebook stages N insert-cell steps (set-up, not timed), then ``approve()`` runs them. Each
 step runs behind its approval-hash check, drift check and checkpoint, and its cell goes into
-the shared document in one update with its part of the plan's record; the server saves the
-room once the approval is recorded (before the first step, so a server stop during the run
-keeps the approval: tests/live/test_live_saves.py) and at the run's end, and ``approve()``
-returns once that save is confirmed.
+the shared document in one update with its part of the plan's record (the approval's record
+goes before the first step's and is saved with the steps: tests/live/test_live_saves.py); the
+server saves the room at the run's end, and ``approve()`` returns once that save is confirmed.
 
 The floor: a plain pycrdt client (tests/live/yclient.py) making the same N inserts, one update
 each (a step is visible on its own, so one update per step is the same job: N cells in one
@@ -17,17 +16,19 @@ both sides. Its durable figure adds what planbook's run ends with: asking the se
 and waiting for the answer (which comes after every update sent before it was applied).
 
 Both clocks start at the call that starts the change (``approve()``; the first insert), after
-the set-up, with a watcher thread already waiting in a second client (plain pycrdt) of the same
-process, and stop at:
-- visible: the watcher holds every new cell (it watches the cells array's length: converting
-  every cell at each update would bill its O(notebook) work to the side sharing its process);
+the set-up, with a second client (plain pycrdt) already in the room and waiting, in a process
+of its own as a page in a browser is (``live_watcher.py``: in the measured side's process it
+waited for the GIL while that side went on working), and stop at:
+- visible: the watcher holds every new cell (it watches the cells array's length, converting
+  no cell);
 - durable: that, and the side has finished (planbook: ``approve()`` returned, the server having
   confirmed its save; plain: the server answered the save).
 
 Rows (``floors.row``): 1 and 100 steps visible, and 100 steps in a notebook of ``BIG`` cells
 (a step reads its targets by id, so its cost must not grow with the notebook), each against the
 floor with the same cells, goal 2x; durable as a second row for 1 and 100 steps (goal 5x: the
-approval's save before the first step is planbook's own, and the server's). Rounds alternate
+run's end writes the plan's record before its save, and the file saved holds that record).
+Rounds alternate
 the sides (planbook, plain, planbook, plain, ...), ``ROUNDS`` each after one warm-up round;
 ``PLANBOOK_BENCH_QUICK=1`` runs 5.
 
@@ -41,7 +42,6 @@ import itertools
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import Row, row
+from live_watcher import Watcher
 
 from planbook.documents.live.document import open_live
 from planbook.sessions.session import Session
@@ -66,33 +67,14 @@ _names = itertools.count()
 Times = tuple[float, float]
 
 
-class Seen:
-    """When ``watcher`` first holds ``n`` cells (watched by a thread from before the start,
-    so the time does not include waiting for the side to finish)."""
-
-    def __init__(self, watcher: YClient, n: int) -> None:
-        self.at: float | None = None
-        self._thread = threading.Thread(target=self._watch, args=(watcher, n), daemon=True)
-        self._thread.start()
-
-    def _watch(self, watcher: YClient, n: int) -> None:
-        if watcher.wait_for(lambda w: len(w.cells_array) == n, 120):
-            self.at = time.perf_counter()
-
-    def wait(self) -> float:
-        self._thread.join(130)
-        assert self.at is not None, "the second client never saw the cells"
-        return self.at
-
-
-def timed(run: Callable[[], None], watcher: YClient, n: int) -> Times:
-    """(visible, durable) seconds of ``run``, which makes the notebook hold ``n`` cells."""
-    seen = Seen(watcher, n)
+def timed(run: Callable[[], None], watcher: Watcher, name: str, n: int) -> Times:
+    """(visible, durable) seconds of ``run``, which makes notebook ``name`` hold ``n`` cells."""
+    watcher.watch(name, n)
     gc.collect()
     start = time.perf_counter()
     run()
     done = time.perf_counter()
-    visible = seen.wait()
+    visible = watcher.seen()
     return visible - start, max(done, visible) - start
 
 
@@ -100,11 +82,10 @@ def first_cells(cells: int) -> list[str]:
     return ["x = 1"] + [f"c{i} = {i}" for i in range(1, cells)]
 
 
-def through_planbook(server: RunningServer, n: int, cells: int) -> Times:
+def through_planbook(server: RunningServer, watcher: Watcher, n: int, cells: int) -> Times:
     name = f"pb-{n}-{next(_names)}.ipynb"
     server.write_notebook(name, first_cells(cells))
     doc = open_live(server.url, server.token, name)
-    watcher = YClient(server, name)
     try:
         session = Session(doc, Workspace(server.root))
         anchor = doc.cells()[0].id
@@ -116,17 +97,15 @@ def through_planbook(server: RunningServer, n: int, cells: int) -> Times:
             report = session.approve()
             assert report.ok and not report.notes, report.lines()
 
-        return timed(run, watcher, n + cells)
+        return timed(run, watcher, name, n + cells)
     finally:
-        watcher.close()
         doc.close()
 
 
-def plain_pycrdt(server: RunningServer, n: int, cells: int) -> Times:
+def plain_pycrdt(server: RunningServer, watcher: Watcher, n: int, cells: int) -> Times:
     name = f"raw-{n}-{next(_names)}.ipynb"
     server.write_notebook(name, first_cells(cells))
     writer = YClient(server, name)
-    watcher = YClient(server, name)
     try:
 
         def run() -> None:
@@ -148,13 +127,12 @@ def plain_pycrdt(server: RunningServer, n: int, cells: int) -> Times:
             status = writer.save()
             assert status == "success", f"the server did not save: {status or 'no answer'}"
 
-        return timed(run, watcher, n + cells)
+        return timed(run, watcher, name, n + cells)
     finally:
-        watcher.close()
         writer.close()
 
 
-Side = Callable[[RunningServer, int, int], Times]
+Side = Callable[[RunningServer, Watcher, int, int], Times]
 #: (steps, cells in the notebook) of each case
 CASES = ((1, 1), (100, 1), (100, BIG))
 
@@ -163,12 +141,16 @@ def measure(server: RunningServer, rounds: int) -> dict[tuple[int, int], dict[st
     """Every case, both sides, interleaved round by round after one warm-up round."""
     sides: dict[str, Side] = {"planbook": through_planbook, "plain": plain_pycrdt}
     results = {case: {side: [] for side in sides} for case in CASES}
-    for r in range(rounds + 1):
-        for case in CASES:
-            for side, run in sides.items():
-                times = run(server, *case)
-                if r:
-                    results[case][side].append(times)
+    watcher = Watcher(server.url, server.token)
+    try:
+        for r in range(rounds + 1):
+            for case in CASES:
+                for side, run in sides.items():
+                    times = run(server, watcher, *case)
+                    if r:
+                        results[case][side].append(times)
+    finally:
+        watcher.close()
     return results
 
 

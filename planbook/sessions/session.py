@@ -232,10 +232,12 @@ class Session(PreviewingSession, PersonQuestions):
                     f"{plan.id} steps {','.join(approval.step_ids)} by {approval.person} "
                     f"sha256={approval.sha256}",
                 )
+                # Not made durable on its own (a live room): the approval reaches the room
+                # before the first step's update, so every save that holds a step holds its
+                # approval, and a stop before that save loses both, nothing half-applied
+                # (docs/live.md, "Saved when it matters"). A step that runs code is saved
+                # before its code runs, the run's end in any case.
                 self.store.save()
-                # Saved before the first step: a server stop during the run then loses no
-                # approval (issue 15), only the last cell-only steps' change with their record.
-                self._durable()
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.
             return self.executor.run(plan.id, approval)

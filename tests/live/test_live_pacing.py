@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from planbook.documents.live.document import LiveNotebook, open_live
-from planbook.documents.live.room import Room
+from planbook.documents.live.room import ASK_EVERY, Room
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
@@ -28,8 +28,9 @@ _names = itertools.count(1)
 @contextmanager
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Counts, while inside: waits for the answer to a sync request (``Room.answered``,
-    ``Room.sync``), commits, and the record writes each commit carried."""
-    seen: dict[str, Any] = {"waits": 0, "commits": 0, "record_writes": []}
+    ``Room.sync``), sync requests sent (``Room._ask``), commits, and the record writes each
+    commit carried."""
+    seen: dict[str, Any] = {"waits": 0, "requests": 0, "commits": 0, "record_writes": []}
 
     def wrap(owner: Any, name: str, tally: Any) -> None:
         original = getattr(owner, name)
@@ -43,12 +44,16 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     def one_wait(_: Any) -> None:
         seen["waits"] += 1
 
+    def one_request(_: Any) -> None:
+        seen["requests"] += 1
+
     def one_commit(args: Any) -> None:
         seen["commits"] += 1
         seen["record_writes"].append(sum(op.kind == "meta_part" for op in args[0].ops))
 
     wrap(Room, "answered", one_wait)
     wrap(Room, "sync", one_wait)
+    wrap(Room, "_ask", one_request)
     wrap(LiveNotebook, "_commit", one_commit)
     yield seen
     monkeypatch.undo()
@@ -83,8 +88,23 @@ def test_a_run_of_inserts_waits_for_no_round_trip_per_step(
     assert long["waits"] == short["waits"], (short, long)
     # the approval, then one commit per step (its cell, checkpoint and "done"), then the end
     assert long["commits"] == short["commits"] + 6
+    # a step sends its update alone: the end's save asks once for the server's answer, which
+    # confirms every update sent before it (the server answers in order); no step compares
+    # a cell, so none asks to
+    assert long["requests"] == short["requests"], (short, long)
     # each step's update writes the plan's record once (it was twice: checkpoint, then done)
     assert long["record_writes"] == [1] * long["commits"]
+
+
+def test_updates_sent_alone_are_confirmed_at_least_every_sixteen(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what a reload would replay stays short: 42 updates (the approval, 40 steps, the run's
+    # end) ask twice on the way, where 4 ask only at the end's save
+    short = approve_inserts(server, 2, monkeypatch)
+    long = approve_inserts(server, 40, monkeypatch)
+    assert ASK_EVERY == 16
+    assert long["requests"] == short["requests"] + 2, (short, long)
 
 
 def test_a_step_that_rewrites_a_cell_still_sees_an_edit_made_just_before_it(

@@ -1,9 +1,10 @@
 """When a live run asks the server to save (issue 10 item 8, keeping issue 15's promises): the
-approval before the first step, the run's end, and between them code steps before their code
-(the code itself reads the file), never each cell-only step; ``approve()`` returns with
-everything on disk. A server stopped early in a run of cell-only steps loses no approval: the
-file it stops with holds it (the steps the stop undid are pending again and run once when
-approved again); audited as issue 15's fault trials are."""
+run's end, and before it code steps before their code (the code itself reads the file), never
+each cell-only step, nor the approval on its own: the approval reaches the room before the
+first step's update, so every save that holds a step holds its approval. ``approve()`` returns
+with everything on disk. A server stopped early in a run of cell-only steps never leaves a file
+holding a step without its approval (the steps the stop undid are pending again and run once
+when approved again); audited as issue 15's fault trials are."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pycrdt import Array, Doc, Map
 
 from planbook.documents.file import FileNotebook
 from planbook.documents.live.document import open_live
@@ -25,6 +28,7 @@ from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
 from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
+from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
@@ -50,12 +54,42 @@ def saved_state(path: Path) -> list[tuple[str, int]]:
     ]
 
 
-def test_a_short_run_of_cell_steps_saves_the_approval_and_its_end_only(
+def approvals_in(metadata: dict[str, Any]) -> int:
+    """How many approvals the plans of a notebook's metadata record (the stored layout)."""
+    plans = (metadata.get("planbook") or {}).get("plans") or {}
+    return sum(len(plan.get("approvals") or []) for plan in plans.values())
+
+
+class Arrivals:
+    """Every state a second client's copy of the room went through, one per update it
+    applied: (cells, approvals recorded) after each, replayed from the updates in order."""
+
+    def __init__(self, watcher: YClient) -> None:
+        self._start = watcher.doc.get_update()
+        self._updates: list[bytes] = []
+        self._subscription = watcher.doc.observe(lambda event: self._updates.append(event.update))
+        self._watcher = watcher
+
+    def states(self) -> list[tuple[int, int]]:
+        self._watcher.doc.unobserve(self._subscription)
+        copy: Doc[Any] = Doc()
+        copy.apply_update(self._start)
+        cells, meta = copy.get("cells", type=Array), copy.get("meta", type=Map)
+        seen = []
+        for update in self._updates:
+            copy.apply_update(update)
+            metadata = dict((meta.to_py() or {}).get("metadata") or {})
+            seen.append((len(cells), approvals_in(metadata)))
+        return seen
+
+
+def test_a_short_run_of_cell_steps_saves_at_its_end_only(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = f"saves-{next(_names)}.ipynb"
     server.write_notebook(name, ["x = 1"])
     doc = open_live(server.url, server.token, name)
+    watcher = YClient(server, name)
     try:
         session = Session(doc, Workspace(server.root))
         anchor = doc.cells()[0].id
@@ -70,13 +104,20 @@ def test_a_short_run_of_cell_steps_saves_the_approval_and_its_end_only(
             return status
 
         monkeypatch.setattr(Room, "save", counted)
+        arrivals = Arrivals(watcher)
         report = session.approve()
         assert report.ok and not report.notes, report.lines()
-        assert saves == ["success", "success"]  # the approval, the run's end: not per step
+        assert saves == ["success"]  # the run's end: not the approval alone, not per step
+        assert watcher.wait_for(lambda w: len(w.cells_array) == 6)
+        states = arrivals.states()
+        # the second client never held a step's cell without the approval
+        assert [cells for cells, _ in states if cells > 1][:1] == [2]
+        assert all(approvals == 1 for cells, approvals in states if cells > 1), states
         # returned: on disk, every step done with its cell
         assert disk_sources(on_disk(server, name)) == ["x = 1"] + [f"v{i} = {i}" for i in range(5)]
         assert saved_state(Path(server.root) / name) == [(",".join(["done"] * 5), 1)]
     finally:
+        watcher.close()
         doc.close()
 
 
@@ -123,13 +164,15 @@ def test_a_stop_early_in_a_run_of_cell_steps_keeps_the_approval(
     rng = random.Random(f"approval-saved-by-the-run-{crash}")
     total = Audit()
 
-    on_disk_when_stopped: list[list[tuple[str, int]]] = []
+    on_disk_when_stopped: list[tuple[list[tuple[str, int]], int]] = []
 
     def restart(path: Path) -> None:
         server.kill() if crash else server.stop()
         # what a restarted server loads, and a new kernel finds if this one died too (this
         # kernel lives on and would write its memory back to the room)
-        on_disk_when_stopped.append(saved_state(path))
+        on_disk_when_stopped.append(
+            (saved_state(path), len(disk_sources(on_disk(server, path.name))))
+        )
         time.sleep(0.5)
         server.start()
 
@@ -142,9 +185,11 @@ def test_a_stop_early_in_a_run_of_cell_steps_keeps_the_approval(
             thread = after_steps(trial.session, rng.randrange(STEPS // 2), 0.0, stop)
             trial.approve()
             thread.join(60)
-            saved = on_disk_when_stopped[-1]
-            if not saved or saved[0][1] != 1:
-                total += Audit(lost_approval=1, details=[f"{trial.name}: {saved}"])
+            saved, cells = on_disk_when_stopped[-1]
+            # a step on disk (its cell, or its record done) without the approval
+            applied = cells > 1 or (bool(saved) and "done" in saved[0][0])
+            if applied and (not saved or saved[0][1] != 1):
+                total += Audit(lost_approval=1, details=[f"{trial.name}: {saved}, {cells}"])
             total += trial.audit(finished=trial.finish())
         finally:
             trial.close()

@@ -7,14 +7,16 @@ once per change, ``convert``). A ``transaction()`` is buffered: its operations c
 that ``cells()`` shows inside the transaction, and at the end they are checked against the
 current shared document and applied in ONE pycrdt transaction (``operations``), so the room
 gets one update: every open page shows the whole change or none of it. The update is confirmed
-by a sync request sent right after it (the server answers requests in order, so the answer
-proves it has the update). A commit waits for that answer only when it rewrote a cell's text
-(a merge must be looked for at once, ``merges``); otherwise the next commit's own sync, a save
-(``make_durable``) or ``close()`` waits for it. A commit compares the cells it rewrites,
-deletes or moves with the server's state, asked for when its transaction began; one that
-changes no existing cell waits for no answer (``_fresh``), so a run of inserted cells costs no
-round trip per step. The server saves the file on request, and on its own about a second after
-the last change (jupyter-collaboration's save delay).
+by a sync request sent after it (the server answers requests in order, so the answer proves it
+has the update). A commit sends that request and waits for its answer only when it rewrote a
+cell's text (a merge must be looked for at once, ``merges``); otherwise its update goes alone,
+and the next request (a commit's that compares cells, a save's: ``make_durable``, ``close()``'s,
+or one every ``room.ASK_EVERY`` updates) confirms it. A commit compares the cells it rewrites,
+deletes or moves with the server's state, asked for when its transaction first changed such a
+cell; one that changes no existing cell asks nothing and waits for no answer (``_fresh``), so a
+run of inserted cells costs no round trip per step, and one message: its update. The server
+saves the file on request, and on its own about a second after the last change
+(jupyter-collaboration's save delay).
 
 Metadata is written by difference (``metadata``); what it holds is cached as JSON until someone
 else changes it.
@@ -269,10 +271,14 @@ class LiveNotebook:
         with self._writer:
             # the cached cells are never mutated (ops replace them), so sharing them is safe
             shared = self._reads.cells()
-            cells, ids = list(shared), list(self._reads.ids_of(shared))
-            base = dict(zip(ids, cells, strict=True))
-            txn = Txn(cells=cells, base=base, ids=ids, reloads=self._room.reloads)
-            txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
+            shared_ids = self._reads.ids_of(shared)
+            txn = Txn(
+                cells=list(shared),
+                began=shared,
+                began_ids=shared_ids,
+                ids=list(shared_ids),
+                reloads=self._room.reloads,
+            )
             self._local.txn = txn
             try:
                 yield
@@ -316,15 +322,29 @@ class LiveNotebook:
 
     def replace_cell(self, cell: Cell) -> None:
         with self.transaction():
-            self._require_txn().replace_cell(cell)
+            txn = self._require_txn()
+            txn.replace_cell(cell)
+            self._ask_for(txn)
 
     def delete_cell(self, cell_id: str) -> None:
         with self.transaction():
-            self._require_txn().delete_cell(cell_id)
+            txn = self._require_txn()
+            txn.delete_cell(cell_id)
+            self._ask_for(txn)
 
     def move_cell(self, cell_id: str, index: int) -> None:
         with self.transaction():
-            self._require_txn().move_cell(cell_id, index)
+            txn = self._require_txn()
+            txn.move_cell(cell_id, index)
+            self._ask_for(txn)
+
+    def _ask_for(self, txn: Txn) -> None:
+        """A transaction that rewrites, deletes or moves a cell will compare it with the
+        server's state at commit: ask for that state now, so that the round trip overlaps the
+        rest of the transaction. (Asked only then: a run of inserting steps sends no request
+        of its own, only its updates and the requests that confirm them.)"""
+        if txn.asked is None:
+            txn.asked, txn.asked_at = self._room.ask(), time.monotonic()
 
     def _require_txn(self) -> Txn:
         txn = self._txn()
@@ -347,8 +367,8 @@ class LiveNotebook:
                     f"change was prepared ({self._room.reload_reason}); nothing was applied: "
                     "retry"
                 )
-            current = {c.id: c for c in self._reads.cells()}
-            after = check(txn, current)
+            shared = self._reads.cells()
+            after = check(txn, shared, self._reads.ids_of(shared))
             watch = self._merges.start(txn.ops)
             try:
                 update = self._apply(txn.ops, strict=True)
@@ -365,12 +385,12 @@ class LiveNotebook:
     FRESH_FOR = 0.25
 
     def _fresh(self, txn: Txn) -> bool:
-        """Whether the answer to the request sent when ``txn`` began came, on the same
-        connection, and the request is recent. Its round trip then overlapped the
-        transaction's own work instead of adding to it. The check at commit sees what the
-        server had when the transaction began and every update that arrived since (the server
-        sends each one at once); asking at commit time narrows that only by the transaction's
-        duration, bounded by FRESH_FOR.
+        """Whether the answer to the request sent when ``txn`` first rewrote, deleted or moved
+        a cell (``_ask_for``) came, on the same connection, and the request is recent. Its
+        round trip then overlapped the transaction's own work instead of adding to it. The
+        check at commit sees what the server had when the request was sent and every update
+        that arrived since (the server sends each one at once); asking at commit time narrows
+        that only by the rest of the transaction's duration, bounded by FRESH_FOR.
 
         A commit that changes no existing cell (it inserts cells, writes the record) waits for
         no answer while the room is connected: its check compares no cell's content, and the
@@ -378,22 +398,23 @@ class LiveNotebook:
         an insert's anchor in the last round trip: the room then keeps the new cell where the
         anchor was, as it does for any deletion that crosses an insert on the network. A run
         of cell-inserting steps is then paced by its own work, not by one round trip a step."""
+        if not any(op.kind in _COMPARED for op in txn.ops):
+            return self._room.connected
         if txn.asked is None or time.monotonic() - txn.asked_at > self.FRESH_FOR:
             return False
-        if self._room.connected and not any(op.kind in _COMPARED for op in txn.ops):
-            return True
         return self._room.answered(txn.asked, self.confirm_timeout, while_connected=True)
 
     def _hand_over(self, update: bytes, ops: list[Op], *, confirm_now: bool) -> None:
-        """Send a commit's update. Its confirmation is awaited here only when the commit
-        rewrote a cell's text (a merge must be looked for at once); otherwise the next commit's
-        sync, a save or ``close()`` confirms it (the server answers in order), so a run of
-        steps costs one round trip each instead of two. Until confirmed, the update (the change
-        and its record, together) is resent after a reconnect or replayed after a reload."""
+        """Send a commit's update. Its confirmation is asked for and awaited here only when the
+        commit rewrote a cell's text (a merge must be looked for at once); otherwise the update
+        goes alone and the next request confirms it (the server answers in order): a compared
+        commit's, a save's, ``close()``'s, or one every ``room.ASK_EVERY`` updates. Until
+        confirmed, the update (the change and its record, together) is resent after a
+        reconnect or replayed after a reload."""
         if confirm_now:
             self._room.send(update, ops, self.confirm_timeout)
         else:
-            self._unconfirmed = self._room.post(update, ops)
+            self._unconfirmed = self._room.post(update, ops, ask=False)
 
     def _confirm_last(self, deadline: float) -> str:
         """Before a save: wait for the last commit's confirmation as the commit itself used
@@ -446,7 +467,8 @@ class LiveNotebook:
         once the server has the last commit (bounded: ``confirm_timeout``)."""
         last = self._unconfirmed
         if last is not None and not last.done and self._room.connected:
-            self._room.wait(lambda: last.done, self.confirm_timeout)
+            with contextlib.suppress(LiveConnectionError):  # leaving anyway
+                self._room.confirm(last, self.confirm_timeout)
         self._merges.stop()
         self._room.close()
 

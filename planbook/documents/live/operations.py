@@ -40,7 +40,10 @@ class Txn:
     it show), and the operations, recorded by the methods below."""
 
     cells: list[Cell]
-    base: dict[str, Cell]
+    #: The shared cells and their ids when the transaction began (never mutated): what a cell
+    #: it rewrites, deletes or moves is compared with at commit (``as_began``).
+    began: list[Cell]
+    began_ids: list[str]
     #: The ids of ``cells``, kept in step with it: a lookup by id is a C-speed list scan.
     ids: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -48,12 +51,22 @@ class Txn:
     parts: dict[str, list[Mapping[MetadataPath, Any]]] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     depth: int = 0
-    #: The sync request sent when the transaction began, and when (see ``LiveNotebook._fresh``).
+    #: The sync request sent when the transaction first rewrote, deleted or moved a cell, and
+    #: when (see ``LiveNotebook._fresh``).
     asked: tuple[int, int] | None = None
     asked_at: float = 0.0
     #: The room's reload count when the transaction began: its changes were made against
     #: that copy of the document (metadata by part: against the record read from it).
     reloads: int = 0
+    #: ``began`` by id, made at the first lookup: a transaction that compares no cell never
+    #: pays for it (O(notebook)).
+    _began_by_id: dict[str, Cell] | None = field(default=None, repr=False)
+
+    def as_began(self, cell_id: str) -> Cell | None:
+        """The cell ``cell_id`` as it was when the transaction began (None: it was not)."""
+        if self._began_by_id is None:
+            self._began_by_id = dict(zip(self.began_ids, self.began, strict=True))
+        return self._began_by_id.get(cell_id)
 
     def set_metadata(self, key: str, value: Any) -> None:
         value = json.loads(json.dumps(value))  # JSON only, and a private copy
@@ -122,27 +135,32 @@ def edited(now: Cell, then: Cell) -> bool:
     return plain(now) != plain(then)
 
 
-def check(txn: Txn, current: dict[str, Cell]) -> list[Cell]:
+def check(txn: Txn, shared: list[Cell], shared_ids: list[str]) -> list[Cell]:
     """Refuse the whole transaction if a cell it changes was changed by someone else since the
     transaction began, or vanished (nothing is applied); else the cells after it (a dry run,
-    so that applying cannot fail half way)."""
+    so that applying cannot fail half way). ``shared``: the shared cells now, ``shared_ids``
+    their ids (both read-only here)."""
+    current: dict[str, Cell] | None = None  # by id, made only when a cell is compared
     for op in txn.ops:
         target = op.cell_id if op.kind in ("replace", "delete", "move") else None
-        if target is None or target not in txn.base:
+        then = None if target is None else txn.as_began(target)
+        if target is None or then is None:
             continue
+        if current is None:
+            current = dict(zip(shared_ids, shared, strict=True))
         now = current.get(target)
         if now is None:
             raise ConflictError(
                 f"cell {target!r} was deleted by someone else while this change was being "
                 "applied; nothing was applied: review the notebook and re-plan"
             )
-        if edited(now, txn.base[target]):
+        if edited(now, then):
             raise ConflictError(
                 f"cell {target!r} was edited by someone else while this change was being "
                 "applied; nothing was applied: review the cell and re-plan"
             )
-    cells = list(current.values())
-    ids = list(current)
+    cells = list(shared)
+    ids = list(shared_ids)
     for op in txn.ops:
         if op.kind in ("insert", "move") and op.after is not None and op.after not in ids:
             raise ConflictError(

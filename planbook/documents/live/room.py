@@ -3,7 +3,9 @@
 No notebook logic here, only the Yjs sync protocol over the room's websocket (websocket-client):
 join (``address.RoomAddress.open_session``, then the websocket), apply what others send, send our
 updates, and *confirm* them: a sync request sent after an update is answered only once the
-server applied the update (it handles a client's messages in order). Connection loss is retried
+server applied the update (it handles a client's messages in order), so one request confirms
+every update sent before it; an update can go without a request of its own until someone
+waits for it (``post(..., ask=False)``). Connection loss is retried
 with backoff; after a server restart the copy is reloaded from the server rather than merged
 (a room rebuilt from the file has new CRDT items: a merge would duplicate text), and updates not
 yet confirmed are handed back to the owner to replay.
@@ -31,6 +33,11 @@ log = logging.getLogger("planbook.live")
 _SYNC, _RAW = 0, 2  # message types (1 is awareness, ignored)
 _STEP1, _STEP2, _UPDATE = 0, 1, 2
 _CLOSE_OPCODE, _BINARY_OPCODE = 8, 2
+
+
+#: Updates posted without a request (``post(..., ask=False)``) are confirmed by the next one;
+#: a request goes at least after this many of them, so what a reload would replay stays short.
+ASK_EVERY = 16
 
 
 @dataclass
@@ -194,22 +201,34 @@ class Room(SharedCopy):
         wait until the server confirms it. Raises LiveConnectionError when it does not."""
         self.confirm(self.post(update, payload), timeout)
 
-    def post(self, update: bytes, payload: Any) -> Ticket:
+    def post(self, update: bytes, payload: Any, *, ask: bool = True) -> Ticket:
         """Send an update the owner just applied to ``doc`` without waiting for it: its ticket
         is done once the server answers the sync request sent right after it, or any later
         request (the server answers a client's messages in order). Until then it is replayed
-        after a reload, like any unconfirmed update."""
+        after a reload, like any unconfirmed update. ``ask=False``: no request of its own (one
+        message instead of two, and no answer for the server to compute): the next request
+        confirms it, whoever sends it (``confirm`` does when nobody has)."""
+        from pycrdt import create_update_message  # heavy: pycrdt (the live extra)
+
         with self.cond:
             ticket = Ticket(payload=payload, generation=self._generation)
             self._tickets.append(ticket)
             try:
-                self._send_update_and_ask(update, [ticket])
+                if update:
+                    self._send(create_update_message(update))
+                unasked = sum(1 for t in self._tickets if t.needs is None)
+                if ask or unasked >= ASK_EVERY:
+                    self._ask()
             except Exception as exc:  # the socket broke: the reconnect sends it again
                 log.debug("send failed, waiting for the reconnect: %r", exc)
         return ticket
 
     def confirm(self, ticket: Ticket, timeout: float) -> None:
         """Wait until the server has the update of ``ticket``; LiveConnectionError if not."""
+        with self.cond:
+            if ticket.needs is None and not ticket.done and self.connected:
+                with contextlib.suppress(Exception):  # broken: the reconnect asks again
+                    self._ask()
         if self.wait(lambda: ticket.done, timeout):
             return
         with self.cond:
@@ -304,11 +323,15 @@ class Room(SharedCopy):
         ws.send_binary(message)
 
     def _ask(self) -> int:
-        """Send a sync request; its answer proves the server has what was sent before it."""
+        """Send a sync request; its answer proves the server has what was sent before it,
+        so it confirms every ticket sent on this connection that waits for no request yet."""
         from pycrdt import create_sync_message  # heavy: pycrdt (the live extra)
 
         self._send(create_sync_message(self.doc))
         self._asked += 1
+        for ticket in self._tickets:
+            if ticket.needs is None and ticket.generation == self._generation:
+                ticket.needs = self._asked
         return self._asked
 
     def _send_update_and_ask(self, update: bytes, tickets: list[Ticket]) -> None:
