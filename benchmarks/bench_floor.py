@@ -13,7 +13,8 @@ does the same job, in the same run, rounds interleaved; see ``floors.py``.
    one step, against ``nbformat.read`` of it.
 5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells.
 
-Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``).
+Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``); one part alone:
+``PLANBOOK_BENCH_PARTS=staging python benchmarks/bench_floor.py`` (parts: ``PARTS``).
 """
 
 from __future__ import annotations
@@ -480,18 +481,41 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
     return rows
 
 
+#: The parts of this benchmark, in the order a full run takes them.
+PARTS = ("one_step", "staging", "load_ext", "fifty_steps", "memory", "plan_text")
+#: Names the parts to run, comma-separated (``PLANBOOK_BENCH_PARTS=staging``); all when unset.
+PARTS_ENV = "PLANBOOK_BENCH_PARTS"
+
+
+def wanted_parts() -> set[str]:
+    named = {p.strip() for p in os.environ.get(PARTS_ENV, "").split(",") if p.strip()}
+    unknown = named - set(PARTS)
+    if unknown:
+        sys.exit(
+            f"{PARTS_ENV} names no part {', '.join(sorted(unknown))}; there are: {', '.join(PARTS)}"
+        )
+    return named or set(PARTS)
+
+
 def main() -> list[Row]:
     rows: list[Row] = []
     rounds = 3 if QUICK else 7
+    parts = wanted_parts()
     with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
         folder = Path(tmp)
-        for mb in (11.0,) if QUICK else (11.0, 50.0):
-            rows += one_step(folder, mb, rounds if mb < 20 else 5)
-        rows += staging(folder, 2 if QUICK else 3)
-        rows += load_ext(folder, 3 if QUICK else 5)
-        rows += fifty_steps(folder, 3 if QUICK else 7)
-        rows += memory(folder, 3)
-        rows += plan_text(folder, rounds)
+        if "one_step" in parts:
+            for mb in (11.0,) if QUICK else (11.0, 50.0):
+                rows += one_step(folder, mb, rounds if mb < 20 else 5)
+        if "staging" in parts:
+            rows += staging(folder, 2 if QUICK else 3)
+        if "load_ext" in parts:
+            rows += load_ext(folder, 3 if QUICK else 5)
+        if "fifty_steps" in parts:
+            rows += fifty_steps(folder, 3 if QUICK else 7)
+        if "memory" in parts:
+            rows += memory(folder, 3)
+        if "plan_text" in parts:
+            rows += plan_text(folder, rounds)
     return rows
 
 
