@@ -100,8 +100,9 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
     for i, part in enumerate(parts):
         if i:
             pieces.append(sep)
-        if isinstance(part, Rope):
-            pieces.extend(part.pieces)
+        if isinstance(part, Rope):  # its first piece is short text before a long one (a key)
+            push(pieces, part.pieces[0])
+            pieces += part.pieces[1:]
         else:
             pieces.append(part)
 

@@ -24,7 +24,16 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
 from planbook.documents.deep_json import KeptJson
-from planbook.documents.rope import LONG_STRING, Rope, Text, grown, in_runs, push, wrap
+from planbook.documents.rope import (
+    LONG_STRING,
+    ROPE_MIN,
+    Rope,
+    Text,
+    grown,
+    in_runs,
+    push,
+    wrap,
+)
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
@@ -168,6 +177,7 @@ class Encoder:
             return wrap("[", inner, parts, self.style.indent * depth, "]")
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
+        kept_apart: list[int] = []  # where a long text follows its key as a piece of its own
         for k, v in items:
             hit = cache.get(id(v))
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
@@ -177,8 +187,13 @@ class Encoder:
                 push(keyed, text.pieces[0])
                 keyed += text.pieces[1:]
                 parts.append(Rope(keyed, len(key) + text.size))
+            elif len(text) >= LONG_STRING:
+                kept_apart.append(len(parts))
+                parts.append(Rope([key, text], len(key) + len(text)))
             else:
                 parts.append(key + text)
+        if kept_apart:
+            _join_short(parts, kept_apart)
         return wrap("{", inner, parts, self.style.indent * depth, "}")
 
     def _grown_list(
@@ -211,6 +226,19 @@ class Encoder:
                 text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
+
+
+def _join_short(parts: list[Text], kept_apart: list[int]) -> None:
+    """A long text behind its key (``kept_apart``: where) stays a piece of its own when the
+    container's text is long anyway, so the cached string itself is written: a log's buckets
+    (10 KB each) were copied behind their keys, then hashed and compared as new pieces, at
+    every save, a cost that grew with the log. A container short enough to be one string is
+    one string, as before (its parts are copied into it all the same)."""
+    if sum(map(len, parts)) >= ROPE_MIN or list(map(type, parts)).count(Rope) > len(kept_apart):
+        return  # a Rope anyway (long, or holding a long string)
+    for i in kept_apart:
+        key, text = cast("Rope", parts[i]).pieces
+        parts[i] = key + text
 
 
 def _utf8_string(value: str) -> str:
