@@ -126,6 +126,79 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
         assert encoder.encode(nb) == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(1, 3)),
+            st.tuples(st.just("add before"), st.integers(1, 3)),
+            st.tuples(st.just("drop"), st.integers(0, 60)),
+            st.tuples(st.just("replace"), st.integers(0, 60)),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([" ", "  "]),
+    st.booleans(),
+    st.sampled_from([1, 300, 1500]),
+)
+def test_an_object_grown_between_saves_is_written_as_json_would_write_it(
+    changes: list[tuple[str, int]], indent: str, sort_keys: bool, width: int
+) -> None:
+    """The serializer reuses a long object's text when the next one has the same entries
+    first and new keys after its last (the log's bucket gains an entry at every step): added
+    after, added before (the order changes), dropped or replaced, it writes what json.dumps
+    writes, keys sorted or in their own order (with entries of 300 characters the object is
+    long enough to be kept in pieces; with 1,500 each entry is a piece of its own)."""
+    encoder = Encoder(with_fields(JUPYTER, indent=indent, sort_keys=sort_keys))
+    entries: dict[str, Any] = {
+        f"{i:06d}": {"at": "t", "detail": "d" * width} for i in range(100, 140)
+    }
+    serial, before = 140, 99
+    for kind, n in changes:
+        entries = dict(entries)  # never changed in place, as the store's objects
+        if kind == "add":
+            for _ in range(n):
+                entries[f"{serial:06d}"] = {"at": "t", "detail": "e" * width}
+                serial += 1
+        elif kind == "add before":
+            for _ in range(n):
+                entries[f"{before:06d}"] = {"at": "t", "before": True}
+                before -= 1
+        elif len(entries) > 1:
+            key = list(entries)[n % len(entries)]
+            if kind == "drop":
+                del entries[key]
+            else:
+                entries[key] = {"replaced": n}
+        nb = {"cells": [], "metadata": {"planbook": {"log": {"0001": entries}}}}
+        expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False) + "\n"
+        assert encoder.encode(nb) == expected
+
+
+def test_a_log_bucket_that_gains_an_entry_encodes_that_entry_alone() -> None:
+    """A save of the log after one more entry encodes that entry and the containers above
+    it, not the keys of the bucket's other entries again (a loop of up to 64 at every step)."""
+    encoder = Encoder(JUPYTER)
+    strings: list[str] = []
+    real = encoder._string
+
+    def counting(text: str) -> str:
+        strings.append(text)
+        return str(real(text))
+
+    encoder._string = counting
+    bucket: dict[str, Any] = {}
+    for n in range(1, 66):
+        bucket = {**bucket, f"{n:06d}": {"at": "t", "by": "me", "event": "staged"}}
+        nb = {"cells": [], "metadata": {"planbook": {"log": {"0000": bucket}}}}
+        strings.clear()
+        text = "".join(encoder.pieces(nb))
+        assert text == json.dumps(nb, indent=1, sort_keys=True) + "\n"
+    # the new entry's keys and values, the keys of the containers above; not 64 more keys
+    assert len(strings) < 20, strings
+
+
 @contextmanager
 def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]]:
     """Count the notebook's durable saves (write, fsync, rename) through the real function;

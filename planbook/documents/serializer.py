@@ -20,6 +20,7 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
@@ -80,6 +81,9 @@ class Encoder:
         #: (id of its first item, depth) -> (a long list, its text): a list that is appended
         #: to (a plan's results grow by one at every step) starts with the same items.
         self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
+        #: (id of its first value, depth) -> (a long object, its largest key, its text): an
+        #: object that gains entries after its last key (the log's bucket) starts the same.
+        self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
 
     def prepare(self, nb: dict[str, Any]) -> None:
         """Encode what changed and keep it, without joining the file's text: a change the file
@@ -125,6 +129,7 @@ class Encoder:
             stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
         self._cache = keep
         self._lists = {}  # the next save of each grown list encodes it whole, once
+        self._dicts = {}
         self._live = len(keep)
         self._added = 0
 
@@ -175,6 +180,10 @@ class Encoder:
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
             return wrap("[", inner, parts, self.style.indent * depth, "]")
+        if len(value) > _GROWN_MIN:
+            text = self._grown_dict(value, depth, inner, cache)
+            if text is not None:
+                return text
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         kept_apart: list[int] = []  # where a long text follows its key as a piece of its own
@@ -194,7 +203,45 @@ class Encoder:
                 parts.append(key + text)
         if kept_apart:
             _join_short(parts, kept_apart)
-        return wrap("{", inner, parts, self.style.indent * depth, "}")
+        text = wrap("{", inner, parts, self.style.indent * depth, "}")
+        if len(value) >= _GROWN_MIN:
+            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+        return text
+
+    def _grown_dict(
+        self, value: dict[str, Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
+    ) -> Text | None:
+        """A long object that is one encoded before at this depth with short entries added
+        after its last key (the log's bucket: up to 64 entries, one more at every step): that
+        text, and the new entries alone encoded. None when it is not such an object."""
+        first = next(iter(value.values()))
+        hit = self._dicts.get((id(first), depth))
+        if hit is None:
+            return None
+        old, last, text = hit
+        n = len(old)
+        # the same keys first, with the same values (objects never changed in place), in C
+        if not (
+            n < len(value)
+            and all(map(operator.is_, islice(value.values(), n), old.values()))
+            and list(islice(value, n)) == list(old)
+        ):
+            return None
+        added = list(islice(value.items(), n, None))
+        if self.style.sort_keys:
+            if min(k for k, _ in added) <= last:
+                return None  # a key among the old ones: the order changes
+            added.sort()
+        parts: list[Text] = []
+        for k, v in added:
+            hit_v = cache.get(id(v))
+            entry = hit_v[1] if hit_v is not None and hit_v[0] is v else self._value(v, depth + 1)
+            if isinstance(entry, Rope) or len(entry) >= LONG_STRING:
+                return None  # a long entry: encoded with the whole object, as usual
+            parts.append(self._string(k) + ": " + entry)
+        out = grown(text, inner, parts, self.style.indent * depth, "}")
+        self._dicts[(id(first), depth)] = (value, max(last, *(k for k, _ in added)), out)
+        return out
 
     def _grown_list(
         self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
