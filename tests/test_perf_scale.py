@@ -87,17 +87,17 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
     assert len(json.loads(path.read_text())["metadata"]["planbook"]["checkpoints"]) == 2
 
 
+def changes_of(**kinds: tuple[int, int]) -> st.SearchStrategy[list[tuple[str, int]]]:
+    """Up to 12 changes, each a kind and a number within that kind's bounds."""
+    one = st.one_of(
+        *(st.tuples(st.just(k.replace("_", " ")), st.integers(*b)) for k, b in kinds.items())
+    )
+    return st.lists(one, min_size=1, max_size=12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("append"), st.integers(1, 3)),
-            st.tuples(st.just("cut"), st.integers(1, 3)),
-            st.tuples(st.just("replace"), st.integers(0, 60)),
-        ),
-        min_size=1,
-        max_size=12,
-    ),
+    changes_of(append=(1, 3), cut=(1, 3), replace=(0, 60)),
     st.sampled_from([" ", "  "]),
     st.sampled_from([1, 500, 1500]),
 )
@@ -128,16 +128,7 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("add"), st.integers(1, 3)),
-            st.tuples(st.just("add before"), st.integers(1, 3)),
-            st.tuples(st.just("drop"), st.integers(0, 60)),
-            st.tuples(st.just("replace"), st.integers(0, 60)),
-        ),
-        min_size=1,
-        max_size=12,
-    ),
+    changes_of(add=(1, 3), add_before=(1, 3), drop=(0, 60), replace=(0, 60)),
     st.sampled_from([" ", "  "]),
     st.booleans(),
     st.sampled_from([1, 300, 1500]),
