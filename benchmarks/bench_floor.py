@@ -13,8 +13,8 @@ does the same job, in the same run, rounds interleaved; see ``floors.py``.
    one step, against ``nbformat.read`` of it.
 5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells.
 
-Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``); one part alone:
-``PLANBOOK_BENCH_PARTS=staging python benchmarks/bench_floor.py`` (parts: ``PARTS``).
+Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``; the text of a plan
+alone: ``python benchmarks/bench_floor.py plan_text``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ from floors import (  # noqa: E402
 )
 
 QUICK = os.environ.get("PLANBOOK_BENCH_QUICK") == "1"
+#: ``PLANBOOK_BENCH_PARTS=fifty_steps,one_step`` runs those parts alone (all when unset).
+PARTS = set(filter(None, os.environ.get("PLANBOOK_BENCH_PARTS", "").split(",")))
+
+
+def wanted(part: str) -> bool:
+    return not PARTS or part in PARTS
 
 
 class _Printed:
@@ -345,33 +351,37 @@ def ours(r):
     pb = planbook.session(notebook=path, live=False)
     for cell in pb.cells():
         pb.propose.run_cell(cell.id, reason="bench")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = pb.approve()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert report.ok, str(report)
-    return seconds, path.read_bytes(), [c.source for c in pb.cells()]
+    return seconds, cpu, path.read_bytes(), [c.source for c in pb.cells()]
 
 
 def floor(sources, data, saves):
     path = folder / "fifty-floor.ipynb"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         with contextlib.redirect_stdout(io.StringIO()):  # planbook keeps the output too
             shell.run_cell(source, store_history=True)
         for _ in range(saves):
             durable(path, data)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 times = {{"planbook": [], "floor": [], "floor x2": []}}
+cpu = {{"planbook": [], "floor": [], "floor x2": []}}  # this process's CPU time, beside
 for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
-    seconds, data, sources = ours(r)
-    one, two = floor(sources, data, 1), floor(sources, data, 2)
-    if r:
-        times["planbook"].append(seconds)
-        times["floor"].append(one)
-        times["floor x2"].append(two)
+    measured = ours(r)
+    data, sources = measured[2:]
+    for name, (seconds, used) in zip(
+        times, (measured[:2], floor(sources, data, 1), floor(sources, data, 2))
+    ):
+        if r:
+            times[name].append(seconds)
+            cpu[name].append(used)
 print("TIMES", json.dumps(times))
+print("CPU", json.dumps(cpu))
 """
 
 
@@ -389,9 +399,10 @@ def fifty_steps(folder: Path, rounds: int) -> list[Row]:
     if "TIMES" not in out:
         raise RuntimeError(out[-2000:])
     times = json.loads(out.split("TIMES", 1)[1].strip().splitlines()[0])
+    cpu = json.loads(out.split("CPU", 1)[1].strip().splitlines()[0])
     print("3b. 50 small steps that run code, in one kernel (min / median / max ms)")
     for name, values in times.items():
-        print(f"   {name:<9}: {text(values)}")
+        print(f"   {name:<9}: {text(values)}   CPU time {text(cpu[name])}")
     return [
         row(
             "50 small steps in a kernel",
@@ -528,44 +539,34 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
     return rows
 
 
-#: The parts of this benchmark, in the order a full run takes them.
-PARTS = ("one_step", "staging", "load_ext", "fifty_steps", "memory", "plan_text")
-#: Names the parts to run, comma-separated (``PLANBOOK_BENCH_PARTS=staging``); all when unset.
-PARTS_ENV = "PLANBOOK_BENCH_PARTS"
-
-
-def wanted_parts() -> set[str]:
-    named = {p.strip() for p in os.environ.get(PARTS_ENV, "").split(",") if p.strip()}
-    unknown = named - set(PARTS)
-    if unknown:
-        sys.exit(
-            f"{PARTS_ENV} names no part {', '.join(sorted(unknown))}; there are: {', '.join(PARTS)}"
-        )
-    return named or set(PARTS)
-
-
 def main() -> list[Row]:
     rows: list[Row] = []
     rounds = 3 if QUICK else 7
-    parts = wanted_parts()
     with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
         folder = Path(tmp)
-        if "one_step" in parts:
-            for mb in (11.0,) if QUICK else (11.0, 50.0):
+        for mb in (11.0,) if QUICK else (11.0, 50.0):
+            if wanted("one_step"):
                 rows += one_step(folder, mb, rounds if mb < 20 else 5)
-        if "staging" in parts:
+        if wanted("staging"):
             rows += staging(folder, 6 if QUICK else 12)
-        if "load_ext" in parts:
+        if wanted("load_ext"):
             rows += load_ext(folder, 3 if QUICK else 5)
-        if "fifty_steps" in parts:
+        if wanted("fifty_steps"):
             rows += fifty_steps(folder, 3 if QUICK else 7)
-        if "memory" in parts:
+        if wanted("memory"):
             rows += memory(folder, 3)
-        if "plan_text" in parts:
+        if wanted("plan_text"):
             rows += plan_text(folder, rounds)
     return rows
 
 
+def only_plan_text() -> list[Row]:
+    """The text of a plan alone (``python benchmarks/bench_floor.py plan_text``): the quick way
+    to measure a change to the views or the diffs."""
+    with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
+        return plan_text(Path(tmp), 3 if QUICK else 7)
+
+
 if __name__ == "__main__":
-    for r in main():
+    for r in only_plan_text() if sys.argv[1:] == ["plan_text"] else main():
         print(f"{r['name']:<60} {r['goal']:<14} {r['measured']:<12} met {r['met']}")

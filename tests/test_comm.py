@@ -249,3 +249,33 @@ def test_a_failed_step_is_retried_from_its_cell_and_leaves_the_cell_as_history(
         page.decide(action="approve", step_id=edit["id"], revision=revision, shown=edit["hash"])
         stale = page.plan(lambda m: m["steps"] == [] and m.get("stale"))
         assert stale["stale"] == {"c3": 1}  # step 1 of the next plan
+
+
+def test_a_run_sends_the_page_one_plan_a_step(nb: Path) -> None:
+    """While a run is under way the page hears the plan as the run starts, as each step
+    starts (the step before it done) and as the run ends: one plan a step, not three (each
+    is the whole plan); the last one shows every step done."""
+    with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
+        page = Page(k)
+        page.run("%load_ext planbook")
+        page.open()
+        page.run('%%propose --replace c1 --run --reason "one"\nimport math as m')
+        page.run('%%propose --replace c2 --run --reason "two"\nx = 22')
+        page.run('%%propose --replace c3 --run --reason "three"\nx * 3')
+        page.plan(lambda m: len(m["steps"]) == 3)
+        page.run("%plan text")  # %approve approves what this kernel showed
+        page.backlog.clear()
+        page.run("%approve")
+        plans = [m for m in page.backlog if isinstance(m, dict) and m.get("type") == "plan"]
+        shown = [[s["status"] for s in m["steps"]] for m in plans]
+        # approved, the run under way, then each step's start (the page shows the steps still
+        # to settle: a done step leaves it), then the run's end
+        assert shown == [
+            ["approved"] * 3,
+            ["approved"] * 3,
+            ["running", "approved", "approved"],
+            ["running", "approved"],
+            ["running"],
+            [],
+        ], shown
+        assert plans[-1]["plan"]["state"] != "executing" and statuses(nb) == ["done"] * 3

@@ -4,6 +4,7 @@ alignment is not ambiguous) and the notes under each step, said alike on both su
 from __future__ import annotations
 
 import difflib
+import random
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from planbook.documents.memory import MemoryNotebook
 from planbook.engine.unified import unified_diff
 from planbook.model.cell import Cell, short_ids
+from planbook.present.safe import visible
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 
@@ -80,3 +82,61 @@ def test_text_and_markdown_say_the_same_notes_under_a_step(session: Session) -> 
     assert "   builds on step 1" in text and "> builds on step 1" in markdown
     assert "   -df = load()\n   +df = load(cache=True)" in text
     assert "-df = load()\n+df = load(cache=True)" in markdown
+
+
+def _unique_lines(rng: random.Random, n: int, tag: str) -> list[str]:
+    return [f"{tag}{rng.randrange(10**6)}_{k} = {k}\n" for k in range(n)]
+
+
+def test_one_change_anywhere_shows_what_diff_u_shows() -> None:
+    """Lines added, removed or replaced in one place (told apart from other changes and
+    written as one hunk directly): the same text as ``diff -u`` at the top, the end, the
+    middle, next to the edges of the context, with and without a last newline."""
+    rng = random.Random(25)
+    for case in range(600):
+        before = _unique_lines(rng, rng.randrange(0, 12), "old")
+        at = rng.randrange(0, len(before) + 1)
+        gone = rng.randrange(0, len(before) - at + 1)
+        added = _unique_lines(rng, rng.randrange(0, 4), "new")
+        after = before[:at] + added + before[at + gone :]
+        a, b = "".join(before), "".join(after)
+        if case % 3 == 0:
+            a = a.rstrip("\n")
+        if case % 5 == 0:
+            b = b.rstrip("\n")
+        assert unified_diff(a, b, "c.py", most=500, more="") == _diff_u(a, b, "c.py"), (a, b)
+
+
+def test_a_cut_one_change_says_how_many_lines_are_left_out() -> None:
+    text = unified_diff(CELL, CELL + "extra\n" * 30, "x.py", most=12, more=" (see the panel)")
+    lines = text.splitlines()
+    assert lines[:3] == ["--- a/x.py", "+++ b/x.py", "@@ -38,3 +38,33 @@"]
+    assert len(lines) == 13 and lines[-1] == "... 24 more diff lines (see the panel)"
+
+
+def test_every_ascii_control_character_in_plain_text_shows_as_its_escape() -> None:
+    plain = "".join(chr(c) for c in range(0x20, 0x7F)) + "\n\t"
+    assert visible(plain * 3) == plain * 3  # nothing to escape: the text as it is
+    for code in [*range(0x20), 0x7F]:
+        ch = chr(code)
+        if ch in "\n\t":
+            continue
+        shown = visible(f"{plain}{ch}{plain}")
+        escape = {"\r": "\\r", "\b": "\\b"}.get(ch, f"\\x{code:02x}")
+        assert shown == f"{plain}{escape}{plain}", code
+
+
+@pytest.mark.parametrize("other", ["·", "é", "表", "\U0001f600", "\ud800"])
+def test_hidden_characters_beside_other_characters_show_as_their_escapes(other: str) -> None:
+    """Text that is not all ASCII (a plan's header holds a "·"; a lone surrogate can come
+    from JSON): plain, it is shown as it is; each hidden character in it as its escape."""
+    plain = f"state: pending {other} revision 1\n\tx = 'caf{other}'\n" * 3
+    assert visible(plain) == plain
+    for hidden, escape in [
+        ("\x1b", "\\x1b"),
+        ("\x85", "\\x85"),
+        ("\u202e", "\\u202e"),
+        ("\u200b", "\\u200b"),
+        ("\U000e0041", "\\ue0041"),
+    ]:
+        assert visible(f"{plain}{hidden}{plain}") == f"{plain}{escape}{plain}", hidden

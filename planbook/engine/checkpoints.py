@@ -67,8 +67,9 @@ class CheckpointWriter:
         self.document = document
         self.workspace = workspace
         self.blobs = blobs
-        #: cell id -> (the cell before the change, whether its outputs are part of the change)
-        self._before: dict[str, tuple[Cell, bool]] = {}
+        #: cell id -> (the cell and its place before the change, whether its outputs are part
+        #: of the change)
+        self._before: dict[str, tuple[CellPlace, bool]] = {}
         #: id(snapshot) -> what it holds, read before a rollback writes anything (``preload``)
         self._loaded: dict[int, tuple[CellSnapshot | FileSnapshot, Any]] = {}
 
@@ -98,7 +99,7 @@ class CheckpointWriter:
             if found is None:
                 out.append(CellSnapshot(cell_id=cell_id, exists=False))
                 continue
-            self._before[cell_id] = (found.cell, outputs)
+            self._before[cell_id] = (found, outputs)
             out.append(
                 CellSnapshot(
                     cell_id=cell_id, exists=True, index=found.index, after=found.above, parts={}
@@ -146,17 +147,23 @@ class CheckpointWriter:
         )
         return [*plain, *self.snapshot_entries(priors)]
 
-    def with_after_hashes(self, checkpoint: Checkpoint) -> None:
+    def with_after_hashes(self, checkpoint: Checkpoint, *, unchanged: bool = False) -> None:
         """Record what each cell held that the change replaced, and what each target looks
-        like right after the change (for rollback drift)."""
+        like right after the change (for rollback drift). ``unchanged``: nothing was applied
+        to the cells since ``snapshot_cells``, in the same transaction (a step that only runs
+        a cell changes it later, with its outputs): the places it read are reused, not
+        looked up again."""
         snaps = []
         for snap in checkpoint.cells:
-            found = self.document.find_cell(snap.cell_id)
-            update: dict[str, Any] = {"after_hash": place_hash(found)}
             before = self._before.pop(snap.cell_id, None)
+            if unchanged and (before is not None or not snap.exists):
+                found = None if before is None else before[0]
+            else:
+                found = self.document.find_cell(snap.cell_id)
+            update: dict[str, Any] = {"after_hash": place_hash(found)}
             if snap.exists and snap.blob is None and before is not None:
                 update["parts"] = self._parts(
-                    before[0], None if found is None else found.cell, before[1]
+                    before[0].cell, None if found is None else found.cell, before[1]
                 )
                 if found is not None and snap.after is not None and found.above == snap.after:
                     update["after"] = None  # not moved: its number (index) is kept for names

@@ -4,10 +4,10 @@ step's preview both show (present/text.py, engine/preview.py).
 Lines both texts start and end with are set aside before anything is matched (as GNU diff
 and git do): a typical step edits a few lines of a cell, so the matcher (difflib's) only sees
 the lines that changed, or nothing at all when lines were only added, only removed, or
-replaced by lines none of which was there before. The
-hunks are then grouped here with ``CONTEXT`` lines around each change. Where repeated lines
-make two alignments equally short, this may choose another one than difflib over the whole
-texts would: the same lines added and removed, placed differently.
+replaced by lines none of which was there before: that one change is written as its hunk
+directly. Otherwise the hunks are grouped here with ``CONTEXT`` lines around each change.
+Where repeated lines make two alignments equally short, this may choose another one than
+difflib over the whole texts would: the same lines added and removed, placed differently.
 """
 
 from __future__ import annotations
@@ -30,11 +30,81 @@ def unified_diff(before: str, after: str, name: str, *, most: int, more: str) ->
     b = after.splitlines(keepends=True)
     if a == b:
         return ""
-    codes = _opcodes(a, b)
-    # A last line without its newline is shown with one (after matching: "x" and "x\n" differ).
-    for side in (a, b):
-        if side and not side[-1].endswith("\n"):
-            side[-1] += "\n"
+    top, a_end, b_end = _common_ends(a, b)
+    if top in (a_end, b_end) or set(a[top:a_end]).isdisjoint(b[top:b_end]):
+        # one run of lines only added, only removed, or all replaced: nothing to match (the
+        # usual step, so it is written directly, without opcodes to group)
+        text, count = _one_change_text(a, b, top, a_end, b_end, name)
+    else:
+        text, count = _hunks_text(a, b, _matched(a, b, top, a_end, b_end), name)
+    if count <= most:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:most]) + f"... {count - most} more diff lines{more}\n"
+
+
+def _common_ends(a: list[str], b: list[str]) -> tuple[int, int, int]:
+    """How many first lines ``a`` and ``b`` share, and where the lines they end with start in
+    each (the lines between are what changed)."""
+    top, most = 0, min(len(a), len(b))
+    while top < most and a[top] == b[top]:
+        top += 1
+    tail = 0
+    while tail < most - top and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return top, len(a) - tail, len(b) - tail
+
+
+def _one_change_text(
+    a: list[str], b: list[str], top: int, a_end: int, b_end: int, name: str
+) -> tuple[str, int]:
+    """The diff of one change (``a[top:a_end]`` became ``b[top:b_end]``) in one hunk, and
+    its number of lines: what ``_hunks_text`` writes for it."""
+    _end_lines(a, b)
+    start = top - CONTEXT if top > CONTEXT else 0
+    around = min(CONTEXT, len(a) - a_end)  # the equal lines shown after the change
+    text = (
+        f"--- a/{name}\n+++ b/{name}\n"
+        f"@@ -{_range(start, a_end + around)} +{_range(start, b_end + around)} @@\n"
+    )
+    if start < top:
+        text += " " + " ".join(a[start:top])
+    if top < a_end:
+        text += "-" + "-".join(a[top:a_end])
+    if top < b_end:
+        text += "+" + "+".join(b[top:b_end])
+    if around:
+        text += " " + " ".join(a[a_end : a_end + around])
+    return text, 3 + (top - start) + (a_end - top) + (b_end - top) + around
+
+
+def _end_lines(a: list[str], b: list[str]) -> None:
+    """A last line without its newline is shown with one (after matching: "x" and "x\n"
+    differ)."""
+    if a and a[-1][-1:] != "\n":
+        a[-1] += "\n"
+    if b and b[-1][-1:] != "\n":
+        b[-1] += "\n"
+
+
+def _matched(a: list[str], b: list[str], top: int, a_end: int, b_end: int) -> list[Opcode]:
+    """How ``a`` becomes ``b`` when the lines between their common ends share some: the
+    common ends as they are, the lines between matched by difflib."""
+    out: list[Opcode] = [("equal", 0, top, 0, top)] if top else []
+    matcher = difflib.SequenceMatcher(None, a[top:a_end], b[top:b_end], autojunk=False)
+    out += [
+        (tag, i1 + top, i2 + top, j1 + top, j2 + top)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
+    if a_end < len(a):
+        out.append(("equal", a_end, len(a), b_end, len(b)))
+    return out
+
+
+def _hunks_text(a: list[str], b: list[str], codes: list[Opcode], name: str) -> tuple[str, int]:
+    """The diff of ``a`` and ``b`` (``codes``: how one becomes the other) in hunks of
+    ``CONTEXT`` lines around each change, and its number of lines."""
+    _end_lines(a, b)
     # Each run of lines is joined with its mark in one step ("-" + "-".join(run)): a line
     # keeps its own ending, so this is the same text as marking line by line, and far fewer
     # Python steps for the long runs of a big cell.
@@ -50,46 +120,12 @@ def unified_diff(before: str, after: str, name: str, *, most: int, more: str) ->
                 if run:
                     pieces.append(mark + mark.join(run))
                     count += len(run)
-    text = "".join(pieces)
-    if count <= most:
-        return text
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[:most]) + f"... {count - most} more diff lines{more}\n"
-
-
-def _opcodes(a: list[str], b: list[str]) -> list[Opcode]:
-    """How ``a`` becomes ``b``: the common first and last lines as they are, the lines
-    between them matched by difflib (or simply added or removed when one side has none)."""
-    top, most = 0, min(len(a), len(b))
-    while top < most and a[top] == b[top]:
-        top += 1
-    tail = 0
-    while tail < most - top and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    a_end, b_end = len(a) - tail, len(b) - tail
-    out: list[Opcode] = [("equal", 0, top, 0, top)] if top else []
-    if top == a_end:
-        out.append(("insert", top, top, top, b_end))
-    elif top == b_end:
-        out.append(("delete", top, a_end, top, top))
-    elif set(a[top:a_end]).isdisjoint(b[top:b_end]):  # no line in common: all replaced
-        out.append(("replace", top, a_end, top, b_end))
-    else:
-        matcher = difflib.SequenceMatcher(None, a[top:a_end], b[top:b_end], autojunk=False)
-        out += [
-            (tag, i1 + top, i2 + top, j1 + top, j2 + top)
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        ]
-    if tail:
-        out.append(("equal", a_end, len(a), b_end, len(b)))
-    return out
+    return "".join(pieces), count
 
 
 def _hunks(codes: list[Opcode]) -> list[list[Opcode]]:
     """The changes with ``CONTEXT`` equal lines around each; changes closer than twice that
-    share a hunk. ``codes`` holds at least one change."""
-    if len(codes) <= 3 and sum(code[0] != "equal" for code in codes) == 1:
-        return [_one_hunk(codes)]  # the common case: one change, at most 2 runs around it
+    share a hunk. ``codes`` holds at least two changes (one alone is ``_one_change_text``)."""
     hunks: list[list[Opcode]] = []
     current: list[Opcode] = []
     for k, (tag, i1, i2, j1, j2) in enumerate(codes):
@@ -110,20 +146,6 @@ def _hunks(codes: list[Opcode]) -> list[list[Opcode]]:
             current.append((tag, i1, i2, j1, j2))
     hunks.append(current)
     return hunks
-
-
-def _one_hunk(codes: list[Opcode]) -> list[Opcode]:
-    """One change with the equal lines before and after it (either may be missing), cut to
-    ``CONTEXT`` lines each."""
-    out = []
-    for tag, i1, i2, j1, j2 in codes:
-        if tag != "equal":
-            out.append((tag, i1, i2, j1, j2))
-        elif not out:  # before the change: its last lines
-            out.append((tag, max(i1, i2 - CONTEXT), i2, max(j1, j2 - CONTEXT), j2))
-        else:  # after it: its first lines
-            out.append((tag, i1, min(i2, i1 + CONTEXT), j1, min(j2, j1 + CONTEXT)))
-    return out
 
 
 def _range(start: int, stop: int) -> str:

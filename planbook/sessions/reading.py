@@ -10,6 +10,7 @@ from planbook.model.plan import (
     Plan,
 )
 from planbook.model.words import count
+from planbook.present.collector import collector_paused
 from planbook.present.safe import md_text, visible
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
@@ -31,13 +32,10 @@ class ReadingSession(SessionCore):
         if revision is not None and revision != plan.current.number:
             plan = plan.model_copy(update={"revisions": [plan.revision(revision)]})
         # the cells' ids, types and sources, not a copy of every cell (a pydantic copy each:
-        # a seventh of the text of a 1,000-step plan)
-        return step_views(
-            plan,
-            outline(self.document),
-            self.workspace,
-            self.store.state,
-        )
+        # a seventh of the text of a 1,000-step plan); thousands of small objects that form
+        # no cycle, so no collector pass meanwhile (present/collector.py)
+        with collector_paused():
+            return step_views(plan, outline(self.document), self.workspace, self.store.state)
 
     def render_markdown(self, *, shown_to: str | None = None) -> str:
         """The plan as markdown; ``shown_to``: the surface showing it (``mark_shown``)."""
@@ -50,9 +48,10 @@ class ReadingSession(SessionCore):
                 f"notebook: {md_text(self.document.description)}\n\n"
                 "Stage a step with `%%propose` (anchors: `%plan cells`)."
             )
-        return plan_markdown(
-            plan, self.step_views(plan), mode=self.mode, backend=self.document.description
-        )
+        with collector_paused():  # the views and their text: see step_views
+            return plan_markdown(
+                plan, self.step_views(plan), mode=self.mode, backend=self.document.description
+            )
 
     def render_text(self, *, color: bool = False, shown_to: str | None = None) -> str:
         """The plan as text; ``shown_to``: the surface showing it (``mark_shown``)."""
@@ -62,13 +61,14 @@ class ReadingSession(SessionCore):
         if plan is None:
             where = visible(self.document.description)  # a file name can hold anything
             return f"no plan yet (mode: {self.mode}; notebook: {where})\n"
-        return plan_text(
-            plan,
-            self.step_views(plan),
-            mode=self.mode,
-            backend=self.document.description,
-            color=color,
-        )
+        with collector_paused():  # the views and their text: see step_views
+            return plan_text(
+                plan,
+                self.step_views(plan),
+                mode=self.mode,
+                backend=self.document.description,
+                color=color,
+            )
 
     def checkpoints_text(self) -> str:
         return checkpoints_text(self.checkpoints(), self.store.state.plans)

@@ -165,6 +165,11 @@ class Session(PreviewingSession, PersonQuestions):
             return applied
         return step
 
+    def cell_ids(self) -> list[str]:
+        """The notebook's cell ids, in order, read from its outline: ``cells()`` copies every
+        cell, and a page open on the notebook hears the plan at every step of a run."""
+        return [c.id for c in outline(self.document)]
+
     def approve(
         self,
         steps: StepSelection = None,

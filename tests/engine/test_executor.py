@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from planbook.engine.rollback import rollback
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
 from planbook.model.events import Event
-from planbook.model.operations import AnyOperation, EditCell, InsertCell, WriteFile
+from planbook.model.operations import AnyOperation, EditCell, InsertCell, RunCell, WriteFile
 from planbook.model.plan import Approval, Plan
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook, sources
@@ -321,3 +322,84 @@ def test_a_step_is_announced_done_only_once_the_file_holds_it(bench: Bench) -> N
     with coalesced_saves(bench.document):
         assert bench.executor.run(plan.id, approval).ok
     assert seen == [["done", "approved"], ["done", "done"]]
+
+
+def test_code_steps_read_each_cell_four_times_and_make_one_runner_a_run(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that runs a cell reads it for the drift check, its checkpoint (before and
+    after are the same reading: nothing is applied before its code runs), the run and the
+    outputs; the kernel's runner is made once for the whole run, not once per step. The
+    checkpoint still holds the outputs the run replaced: rolling back to it restores them."""
+    made: list[int] = []
+
+    def runner() -> IPythonRunner:
+        made.append(1)
+        return IPythonRunner(InteractiveShell.instance())
+
+    bench.executor.runner = runner
+    plan = bench.stage(RunCell(cell_id="c1"), RunCell(cell_id="c2"))
+    lookups: Counter[str] = Counter()
+    find_cell = bench.document.find_cell
+
+    def counted(cell_id: str) -> object:
+        lookups[cell_id] += 1
+        return find_cell(cell_id)
+
+    monkeypatch.setattr(bench.document, "find_cell", counted)
+    assert bench.run(plan).ok
+    assert made == [1]
+    assert lookups == {"c1": 4, "c2": 4}
+    nb = nbformat.read(bench.path, as_version=4)
+    assert nb.cells[1].outputs[0]["text"] == "1\n"  # print(x) ran, after x = 1
+    monkeypatch.undo()
+    reader = Store(FileNotebook(bench.path))
+    reader.load()
+    saved = reader.plan_by_id(plan.id)
+    checkpoint = next(c for c in reader.state.checkpoints if c.id == saved.steps[1].checkpoint)
+    with reader.document.locked():
+        writer = CheckpointWriter(reader.document, bench.workspace, reader.blobs)
+        rollback(reader, writer, checkpoint, force=False)
+    assert nbformat.read(bench.path, as_version=4).cells[1].outputs == []
+
+
+def test_the_approved_steps_are_hashed_in_full_once_a_run_until_one_changes(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before each step reads every approved step only when one may have changed
+    since it last held (a run of n steps read n x n); a step changed in memory during the
+    run is still caught before the next step: nothing more is applied."""
+    from planbook.engine.executor import approved
+
+    hashed: list[int] = []
+
+    def counted(steps: list[object]) -> str:
+        hashed.append(len(steps))
+        return approval_hash(steps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(approved, "approval_hash", counted)
+    plan = bench.stage(
+        EditCell(cell_id="c1", source="x = 10"),
+        EditCell(cell_id="c2", source="print(10)"),
+        insert("a", "w = 1"),
+    )
+    assert bench.run(plan).ok
+    assert hashed == [3]  # before step 1; steps 2 and 3 found nothing changed since
+
+    hashed.clear()
+    second = bench.stage(
+        EditCell(cell_id="c1", source="x = 20"),
+        EditCell(cell_id="c2", source="print(20)"),
+        insert("b", "v = 2"),
+    )
+
+    def tamper(event: Event) -> None:
+        if event.kind == "step_finished" and event.data.get("number") == 1:
+            step = bench.store.plan_by_id(second.id).steps[2]
+            step.operation = InsertCell(cell_id="b", source="import os", after="c2")
+
+    bench.executor.emit = tamper
+    report = bench.run(second)
+    assert not report.ok and "approval hash mismatch" in str(report)
+    assert hashed == [3, 3]  # before step 1, then again once step 3 was assigned to
+    assert [src for _, src in sources(bench.path)] == ["x = 20", "print(10)", "w = 1"]

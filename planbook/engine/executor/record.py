@@ -14,6 +14,7 @@ from contextlib import contextmanager, suppress
 from planbook.documents.base import NotebookDocument, make_durable, write_pending
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
+from planbook.engine.executor.approved import ApprovalCheck
 from planbook.engine.executor.outputs import KeptOutputs
 from planbook.engine.executor.report import StepOutcome
 from planbook.engine.mcp_calls import McpCaller, NoMcpCaller
@@ -75,6 +76,18 @@ class StepRecords:
         #: That step's announcement, held until its save went through (``_tell_held``): a
         #: surface never shows "done" for a step the file does not hold yet.
         self._held: tuple[str, StepOutcome, str | None] | None = None
+        #: The approval-hash check before each step of the run under way.
+        self._approval_check = ApprovalCheck()
+        #: The code runner of the run under way and the factory that made it (``_code_runner``).
+        self._made_runner: tuple[Callable[[], CodeRunner], CodeRunner] | None = None
+
+    def _code_runner(self) -> CodeRunner:
+        """The runner of this run's code steps, made once per run (made per step, each step
+        looked up the kernel's shell again); made afresh when ``runner`` was replaced."""
+        made = self._made_runner
+        if made is None or made[0] is not self.runner:
+            made = self._made_runner = (self.runner, self.runner())
+        return made[1]
 
     def _reloaded(self) -> bool:
         """The document was reloaded since the run began: memory is this run's record, the
@@ -161,7 +174,8 @@ class StepRecords:
 
     def _mine(self, plan_id: str, step_id: str) -> tuple[Plan, Step]:
         plan = self.store.plan_by_id(plan_id)
-        step = plan.find_step(step_id)
+        found = self._steps.find(plan, step_id)  # indexed: not a scan from the plan's top
+        step = None if found is None else found[1]
         if step is None:
             raise ConflictError(f"step {step_id} disappeared from the plan while it ran")
         return plan, step

@@ -27,7 +27,7 @@ from planbook.engine.apply import (
     targets_of,
     write_file_bytes,
 )
-from planbook.engine.approval import approval_hash, steps_for
+from planbook.engine.executor.approved import ApprovalCheck
 from planbook.engine.executor.late_merges import LateMerges
 from planbook.engine.executor.record import retryable
 from planbook.engine.executor.recovery import Recovery
@@ -65,6 +65,8 @@ class Executor(Recovery, LateMerges, ShellLayers):
         own = tuple(approval.step_ids)
         self._last_of_run = own[-1] if own else None
         self._held = None
+        self._made_runner = None
+        self._approval_check = ApprovalCheck()
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
         self.active = True
         self._reloads_at_start = self.watch.count()
@@ -132,7 +134,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         try:
             with self._saved_state():
                 plan = self.store.plan_by_id(plan_id)
-                if approval_hash(steps_for(plan, approval.step_ids)) != approval.sha256:
+                if not self._approval_check.holds(plan, approval):
                     report.stopped = (
                         "refused: the plan changed after it was approved (approval hash "
                         "mismatch); nothing more was applied: review it with `%plan` and "
@@ -252,7 +254,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
             checkpoint.cells = writer.snapshot_cells(targets_of(op).cells, outputs=step.runs_cell)
             if not isinstance(op, RunCell):
                 apply_cell_op(self.document, op)
-            writer.with_after_hashes(checkpoint)
+            writer.with_after_hashes(checkpoint, unchanged=isinstance(op, RunCell))
             if not step.runs_cell:  # one save holds the checkpoint and "done" (one live update)
                 self._add_checkpoint(step, checkpoint)
                 return self._record(plan, step, "done", "", started, checkpoint.id)
@@ -267,7 +269,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
             raise ConflictError(
                 f"cell {cell_id!r} is a {found.cell.cell_type} cell now; only code cells run"
             )
-        return self.runner().run(found.cell.source)
+        return self._code_runner().run(found.cell.source)
 
     def _finish_code(
         self, plan_id: str, step_id: str, cell_id: str, run: CellRun, started: float

@@ -65,7 +65,7 @@ def plan_message(session: Session) -> dict[str, Any]:
     message["stale"] = stale = {}
     views = {view.id: view for view in session.step_views(plan)}
     retried = retried_step_ids(plan.steps)
-    short = short_ids([c.id for c in session.cells()])
+    short = short_ids(session.cell_ids())
     previewing = session.previewing
     preview_off = next((v.shell_note for v in views.values() if v.shell_note), "")
     for number, step in enumerate(plan.steps, start=1):
