@@ -87,17 +87,17 @@ def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
     assert len(json.loads(path.read_text())["metadata"]["planbook"]["checkpoints"]) == 2
 
 
+def changes_of(**kinds: tuple[int, int]) -> st.SearchStrategy[list[tuple[str, int]]]:
+    """Up to 12 changes, each a kind and a number within that kind's bounds."""
+    one = st.one_of(
+        *(st.tuples(st.just(k.replace("_", " ")), st.integers(*b)) for k, b in kinds.items())
+    )
+    return st.lists(one, min_size=1, max_size=12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("append"), st.integers(1, 3)),
-            st.tuples(st.just("cut"), st.integers(1, 3)),
-            st.tuples(st.just("replace"), st.integers(0, 60)),
-        ),
-        min_size=1,
-        max_size=12,
-    ),
+    changes_of(append=(1, 3), cut=(1, 3), replace=(0, 60)),
     st.sampled_from([" ", "  "]),
     st.sampled_from([1, 500, 1500]),
 )
@@ -124,6 +124,70 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
         nb = {"cells": [], "metadata": {"planbook": {"plans": {"p": {"results": items}}}}}
         expected = json.dumps(nb, indent=indent, sort_keys=True, ensure_ascii=False) + "\n"
         assert encoder.encode(nb) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    changes_of(add=(1, 3), add_before=(1, 3), drop=(0, 60), replace=(0, 60)),
+    st.sampled_from([" ", "  "]),
+    st.booleans(),
+    st.sampled_from([1, 300, 1500]),
+)
+def test_an_object_grown_between_saves_is_written_as_json_would_write_it(
+    changes: list[tuple[str, int]], indent: str, sort_keys: bool, width: int
+) -> None:
+    """The serializer reuses a long object's text when the next one has the same entries
+    first and new keys after its last (the log's bucket gains an entry at every step): added
+    after, added before (the order changes), dropped or replaced, it writes what json.dumps
+    writes, keys sorted or in their own order (with entries of 300 characters the object is
+    long enough to be kept in pieces; with 1,500 each entry is a piece of its own)."""
+    encoder = Encoder(with_fields(JUPYTER, indent=indent, sort_keys=sort_keys))
+    entries: dict[str, Any] = {
+        f"{i:06d}": {"at": "t", "detail": "d" * width} for i in range(100, 140)
+    }
+    serial, before = 140, 99
+    for kind, n in changes:
+        entries = dict(entries)  # never changed in place, as the store's objects
+        if kind == "add":
+            for _ in range(n):
+                entries[f"{serial:06d}"] = {"at": "t", "detail": "e" * width}
+                serial += 1
+        elif kind == "add before":
+            for _ in range(n):
+                entries[f"{before:06d}"] = {"at": "t", "before": True}
+                before -= 1
+        elif len(entries) > 1:
+            key = list(entries)[n % len(entries)]
+            if kind == "drop":
+                del entries[key]
+            else:
+                entries[key] = {"replaced": n}
+        nb = {"cells": [], "metadata": {"planbook": {"log": {"0001": entries}}}}
+        expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False) + "\n"
+        assert encoder.encode(nb) == expected
+
+
+def test_a_log_bucket_that_gains_an_entry_encodes_that_entry_alone() -> None:
+    """A save of the log after one more entry encodes that entry and the containers above
+    it, not the keys of the bucket's other entries again (a loop of up to 64 at every step)."""
+    encoder = Encoder(JUPYTER)
+    strings: list[str] = []
+    real = encoder._string
+
+    def counting(text: str) -> str:
+        strings.append(text)
+        return str(real(text))
+
+    encoder._string = counting
+    bucket: dict[str, Any] = {}
+    for n in range(1, 66):
+        bucket = {**bucket, f"{n:06d}": {"at": "t", "by": "me", "event": "staged"}}
+        nb = {"cells": [], "metadata": {"planbook": {"log": {"0000": bucket}}}}
+        strings.clear()
+        text = "".join(encoder.pieces(nb))
+        assert text == json.dumps(nb, indent=1, sort_keys=True) + "\n"
+    # the new entry's keys and values, the keys of the containers above; not 64 more keys
+    assert len(strings) < 20, strings
 
 
 @contextmanager
@@ -382,3 +446,49 @@ def test_a_save_during_a_run_looks_again_at_the_steps_assigned_to_alone(
     (plan,) = saved.values()
     statuses = [s["status"] for s in plan["revisions"][-1]["steps"]]
     assert statuses == ["done"] * 5 + ["pending"] * 295
+
+
+def test_a_save_makes_afresh_the_text_that_changed_not_the_log_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save's pieces of text are the very strings of the last save where nothing changed;
+    what is made afresh (copied, then hashed and compared to find its bytes) is the change:
+    the new step, the log's last bucket, the runs of text around them. Each of the log's
+    full buckets (about 10 KB) was copied behind its key at every save, so a staged step
+    made 88 KB more text at step 612 than at step 100 (the same place of their log bucket)."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    fresh: list[int] = []
+    last: list[str] = []
+    real = Encoder.pieces
+
+    def counting(self: Encoder, nb: dict[str, Any]) -> list[str]:
+        pieces = real(self, nb)
+        before = set(map(id, last))
+        fresh.append(sum(len(p) for p in pieces if id(p) not in before))
+        last[:] = pieces  # held: an id is not reused while the next save compares
+        return pieces
+
+    monkeypatch.setattr(Encoder, "pieces", counting)
+    for k in range(100 + 8 * BUCKET + 1):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    early, late = fresh[100], fresh[100 + 8 * BUCKET]
+    assert late - early < 8_000, (early, late)
+    assert path.stat().st_size > 300_000  # the record is long: most of it was not made again
+
+
+def test_a_staged_step_adds_its_own_fields_to_the_file_not_its_defaults(tmp_path: Path) -> None:
+    """What a staged step adds to the notebook file, which every later save writes again: its
+    step without the fields at their defaults (``plan_dumps.stored_step``) and its log entry.
+    With those fields (``"error": null``, ``"run_by": null``...) it was 660 bytes here."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    sizes = []
+    for k in range(100 + BUCKET):
+        if k in (100, 100 + BUCKET - 1):
+            sizes.append(path.stat().st_size)
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="bench")
+    per_step = (sizes[1] - sizes[0]) / (BUCKET - 1)
+    assert per_step < 600, per_step  # 547 here (the log names the user: a few bytes more or less)
+    (plan,) = json.loads(path.read_text())["metadata"]["planbook"]["plans"].values()
+    assert all("run_by" not in s for s in plan["revisions"][-1]["steps"])

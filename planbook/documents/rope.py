@@ -68,9 +68,10 @@ def wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) 
     return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + len(end))
 
 
-def grown(old: Text, inner: str, parts: list[Text], outer: str) -> Text:
-    """The text of a list that is ``old``'s list with ``parts`` appended."""
-    closing = f"\n{outer}]"
+def grown(old: Text, inner: str, parts: list[Text], outer: str, bracket: str = "]") -> Text:
+    """The text of a list (``bracket`` "}": an object) that is ``old``'s with ``parts``
+    appended; ``old`` held more than ``FEW_PARTS`` parts (its closing line is a piece alone)."""
+    closing = f"\n{outer}{bracket}"
     sep = "," + inner
     if isinstance(old, Rope):
         pieces = old.pieces[:-1]
@@ -100,8 +101,9 @@ def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
     for i, part in enumerate(parts):
         if i:
             pieces.append(sep)
-        if isinstance(part, Rope):
-            pieces.extend(part.pieces)
+        if isinstance(part, Rope):  # its first piece is short text before a long one (a key)
+            push(pieces, part.pieces[0])
+            pieces += part.pieces[1:]
         else:
             pieces.append(part)
 

@@ -20,11 +20,21 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
 from planbook.documents.deep_json import KeptJson
-from planbook.documents.rope import LONG_STRING, Rope, Text, grown, in_runs, push, wrap
+from planbook.documents.rope import (
+    LONG_STRING,
+    ROPE_MIN,
+    Rope,
+    Text,
+    grown,
+    in_runs,
+    push,
+    wrap,
+)
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
@@ -71,6 +81,9 @@ class Encoder:
         #: (id of its first item, depth) -> (a long list, its text): a list that is appended
         #: to (a plan's results grow by one at every step) starts with the same items.
         self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
+        #: (id of its first value, depth) -> (a long object, its largest key, its text): an
+        #: object that gains entries after its last key (the log's bucket) starts the same.
+        self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
 
     def prepare(self, nb: dict[str, Any]) -> None:
         """Encode what changed and keep it, without joining the file's text: a change the file
@@ -116,6 +129,7 @@ class Encoder:
             stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
         self._cache = keep
         self._lists = {}  # the next save of each grown list encodes it whole, once
+        self._dicts = {}
         self._live = len(keep)
         self._added = 0
 
@@ -166,8 +180,13 @@ class Encoder:
                     hit[1] if hit is not None and hit[0] is item else encode(item, depth + 1)
                 )
             return wrap("[", inner, parts, self.style.indent * depth, "]")
+        if len(value) > _GROWN_MIN:
+            text = self._grown_dict(value, depth, inner, cache)
+            if text is not None:
+                return text
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
+        kept_apart: list[int] = []  # where a long text follows its key as a piece of its own
         for k, v in items:
             hit = cache.get(id(v))
             text = hit[1] if hit is not None and hit[0] is v else encode(v, depth + 1)
@@ -177,9 +196,52 @@ class Encoder:
                 push(keyed, text.pieces[0])
                 keyed += text.pieces[1:]
                 parts.append(Rope(keyed, len(key) + text.size))
+            elif len(text) >= LONG_STRING:
+                kept_apart.append(len(parts))
+                parts.append(Rope([key, text], len(key) + len(text)))
             else:
                 parts.append(key + text)
-        return wrap("{", inner, parts, self.style.indent * depth, "}")
+        if kept_apart:
+            _join_short(parts, kept_apart)
+        text = wrap("{", inner, parts, self.style.indent * depth, "}")
+        if len(value) >= _GROWN_MIN:
+            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+        return text
+
+    def _grown_dict(
+        self, value: dict[str, Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
+    ) -> Text | None:
+        """A long object that is one encoded before at this depth with short entries added
+        after its last key (the log's bucket: up to 64 entries, one more at every step): that
+        text, and the new entries alone encoded. None when it is not such an object."""
+        first = next(iter(value.values()))
+        hit = self._dicts.get((id(first), depth))
+        if hit is None:
+            return None
+        old, last, text = hit
+        n = len(old)
+        # the same keys first, with the same values (objects never changed in place), in C
+        if not (
+            n < len(value)
+            and all(map(operator.is_, islice(value.values(), n), old.values()))
+            and list(islice(value, n)) == list(old)
+        ):
+            return None
+        added = list(islice(value.items(), n, None))
+        if self.style.sort_keys:
+            if min(k for k, _ in added) <= last:
+                return None  # a key among the old ones: the order changes
+            added.sort()
+        parts: list[Text] = []
+        for k, v in added:
+            hit_v = cache.get(id(v))
+            entry = hit_v[1] if hit_v is not None and hit_v[0] is v else self._value(v, depth + 1)
+            if isinstance(entry, Rope) or len(entry) >= LONG_STRING:
+                return None  # a long entry: encoded with the whole object, as usual
+            parts.append(self._string(k) + ": " + entry)
+        out = grown(text, inner, parts, self.style.indent * depth, "}")
+        self._dicts[(id(first), depth)] = (value, max(last, *(k for k, _ in added)), out)
+        return out
 
     def _grown_list(
         self, value: list[Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
@@ -211,6 +273,19 @@ class Encoder:
                 text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
+
+
+def _join_short(parts: list[Text], kept_apart: list[int]) -> None:
+    """A long text behind its key (``kept_apart``: where) stays a piece of its own when the
+    container's text is long anyway, so the cached string itself is written: a log's buckets
+    (10 KB each) were copied behind their keys, then hashed and compared as new pieces, at
+    every save, a cost that grew with the log. A container short enough to be one string is
+    one string, as before (its parts are copied into it all the same)."""
+    if sum(map(len, parts)) >= ROPE_MIN or list(map(type, parts)).count(Rope) > len(kept_apart):
+        return  # a Rope anyway (long, or holding a long string)
+    for i in kept_apart:
+        key, text = cast("Rope", parts[i]).pieces
+        parts[i] = key + text
 
 
 def _utf8_string(value: str) -> str:

@@ -7,6 +7,7 @@ and never written over, and a save made by another process is seen by ``sync``.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ import pytest
 from planbook.documents.file import FileNotebook
 from planbook.engine.store import Store
 from planbook.errors import MetadataError
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
 from tests.support.engine import Bench, write_notebook
 
 
@@ -110,3 +113,66 @@ def test_sync_sees_a_save_made_by_another_process(tmp_path: Path) -> None:
 def _log_entries(path: Path) -> list[dict[str, Any]]:
     raw = json.loads(path.read_text(encoding="utf-8"))["metadata"]["planbook"]["log"]
     return [entry for bucket in sorted(raw) for _, entry in sorted(raw[bucket].items())]
+
+
+#: Made by planbook at 7c5b45e (before steps were stored without their defaults): three
+#: cells, a plan of four pending steps, the third depending on the second (an inserted cell).
+STORED_WHOLE = Path(__file__).parent / "data" / "plan_stored_whole.ipynb"
+
+
+def _stored_steps(path: Path) -> list[dict[str, Any]]:
+    (plan,) = json.loads(path.read_text())["metadata"]["planbook"]["plans"].values()
+    steps: list[dict[str, Any]] = plan["revisions"][-1]["steps"]
+    return steps
+
+
+def _open(path: Path) -> Session:
+    return Session(
+        FileNotebook(path), Workspace(path.parent, protected=(path,)), notebook_path=path
+    )
+
+
+def test_steps_stored_whole_by_an_earlier_planbook_open_keep_their_bytes_and_run(
+    tmp_path: Path,
+) -> None:
+    """A step is stored without the fields at their defaults (``"error": null``, ``"run_by":
+    null``...: engine/plan_dumps.py ``stored_step``). A notebook written before opens to the
+    same plan, its untouched steps keep their bytes when the plan is saved again, a new step
+    is stored short, and approving runs the old steps, each still held to its base."""
+    path = tmp_path / "old.ipynb"
+    shutil.copy(STORED_WHOLE, path)
+    old = _stored_steps(path)
+    assert all({"error", "run_by", "depends_on", "checkpoint"} <= s.keys() for s in old)
+    session = _open(path)
+    steps = session.current_plan().steps  # type: ignore[union-attr]
+    assert [s.id for s in steps] == [s["id"] for s in old]
+    assert steps[2].depends_on == (steps[1].id,)
+    assert session.store.received == []
+
+    session.propose.edit_cell("c2", "y = x + 2", reason="one more")
+    now = _stored_steps(path)
+    assert now[:4] == old  # the steps staged before, as the earlier planbook wrote them
+    assert text_of(path, old[0]) in path.read_text()  # byte for byte, in the file
+    assert now[4].keys() == {"base", "id", "operation", "reason", "risk", "status"}
+
+    # the drift check reads an old step's base: a cell changed behind it is a conflict
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[2].source = "print('changed elsewhere')"
+    nbformat.write(nb, path)
+    report = session.approve()  # a run stops at its first conflict
+    assert [o.status for o in report.outcomes] == ["done", "done", "done", "conflict"]
+    cells = [c.source for c in session.cells()]
+    assert cells == ["x = 10", "y = x + 1", "z = y * 3", "print('changed elsewhere')"]
+    assert session.approve([5]).ok
+    assert session.cells()[1].source == "y = x + 2"
+    again = _open(path).current_plan()
+    statuses = [s.status for s in again.steps]  # type: ignore[union-attr]
+    assert statuses == ["done", "done", "done", "conflict", "done"]
+    # a step changed since (its status, its checkpoint) is stored short from then on
+    assert "run_by" not in _stored_steps(path)[0] and "checkpoint" in _stored_steps(path)[0]
+
+
+def text_of(path: Path, step: dict[str, Any]) -> str:
+    """A stored step's text as the file holds it (Jupyter's layout at a step's depth)."""
+    inner = json.dumps(step, indent=1, sort_keys=True, ensure_ascii=False)
+    return inner.replace("\n", "\n" + " " * 8)
