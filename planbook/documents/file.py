@@ -272,7 +272,7 @@ class FileNotebook(NodeNotebook):
                 )
             self._seen = atomic_write(self.path, chunks)
             if self._trusted:  # the person trusted it: planbook's save keeps it so
-                self._trust.signed(b"".join(chunks))
+                self._trust.signed(self._nb, chunks)
         self._written, self._chunks = pieces, chunks
         # only what the file holds now
         self._encoded_pieces = _EncodedPieces(zip(pieces, chunks, strict=True))

@@ -24,8 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from jupyter_core.paths import jupyter_data_dir
-
+from planbook.documents.jupyter_data import data_dir
 from planbook.engine.hashing import canonical_json
 from planbook.errors import MetadataError
 
@@ -40,22 +39,12 @@ _keys: dict[str, bytes] = {}
 _keys_lock = threading.Lock()
 
 
-#: What ``jupyter_data_dir()`` depends on: its answer is kept per value of these (it resolves
-#: the home folder's real path, a few system calls, and a run signs a record at every step).
-_DATA_DIR_ENV = ("JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS", "XDG_DATA_HOME", "HOME")
-_data_dirs: dict[tuple[str | None, ...], str] = {}
-
-
 def secret_path() -> Path:
     """Where this person's key lives (made on first use)."""
     named = os.environ.get(SECRET_ENV)
     if named:
         return Path(named)
-    env = tuple(os.environ.get(name) for name in _DATA_DIR_ENV)
-    found = _data_dirs.get(env)
-    if found is None:
-        found = _data_dirs[env] = jupyter_data_dir()
-    return Path(found) / SECRET_NAME
+    return Path(data_dir()) / SECRET_NAME
 
 
 def _key() -> bytes:
