@@ -49,7 +49,8 @@ from floors import (  # noqa: E402
 )
 
 QUICK = os.environ.get("PLANBOOK_BENCH_QUICK") == "1"
-#: ``PLANBOOK_BENCH_PARTS=fifty_steps,one_step`` runs those parts alone (all when unset).
+#: ``PLANBOOK_BENCH_PARTS=fifty_steps,one_step`` (or those names as arguments) runs those parts
+#: alone (all when unset).
 PARTS = set(filter(None, os.environ.get("PLANBOOK_BENCH_PARTS", "").split(",")))
 
 
@@ -560,13 +561,9 @@ def main() -> list[Row]:
     return rows
 
 
-def only_plan_text() -> list[Row]:
-    """The text of a plan alone (``python benchmarks/bench_floor.py plan_text``): the quick way
-    to measure a change to the views or the diffs."""
-    with tempfile.TemporaryDirectory(prefix="planbook-bench-") as tmp:
-        return plan_text(Path(tmp), 3 if QUICK else 7)
-
-
 if __name__ == "__main__":
-    for r in only_plan_text() if sys.argv[1:] == ["plan_text"] else main():
+    # ``python benchmarks/bench_floor.py plan_text staging`` runs those parts alone, as
+    # PLANBOOK_BENCH_PARTS does
+    PARTS.update(sys.argv[1:])
+    for r in main():
         print(f"{r['name']:<60} {r['goal']:<14} {r['measured']:<12} met {r['met']}")
