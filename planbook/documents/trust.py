@@ -88,25 +88,28 @@ class TreeSigner:
     """
 
     def __init__(self) -> None:
-        #: id(container) -> (container, its walk's bytes), from the last walk of the metadata
-        self._kept: dict[int, tuple[object, bytes]] = {}
+        #: id(container) -> (container, its walk's pieces), from the last walk of the metadata
+        self._kept: dict[int, tuple[object, _Pieces]] = {}
         #: (secret, the cells' list, the HMAC after the cells) of the last signature
         self._after_cells: tuple[bytes, object, Any] | None = None
 
     def signature(self, notary: Any, nb: dict[str, Any]) -> str | None:
-        if not _walkable(nb):
+        if not _walkable_top(nb):
             return None
         secret: bytes = notary.secret
         cells = nb["cells"]
         kept = self._after_cells
         if kept is not None and kept[0] == secret and kept[1] is cells:
-            digest = kept[2].copy()
+            digest = kept[2].copy()  # the same list holds the same cells (never changed in place)
         else:
+            if not _walkable_cells(cells):
+                return None
             digest = hmac.new(secret, digestmod=notary.digestmod)
             digest.update(b"cells")
-            digest.update(b"".join(map(_cell_bytes, cells)))
+            for cell in cells:  # a cell at a time: never the whole notebook's bytes at once
+                digest.update(_cell_bytes(cell))
             self._after_cells = (secret, cells, digest.copy())
-        walked: dict[int, tuple[object, bytes]] = {}
+        walked: dict[int, tuple[object, _Pieces]] = {}
         for key in sorted(nb):
             if key == "cells":
                 continue
@@ -114,40 +117,72 @@ class TreeSigner:
             value = nb[key]
             if key == "metadata":
                 value = {k: v for k, v in value.items() if k not in _TRANSIENT_METADATA}
-            digest.update(self._bytes(value, walked))
+            for piece in self._pieces(value, walked):
+                digest.update(piece)
         self._kept = walked
         return str(digest.hexdigest())
 
-    def _bytes(self, value: Any, walked: dict[int, tuple[object, bytes]]) -> bytes:
+    def _pieces(self, value: Any, walked: dict[int, tuple[object, _Pieces]]) -> _Pieces:
+        """The walk's bytes of ``value``: short runs joined, a long string's bytes a piece of
+        its own, so the containers above a checkpoint's blob share its bytes, not copy them."""
         if isinstance(value, dict | list):
             found = self._kept.get(id(value))
             if found is None or found[0] is not value:
+                parts: list[bytes] = []
                 if isinstance(value, dict):
-                    parts = [
-                        b"%s%s" % (k.encode(), self._bytes(value[k], walked)) for k in sorted(value)
-                    ]
+                    for key in sorted(value):
+                        parts.append(key.encode())
+                        parts.extend(self._pieces(value[key], walked))
                 else:
-                    parts = [self._bytes(item, walked) for item in value]
-                found = (value, b"".join(parts))
+                    for item in value:
+                        parts.extend(self._pieces(item, walked))
+                found = (value, _joined_short(parts))
             walked[id(value)] = found
             return found[1]
-        return _scalar_bytes(value)
+        return (_scalar_bytes(value),)
+
+
+#: The walk's bytes of a value, in pieces (see ``TreeSigner._pieces``).
+_Pieces = tuple[bytes, ...]
+#: A string's bytes this long or longer stay a piece of their own.
+_LONG = 4096
+
+
+def _joined_short(parts: list[bytes]) -> _Pieces:
+    out: list[bytes] = []
+    run: list[bytes] = []
+    for part in parts:
+        if len(part) >= _LONG:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run:
+        out.append(b"".join(run))
+    return tuple(out)
 
 
 #: What ``nbformat.reads`` drops from a notebook's metadata before Jupyter signs or checks it.
 _TRANSIENT_METADATA = frozenset({"orig_nbformat", "orig_nbformat_minor", "signature"})
 
 
-def _walkable(nb: dict[str, Any]) -> bool:
-    """The tree is what ``nbformat.reads`` would make of its file (but for split strings and
-    transient keys): nbformat 4.5 or later, every cell a dict with an id of its own."""
-    if nb.get("nbformat") != 4 or not isinstance(nb.get("nbformat_minor"), int):
-        return False
-    if nb["nbformat_minor"] < 5 or not isinstance(nb.get("metadata"), dict):
-        return False
-    cells = nb.get("cells")
-    if not isinstance(cells, list):
-        return False
+def _walkable_top(nb: dict[str, Any]) -> bool:
+    """nbformat 4.5 or later, with a metadata object and a list of cells."""
+    minor = nb.get("nbformat_minor")
+    return (
+        nb.get("nbformat") == 4
+        and isinstance(minor, int)
+        and minor >= 5
+        and isinstance(nb.get("metadata"), dict)
+        and isinstance(nb.get("cells"), list)
+    )
+
+
+def _walkable_cells(cells: list[Any]) -> bool:
+    """Every cell a dict with metadata and an id of its own: ``nbformat.reads`` would give a
+    cell without one, or a second cell with one, a new random id."""
     ids = set()
     for cell in cells:
         if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):

@@ -130,6 +130,7 @@ def test_the_tree_signer_equals_jupyters_signature_on_awkward_values(
     nb.metadata["weird"] = {
         "ß": [1.5, 1e300, -0.0, 10**30, True, None, [["deep"], {"z": 1, "a": 2}]],
         "empty": {},
+        "blob": "é" + "x" * 10_000,  # a long string: a piece of its own in the walk's bytes
     }
     nb.cells[0].metadata["trusted"] = True
     nb.cells[1].outputs = [
@@ -143,6 +144,9 @@ def test_the_tree_signer_equals_jupyters_signature_on_awkward_values(
     doc = FileNotebook(path)
     with doc.transaction():
         doc.set_metadata("planbook_probe", {"list": ["a\n", "b"], "n": 3.25})
+    assert trusted(notary, path)
+    with doc.transaction():  # the second walk reuses the unchanged containers' pieces
+        doc.set_metadata("planbook_probe", {"list": [], "n": 4})
     assert trusted(notary, path)
     assert doc._trust._signer._after_cells is not None  # the tree was signed, not the file
 
