@@ -303,8 +303,10 @@ class LiveConnectionError(TransactionFailed):
 
 
 class NotDurable(PlanbookError):
-    """The server did not confirm saving a step's "running" record, so its code was not run
-    (a stop could otherwise make it run twice); approve the step again when the room is back."""
+    """The server did not confirm saving a step's "running" record (or a file step's
+    checkpoint), so its code was not run or its file not written (a stop could otherwise run
+    it twice, or leave a change nothing records); approve the step again when the room is
+    back."""
 
     retryable = True
 

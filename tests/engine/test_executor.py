@@ -403,3 +403,27 @@ def test_the_approved_steps_are_hashed_in_full_once_a_run_until_one_changes(
     assert not report.ok and "approval hash mismatch" in str(report)
     assert hashed == [3, 3]  # before step 1, then again once step 3 was assigned to
     assert [src for _, src in sources(bench.path)] == ["x = 20", "print(10)", "w = 1"]
+
+
+def test_a_file_step_whose_checkpoint_could_not_be_made_durable_writes_no_file(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file is outside the notebook: when the notebook's holder (a live room's server) does
+    not confirm the save of the step's checkpoint, the file is not written and the step is
+    left to approve again, as a code step's code is not run."""
+    import planbook.engine.executor.run as run_module
+
+    asked: list[bool] = []
+
+    def unconfirmed(document: object, **_: object) -> str:
+        asked.append(True)
+        return "the server did not confirm the save within 10 s"
+
+    plan = bench.stage(WriteFile(path="out.txt", content="new\n"))
+    monkeypatch.setattr(run_module, "make_durable", unconfirmed)
+    report = bench.run(plan)
+    assert asked
+    assert not (bench.path.parent / "out.txt").exists()
+    assert not report.ok
+    assert "its file was not written: the server did not confirm" in " ".join(report.lines())
+    assert bench.statuses(plan) != ["done"]

@@ -146,6 +146,43 @@ def test_the_approved_plan_is_on_disk_before_any_code_runs(
         doc.close()
 
 
+def test_a_file_step_changes_its_file_only_once_its_approval_and_checkpoint_are_on_disk(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file lives outside the room: a server stopped after the file changed but before the
+    notebook was saved would leave a changed file with no approval and no checkpoint to undo
+    it. So a file step asks the server to save before it writes the file (as a code step does
+    before its code runs)."""
+    import planbook.engine.executor.run as run_module
+
+    name = f"saves-{next(_names)}.ipynb"
+    path = Path(server.root) / name
+    server.write_notebook(name, ["x = 1"])
+    doc = open_live(server.url, server.token, name)
+    seen: list[tuple[list[tuple[str, int]], int]] = []
+    real_write = run_module.write_file_bytes
+
+    def write_seen(workspace: Workspace, relative: str, data: bytes) -> None:
+        store = Store(FileNotebook(path))
+        store.load()
+        seen.append((saved_state(path), len(store.state.checkpoints)))
+        real_write(workspace, relative, data)
+
+    monkeypatch.setattr(run_module, "write_file_bytes", write_seen)
+    try:
+        session = Session(doc, Workspace(server.root))
+        session.propose.insert_cell("a = 1", after=doc.cells()[0].id)
+        session.propose.write_file(f"{name}.txt", "written\n")
+        report = session.approve()
+        assert report.ok, report.lines()
+        assert (Path(server.root) / f"{name}.txt").read_text() == "written\n"
+        # when the file changed, the file on disk held the approval and both checkpoints
+        assert seen == [([("done,running", 1)], 2)]
+        assert saved_state(path) == [("done,done", 1)]
+    finally:
+        doc.close()
+
+
 class CellOnlyTrial(Trial):
     """Issue 15's trial with a plan of cell-only steps: no code step saves before the run's
     end, so a stop early in the run strikes between the approval's save and the next."""

@@ -233,7 +233,13 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 snap = self.checkpoints.snapshot_files([op.path])[0]
                 checkpoint.files = [snap.model_copy(update={"after_hash": bytes_hash(data)})]
                 self._record_checkpoint(step, checkpoint)
-            write_pending(self.document)  # the checkpoint on disk before the file changes
+            # The checkpoint (and the approval) on disk before the file changes: the file is
+            # outside the notebook, and a stop between the two would leave a changed file
+            # nothing records or can undo (a live room saves only when asked).
+            write_pending(self.document)
+            warning = make_durable(self.document)
+            if warning:
+                raise NotDurable(f"its file was not written: {warning}")
             write_file_bytes(self.workspace, op.path, data)
             return self._record(plan, step, "done", "", started, checkpoint.id)
         if isinstance(op, Shell | McpCall):  # the label says what rollback cannot undo
