@@ -131,10 +131,21 @@ def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
     or so, not two per item, and a list grown by a few items looks at those items only; a
     long string (an image) stays a piece of its own, never copied."""
     out = pieces[:start]
+    more, ends_in_run = in_long_runs(pieces[start:-1], first_short=tail)
+    out += more
+    out.append(pieces[-1])
+    return Rope(out, sum(map(len, out)), tail=ends_in_run)
+
+
+def in_long_runs(pieces: list[str], *, first_short: bool = False) -> tuple[list[str], bool]:
+    """``pieces`` with each run of short ones joined into pieces of up to ``GROWN_PIECE``, a
+    long one (an image's string) left alone; ``first_short``: take the first as short
+    whatever its length (a run joined before). Also whether the last piece is such a run."""
+    out: list[str] = []
     run: list[str] = []
     size = 0
-    for i, piece in enumerate(pieces[start:-1]):
-        short = len(piece) < LONG_STRING or (i == 0 and tail)
+    for i, piece in enumerate(pieces):
+        short = len(piece) < LONG_STRING or (i == 0 and first_short)
         if short and size + len(piece) <= GROWN_PIECE:
             run.append(piece)
             size += len(piece)
@@ -146,8 +157,7 @@ def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
             out.append(piece)
     if run:
         out.append("".join(run))
-    out.append(pieces[-1])
-    return Rope(out, sum(map(len, out)), tail=bool(run))
+    return out, bool(run)
 
 
 def _joined(pieces: list[str], parts: list[Text], sep: str) -> None:

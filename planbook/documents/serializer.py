@@ -31,6 +31,7 @@ from planbook.documents.rope import (
     Rope,
     Text,
     grown,
+    in_long_runs,
     in_runs,
     push,
     wrap,
@@ -41,6 +42,10 @@ from planbook.documents.rope import (
 _CACHE_DEPTH = 10
 #: Lists at least this long are encoded as possibly grown from one encoded before.
 _GROWN_MIN = 32
+#: Lists at least this long that did not grow are put together from blocks of ``_BLOCK``
+#: items, each kept while it holds the same items (``Encoder._in_blocks``).
+_BLOCKED_MIN = 256
+_BLOCK = 64
 #: Mime types whose text nbformat splits into lines besides text/*.
 _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
@@ -84,6 +89,9 @@ class Encoder:
         #: (id of its first value, depth) -> (a long object, its largest key, its text): an
         #: object that gains entries after its last key (the log's bucket) starts the same.
         self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
+        #: (id of its first item, depth) -> (a block of a very long list, its pieces, their
+        #: length): see ``_in_blocks``.
+        self._blocks: dict[tuple[int, int], tuple[list[Any], list[str], int]] = {}
 
     def prepare(self, nb: dict[str, Any]) -> None:
         """Encode what changed and keep it, without joining the file's text: a change the file
@@ -130,6 +138,8 @@ class Encoder:
         self._cache = keep
         self._lists = {}  # the next save of each grown list encodes it whole, once
         self._dicts = {}
+        # a block whose first item the notebook still holds may be met again (the cells)
+        self._blocks = {k: b for k, b in self._blocks.items() if id(b[0][0]) in keep}
         self._live = len(keep)
         self._added = 0
 
@@ -267,12 +277,61 @@ class Encoder:
             text = hit[1]
         elif hit is not None and start:
             text = grown(hit[1], inner, parts, outer)
+        elif len(value) >= _BLOCKED_MIN:
+            text = self._in_blocks(value, depth, inner, outer, cache)
         else:
             text = wrap("[", inner, parts, outer, "]")
             if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
                 text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
+
+    def _in_blocks(
+        self,
+        value: list[Any],
+        depth: int,
+        inner: str,
+        outer: str,
+        cache: dict[int, tuple[object, Text]],
+    ) -> Text:
+        """A very long list that is not one encoded before with items appended (the cells,
+        one of which a step replaced): its text from blocks of ``_BLOCK`` items, a block's
+        pieces kept while it holds the same items, so a cell replaced among 1,200 puts one
+        block together again, not the pieces of every cell (about 10,000 a save)."""
+        sep = "," + inner
+        pieces = ["[" + inner]
+        size = len(pieces[0])
+        for at in range(0, len(value), _BLOCK):
+            items = value[at : at + _BLOCK]
+            found = self._blocks.get((id(items[0]), depth))
+            if found is None or not (
+                len(found[0]) == len(items) and all(map(operator.is_, found[0], items))
+            ):
+                parts = [
+                    hit[1]
+                    if (hit := cache.get(id(item))) is not None and hit[0] is item
+                    else self._value(item, depth + 1)
+                    for item in items
+                ]
+                block: list[str] = []
+                for i, part in enumerate(parts):
+                    if i:
+                        block.append(sep)
+                    block += part.pieces if isinstance(part, Rope) else (part,)
+                found = (
+                    items,
+                    in_long_runs(block)[0],
+                    sum(map(len, parts)) + len(sep) * (len(items) - 1),
+                )
+                self._blocks[(id(items[0]), depth)] = found
+            if at:
+                pieces.append(sep)
+                size += len(sep)
+            pieces += found[1]
+            size += found[2]
+        end = f"\n{outer}]"
+        pieces.append(end)  # a line of its own: the list may grow (``grown``)
+        return Rope(pieces, size + len(end))
 
 
 def _join_short(parts: list[Text], kept_apart: list[int]) -> None:
