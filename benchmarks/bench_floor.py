@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,64 @@ class _StagedPlan:
 
 
 WHAT = ("wall", "cpu", "floor", "floor cpu")
+
+
+def trusted_staging(folder: Path, rounds: int) -> list[Row]:
+    """A staged step on a notebook its person trusted in Jupyter (each save signs it in the
+    notary so Jupyter keeps showing its outputs), beside the same step on an untrusted copy:
+    what trust adds. The notary is one of the benchmark's own (JUPYTER_DATA_DIR in the
+    benchmark's folder for this part), never the person's."""
+    from nbformat.sign import NotebookNotary
+
+    data_dir, before = folder / "jupyter-data", os.environ.get("JUPYTER_DATA_DIR")
+    data_dir.mkdir(exist_ok=True)
+    os.environ["JUPYTER_DATA_DIR"] = str(data_dir)
+    try:
+        sessions = {}
+        for name in ("trusted", "untrusted"):
+            path = notebook(folder / f"{name}.ipynb", 2000)
+            if name == "trusted":
+                with NotebookNotary() as notary:
+                    notary.sign(nbformat.read(path, as_version=4))
+            sessions[name] = open_session(path)
+        turn = [0]
+
+        def sample(name: str) -> Callable[[], float]:
+            def measure() -> float:
+                session = sessions[name]
+                start = time.process_time()
+                for _ in range(BLOCK):
+                    turn[0] += 1
+                    session.propose.edit_cell(f"c{turn[0] % 10}", f"v = {turn[0]}", reason="b")
+                return (time.process_time() - start) / BLOCK
+
+            return measure
+
+        times = interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
+        with NotebookNotary() as notary:
+            still = notary.check_signature(
+                nbformat.read(folder / "trusted.ipynb", as_version=4)
+            )
+        assert still, "the trusted notebook is no longer trusted after staging"
+        for session in sessions.values():
+            session.close()
+    finally:
+        if before is None:
+            os.environ.pop("JUPYTER_DATA_DIR", None)
+        else:
+            os.environ["JUPYTER_DATA_DIR"] = before
+    print(f"2b. staging, 2,000 cells, trusted or not: CPU ms a staged step ({BLOCK} a sample)")
+    for name, values in times.items():
+        print(f"   {name:<10}: {text(values)}")
+    return [
+        row(
+            "staging one step, 2,000 cells, a notebook its person trusted, CPU time",
+            times["trusted"],
+            times["untrusted"],
+            "the same step on an untrusted copy, CPU time",
+            1.5,
+        )
+    ]
 
 
 def staging(folder: Path, rounds: int) -> list[Row]:
@@ -550,6 +609,8 @@ def main() -> list[Row]:
                 rows += one_step(folder, mb, rounds if mb < 20 else 5)
         if wanted("staging"):
             rows += staging(folder, 6 if QUICK else 12)
+        if wanted("trusted_staging"):
+            rows += trusted_staging(folder, 5 if QUICK else 11)
         if wanted("load_ext"):
             rows += load_ext(folder, 3 if QUICK else 5)
         if wanted("fifty_steps"):
