@@ -267,22 +267,24 @@ class Encoder:
             old = hit[0]
             if old and old[0] is value[0] and all(map(operator.is_, old, value)):
                 start = len(old)
-        parts: list[Text] = []
-        for item in value[start:]:
-            found = cache.get(id(item))
-            parts.append(
-                found[1] if found is not None and found[0] is item else self._value(item, depth + 1)
-            )
         if hit is not None and start == len(value):
             text = hit[1]
-        elif hit is not None and start:
-            text = grown(hit[1], inner, parts, outer)
-        elif len(value) >= _BLOCKED_MIN:
+        elif not start and len(value) >= _BLOCKED_MIN:
+            # before any item is looked at: the blocks look at their own
             text = self._in_blocks(value, depth, inner, outer, cache)
         else:
-            text = wrap("[", inner, parts, outer, "]")
-            if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
-                text = in_runs(cast("list[str]", parts), inner, outer, text.size)
+            parts = [
+                found[1]
+                if (found := cache.get(id(item))) is not None and found[0] is item
+                else self._value(item, depth + 1)
+                for item in value[start:]
+            ]
+            if hit is not None and start:
+                text = grown(hit[1], inner, parts, outer)
+            else:
+                text = wrap("[", inner, parts, outer, "]")
+                if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
+                    text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
 
