@@ -273,12 +273,7 @@ class Encoder:
             # before any item is looked at: the blocks look at their own
             text = self._in_blocks(value, depth, inner, outer, cache)
         else:
-            parts = [
-                found[1]
-                if (found := cache.get(id(item))) is not None and found[0] is item
-                else self._value(item, depth + 1)
-                for item in value[start:]
-            ]
+            parts = self._items(value[start:], depth, cache)
             if hit is not None and start:
                 text = grown(hit[1], inner, parts, outer)
             else:
@@ -287,6 +282,17 @@ class Encoder:
                     text = in_runs(cast("list[str]", parts), inner, outer, text.size)
         self._lists[key] = (value, text)  # never changed in place, as every container here
         return text
+
+    def _items(
+        self, items: list[Any], depth: int, cache: dict[int, tuple[object, Text]]
+    ) -> list[Text]:
+        """The texts of a list's ``items`` (at ``depth`` + 1), kept ones from ``cache``."""
+        return [
+            found[1]
+            if (found := cache.get(id(item))) is not None and found[0] is item
+            else self._value(item, depth + 1)
+            for item in items
+        ]
 
     def _in_blocks(
         self,
@@ -309,12 +315,7 @@ class Encoder:
             if found is None or not (
                 len(found[0]) == len(items) and all(map(operator.is_, found[0], items))
             ):
-                parts = [
-                    hit[1]
-                    if (hit := cache.get(id(item))) is not None and hit[0] is item
-                    else self._value(item, depth + 1)
-                    for item in items
-                ]
+                parts = self._items(items, depth, cache)
                 block: list[str] = []
                 for i, part in enumerate(parts):
                     if i:

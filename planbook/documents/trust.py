@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,23 +123,32 @@ class TreeSigner:
         return str(digest.hexdigest())
 
     def _pieces(self, value: Any, walked: dict[int, tuple[object, _Pieces]]) -> _Pieces:
-        """The walk's bytes of ``value``: short runs joined, a long string's bytes a piece of
-        its own, so the containers above a checkpoint's blob share its bytes, not copy them."""
-        if isinstance(value, dict | list):
-            found = self._kept.get(id(value))
-            if found is None or found[0] is not value:
-                parts: list[bytes] = []
-                if isinstance(value, dict):
-                    for key in sorted(value):
-                        parts.append(key.encode())
-                        parts.extend(self._pieces(value[key], walked))
-                else:
-                    for item in value:
-                        parts.extend(self._pieces(item, walked))
-                found = (value, _joined_short(parts))
-            walked[id(value)] = found
-            return found[1]
-        return (_scalar_bytes(value),)
+        return _walked(value, self._kept, walked)
+
+
+def _walked(
+    value: Any, kept: dict[int, tuple[object, _Pieces]], walked: dict[int, tuple[object, _Pieces]]
+) -> _Pieces:
+    """The walk's bytes of ``value`` in the order and bytes of
+    ``nbformat.sign.yield_everything``: short runs joined, a long string's bytes a piece of its
+    own, so the containers above a checkpoint's blob share its bytes, not copy them; a
+    container found in ``kept`` (the same object) is not walked again, and every container
+    met is put in ``walked``."""
+    if isinstance(value, dict | list | tuple):
+        found = kept.get(id(value))
+        if found is None or found[0] is not value:
+            parts: list[bytes] = []
+            if isinstance(value, dict):
+                for key in sorted(value):
+                    parts.append(key.encode())
+                    parts.extend(_walked(value[key], kept, walked))
+            else:
+                for item in value:
+                    parts.extend(_walked(item, kept, walked))
+            found = (value, _joined_short(parts))
+        walked[id(value)] = found
+        return found[1]
+    return (_scalar_bytes(value),)
 
 
 #: The walk's bytes of a value, in pieces (see ``TreeSigner._pieces``).
@@ -198,20 +207,7 @@ def _cell_bytes(cell: dict[str, Any]) -> bytes:
     metadata = cell.get("metadata")
     if isinstance(metadata, dict) and "trusted" in metadata:
         cell = {**cell, "metadata": {k: v for k, v in metadata.items() if k != "trusted"}}
-    return b"".join(_walk(cell))
-
-
-def _walk(value: Any) -> Iterator[bytes]:
-    # the order and bytes of nbformat.sign.yield_everything
-    if isinstance(value, dict):
-        for key in sorted(value):
-            yield key.encode()
-            yield from _walk(value[key])
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _walk(item)
-    else:
-        yield _scalar_bytes(value)
+    return b"".join(_walked(cell, {}, {}))  # a cell's containers are not kept: nothing to reuse
 
 
 def _scalar_bytes(value: Any) -> bytes:
