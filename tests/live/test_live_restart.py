@@ -3,18 +3,20 @@ server gone, approval fails with a clear message and no step is half applied."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from planbook.documents.live.document import LiveNotebook, open_live
-from planbook.errors import PlanbookError
+from planbook.errors import LiveConnectionError, PlanbookError
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.server
 
@@ -88,3 +90,59 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
     report = session.approve("2")
     assert report.ok, report.lines()
     assert [c.source for c in doc.cells()][:2] == ["step = 1", "step = 2"]
+
+
+def test_a_read_while_the_room_reloads_waits_for_the_servers_notebook(
+    own_server: RunningServer,
+) -> None:
+    """After the server restarts, the copy is emptied and filled again from the server one
+    round trip later (the link is slow here: what planbook sends arrives 1 s late). A read
+    in between sees the notebook the server holds, never an empty one: a step that ended
+    there found its cell missing and was recorded done without its outputs."""
+    with TcpProxy(own_server.port) as proxy:
+        doc = open_live(proxy.url, own_server.token, "plan.ipynb")
+        try:
+            before = [c.source for c in doc.cells()]
+            proxy.delay = 1.0
+            own_server.restart(crash=True)
+            deadline = time.monotonic() + 60
+            while doc.reloads == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)  # polls the counter only: no read of the copy
+            assert doc.reloads == 1, "the room was not reloaded"
+            assert doc._room.loading, "the read below would not fall in the reload's window"
+            assert [c.source for c in doc.cells()] == before == ["a = 1", "b = 2", "c = 3"]
+            assert doc.find_cell(doc.cells()[1].id) is not None
+            assert doc.get_metadata("kernelspec") is not None
+        finally:
+            proxy.delay = 0.0
+            doc.close()
+
+
+def test_a_room_that_stays_half_reloaded_fails_a_read_in_one_line(
+    own_server: RunningServer,
+) -> None:
+    """The server's document does not arrive after the reload within the room's bounded wait
+    (0.2 s here, the link 1 s slow): a read fails with one line saying so, instead of
+    returning an empty notebook; once the document is there, reads see it."""
+    with TcpProxy(own_server.port) as proxy:
+        doc = open_live(proxy.url, own_server.token, "plan.ipynb")
+        try:
+            proxy.delay = 1.0
+            own_server.restart(crash=True)
+            deadline = time.monotonic() + 60
+            while doc.reloads == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            doc._room.connect_timeout = 0.2  # the wait of a read (the reconnect is done)
+            assert doc._room.loading, "the read below would not fall in the reload's window"
+            started = time.monotonic()
+            with pytest.raises(LiveConnectionError) as failed:
+                doc.cells()
+            assert time.monotonic() - started < 0.9
+            message = str(failed.value)
+            assert "\n" not in message and "being reloaded" in message, message
+            assert "nothing was applied" in message
+            doc._room.connect_timeout = 15.0
+            assert [c.source for c in doc.cells()] == ["a = 1", "b = 2", "c = 3"]
+        finally:
+            proxy.delay = 0.0
+            doc.close()

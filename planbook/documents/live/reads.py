@@ -39,6 +39,7 @@ class SharedReads:
         read-only (as with the file backend)."""
         room = self._room
         with room.cond:
+            room.wait_loaded()
             hit = self._meta_cache.get(key)
             if hit is not None and hit[0] == room.meta_version:
                 return hit[1]
@@ -53,6 +54,7 @@ class SharedReads:
         """The shared cells as ``Cell``s (shared: read-only for the caller)."""
         room = self._room
         with room.cond:
+            room.wait_loaded()
             if self._cache is None or self._cache[0] != room.cells_version:
                 self._cache = (room.cells_version, self._converted(self._cache))
             return self._cache[1]

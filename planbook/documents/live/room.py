@@ -86,6 +86,10 @@ class Room(SharedCopy):
         #: it, in the server's order; False: an answer to a sync request, with every deletion
         #: the server knows, whoever made it).
         self.recorders: list[list[tuple[bool, bytes]]] = []
+        #: The copy was emptied for a reload and the server's document has not arrived yet
+        #: (one round trip after the reconnect): a reader waits for it (``wait_loaded``)
+        #: rather than take an empty notebook for the room's.
+        self.loading = False
         super().__init__()  # the copy: doc, cells, meta, reloads...
         self._listeners: list[Callable[[], None]] = []
         self._ws: Any = None
@@ -132,6 +136,21 @@ class Room(SharedCopy):
                     return predicate()
                 self.cond.wait(min(left, 0.5))
             return True
+
+    def wait_loaded(self) -> None:
+        """Before a read of the copy (holding ``cond``): while a reload is under way, wait
+        (bounded) for the server's document. A step's end read in that window found its cell
+        missing from an empty copy, and recorded the step done without its outputs.
+        LiveConnectionError when it does not come. The sync thread never waits here (its
+        listeners and the replay read what it holds)."""
+        if not self.loading or threading.current_thread() is self._thread:
+            return
+        if not self.wait(lambda: not self.loading, self.connect_timeout):
+            raise LiveConnectionError.nothing_applied(
+                f"the collaboration room of {self.address.path!r} is being reloaded from the "
+                f"server and its document did not arrive ({self.last_error or 'no answer'}); "
+                "nothing was applied: retry"
+            )
 
     def sync(self, timeout: float) -> bool:
         """Fetch everything the server has now (one round trip, after waiting up to
@@ -389,6 +408,7 @@ class Room(SharedCopy):
                 return
             if self._reset_next:
                 self._new_doc()
+                self.loading = True
                 self._reloaded(
                     self._reset_why
                     or "the connection was lost and the notebook was reloaded from the server"
@@ -458,6 +478,7 @@ class Room(SharedCopy):
         return synced
 
     def _on_synced(self) -> None:
+        self.loading = False  # the server's document is in the copy
         if self._reset_next:
             self._reset_next = False
             pending = [t for t in self._tickets if not t.done]
