@@ -26,6 +26,7 @@ import functools
 import json
 import os
 import random
+import shutil
 import threading
 import time
 from collections import Counter
@@ -709,6 +710,98 @@ def test_a_code_step_whose_server_was_killed_gets_its_outputs_back(
     finally:
         runner.shell.user_ns.pop("kill_and_start", None)
         trial.close()
+
+
+def test_a_code_step_whose_cell_cannot_be_read_at_its_end_gets_its_outputs_back(
+    server: RunningServer, proxy: TcpProxy, runner: IPythonRunner
+) -> None:
+    """The server is killed and started again while a step's code runs, and the room's copy is
+    still being reloaded when the code ends (the link is slow: the server's document is late)
+    for longer than a read waits: the step's cell cannot be read to write its outputs. The
+    step is done, its code ran once, and the outputs, kept from the run itself, reach the
+    cell once the room is back, in the room and on disk."""
+    trial = Trial(server, runner, proxy)
+    room = trial.doc._room
+
+    def restart_slowly() -> None:
+        reloads = trial.doc.reloads
+        proxy.delay = 1.0
+        server.kill()
+        server.start()
+        deadline = time.monotonic() + 60
+        while trial.doc.reloads == reloads and time.monotonic() < deadline:
+            time.sleep(0.005)
+        room.connect_timeout = 0.2  # the step's end reads now: it gives up before the copy
+
+        def heal() -> None:
+            proxy.delay = 0.0
+            room.connect_timeout = 15.0
+
+        threading.Timer(1.5, heal).start()
+
+    runner.shell.user_ns["restart_slowly"] = restart_slowly
+    try:
+        three_steps(trial, "restart_slowly()")
+        said = trial.approve()
+        assert "its outputs could not be written yet" in said, said
+        found = trial.audit(finished=trial.finish())
+        assert found == Audit(), str(found)
+        assert trial.ran.read_text() == "s2\n"
+    finally:
+        runner.shell.user_ns.pop("restart_slowly", None)
+        proxy.delay = 0.0
+        trial.close()
+
+
+def killed_mid_save(server: RunningServer, trial: Trial) -> None:
+    """Kill the server and leave its root as a kill in the middle of writing the trial's
+    notebook does: the server's atomic write had copied the file aside (``.~name``, with the
+    file's time) and truncated it. The restarted server moves the empty file aside, takes the
+    copy back, and builds the room from it, remembering the empty file's time as the file's;
+    its first save then finds the file "changed on disk" and overwrites the room with it
+    (until its poll of the file notices, which this test's server does only every 30 s).
+    Returns once planbook's copy holds the rebuilt room: the step's end writes into it."""
+    reloads = trial.doc.reloads
+    server.kill()
+    aside = server.root / f".~{trial.name}"
+    shutil.copy2(trial.path, aside)
+    old = time.time() - 60
+    os.utime(aside, (old, old))
+    trial.path.write_bytes(b"")
+    server.start()
+    deadline = time.monotonic() + 60
+    while (trial.doc.reloads == reloads or trial.doc._room.loading) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+
+
+def test_a_code_step_whose_outputs_the_rebuilt_room_overwrites_gets_them_back(
+    tmp_path_factory: pytest.TempPathFactory, runner: IPythonRunner
+) -> None:
+    """The server is killed mid-save while a step's code runs (the code does it) and started
+    again. The step's outputs go into the rebuilt room, and the save after them makes the
+    server overwrite the room with the file, which lacks them (jupyter-collaboration's
+    out-of-band check, misled by the restored copy's older time): the outputs are gone from
+    the room without a reload planbook could see. The step is done, its code ran once, and
+    its cell gets the outputs back, in the room and on disk."""
+    root = tmp_path_factory.mktemp("mid-save-root")
+    with start_jupyter(root, extra_args=["--YDocExtension.file_poll_interval=30"]) as server:
+        trial = Trial(server, runner)
+        runner.shell.user_ns["kill_mid_save"] = functools.partial(killed_mid_save, server, trial)
+        try:
+            three_steps(trial, "kill_mid_save()")
+            trial.approve()
+            found = trial.audit(finished=trial.finish())
+            assert found == Audit(), str(found)
+            assert trial.ran.read_text() == "s2\n"
+            assert (root / f"{trial.name}.invalid").exists(), "the kill mid-save was not taken"
+            assert "Out-of-band changes" in server.log_path.read_text(), (
+                "the server did not overwrite the room"
+            )
+        finally:
+            runner.shell.user_ns.pop("kill_mid_save", None)
+            trial.close()
 
 
 def test_an_outside_rewrite_while_a_step_runs_gives_its_outputs_back(

@@ -6,8 +6,10 @@ writes back a copy of the file read before that save, the step stays done (its c
 must never run again) but the cell comes back without them. So the outputs of each run are
 kept here with what the cell showed before them, and whenever the record is read again, a cell
 found as it was before the run gets them back (``restore``) if they may have been lost: no save
-held them yet, or the room was reloaded since one did. A cell changed otherwise since (its
-code edited, run again in the page, deleted) is left as it is: the outputs are moot then.
+held them yet, or the room was reloaded since one did, or the server overwrote the room with
+the file at the save (``saved_with`` looks once each save is confirmed). A cell changed
+otherwise since (its code edited, run again in the page, deleted) is left as it is: the
+outputs are moot then.
 The last KEEP_AT_MOST code steps' outputs are kept.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 from planbook.documents.base import NotebookDocument
 from planbook.documents.live.convert import json_ints
 from planbook.engine.runner import CellRun
+from planbook.errors import PlanbookError
 from planbook.model.cell import Cell
 
 
@@ -121,14 +124,37 @@ class KeptOutputs:
                     )
         return [step_id for step_id, _, _ in todo]
 
-    def saved_with(self, step_id: str) -> None:
-        """After a confirmed save that followed the commit of ``step_id``'s outputs: the file
-        holds them (nothing is read: a step's end must not fail on a read), unless the room
-        was reloaded since they were written. Then the save wrote the reloaded copy (an
-        outside rewrite read before they were saved lacks them) and they stay kept, to be put
-        back if the cell is found without them."""
-        if step_id in self._kept and self._written_at.get(step_id) == self._reloads():
+    def saved_with(self, step_id: str) -> bool:
+        """After a confirmed save that followed the commit of ``step_id``'s outputs: whether
+        the cell lacks them now (True: put them back, ``restore``). The save's round trip
+        brought what the server did until it saved, so the cell is looked at in this copy,
+        and nothing goes to the network (a step's end must not fail on a read):
+
+        - it holds them: the file does (they are no longer looked for);
+        - it is as before the run: the server overwrote the room at the save. A server killed
+          mid-save and started again restores the file's copy from before the save but
+          remembers the truncated file's time, so its first save takes the file for changed
+          on disk and overwrites the room with it, without the reload planbook is told of;
+        - changed otherwise (edited, cleared, run in the page): moot, forgotten.
+
+        If the room was reloaded since the outputs were written, the save wrote the reloaded
+        copy (an outside rewrite read before they were saved lacks them) and they stay kept,
+        to be put back if the cell is found without them."""
+        kept = self._kept.get(step_id)
+        if kept is None or self._written_at.get(step_id) != self._reloads():
+            return False
+        if not hasattr(self.document, "reloads"):  # a file planbook writes itself: it holds them
+            self._saved_at[step_id] = 0
+            return False
+        try:
+            state, _ = self._state(kept)
+        except PlanbookError:  # unreadable now (a reload under way): looked at again later
+            return False
+        if state == "holds":
             self._saved_at[step_id] = self._reloads()
+        elif state == "moot":
+            self._forget(step_id)
+        return state == "before"
 
     def restorable(self) -> bool:
         """Whether some outputs may be missing (cheap: no cell is read)."""

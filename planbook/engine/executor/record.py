@@ -141,6 +141,10 @@ class StepRecords:
             plan.results.append(result.model_copy())
         self.restore_outputs()
 
+    #: Writes of the kept outputs, each followed by a save, before a restore leaves them to
+    #: the session's next look (a server that overwrites the room at a save does it once).
+    RESTORE_TRIES = 3
+
     def restore_outputs(self) -> None:
         """Put the kept outputs of code steps back into cells that lack them after a fault (a
         step recorded done or failed has its outputs in its cell: whole or nothing). Only
@@ -153,11 +157,15 @@ class StepRecords:
             return
         if getattr(self.document, "connected", True):
             try:
-                restored = self.outputs.restore(self._ran)
-                if not restored or not make_durable(self.document):
-                    for step_id in restored:
-                        self.outputs.saved_with(step_id)
-                    return
+                for _ in range(self.RESTORE_TRIES):
+                    restored = self.outputs.restore(self._ran)
+                    if not restored:
+                        return
+                    if make_durable(self.document):
+                        break
+                    # each looked at (no short cut): those the save's overwrite took go again
+                    if not [step_id for step_id in restored if self.outputs.saved_with(step_id)]:
+                        return
             except PlanbookError:
                 pass
         self.unsaved = True

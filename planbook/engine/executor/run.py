@@ -38,6 +38,7 @@ from planbook.engine.mcp_calls import McpResult, bounded
 from planbook.engine.runner import CellRun
 from planbook.engine.stored_record import UNDONE_NOTES
 from planbook.errors import ConflictError, LayerRefused, NotDurable
+from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.events import Event
 from planbook.model.operations import DeleteFile, EditFile, McpCall, RunCell, Shell, WriteFile
@@ -191,7 +192,10 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 called = self.mcp_caller.call(op.server, op.tool, op.args)
                 return self._finish_mcp(plan_id, step_id, op, called, started)
             cell_id = op.cell_id  # type: ignore[union-attr]
-            run = self._run_cell(cell_id)
+            cell, run = self._run_cell(cell_id)
+            # kept at once, from the cell as it was before the run: a room that cannot be
+            # read now (reloading, unreachable) gets them back later (``restore_outputs``)
+            self.outputs.keep(step_id, cell, run)
             try:
                 return self._finish_code(plan_id, step_id, cell_id, run, started)
             except Exception as exc:
@@ -267,7 +271,8 @@ class Executor(Recovery, LateMerges, ShellLayers):
             self._record_checkpoint(step, checkpoint)
         return None
 
-    def _run_cell(self, cell_id: str) -> CellRun:
+    def _run_cell(self, cell_id: str) -> tuple[Cell, CellRun]:
+        """The cell as it was before its code ran, and what the run made."""
         found = self.document.find_cell(cell_id)  # by id: not every cell converted
         if found is None:
             raise ConflictError(f"cell {cell_id!r} disappeared before it could run")
@@ -275,7 +280,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
             raise ConflictError(
                 f"cell {cell_id!r} is a {found.cell.cell_type} cell now; only code cells run"
             )
-        return self._code_runner().run(found.cell.source)
+        return found.cell, self._code_runner().run(found.cell.source)
 
     def _finish_code(
         self, plan_id: str, step_id: str, cell_id: str, run: CellRun, started: float
@@ -284,7 +289,8 @@ class Executor(Recovery, LateMerges, ShellLayers):
             plan, step = self._mine(plan_id, step_id)
             found = self.document.find_cell(cell_id)
             if found is not None:
-                # kept until a save holds them: a room that misses them gets them back
+                # kept (again, from the cell as it is now) until a save holds them: a room
+                # that misses them gets them back
                 self.outputs.keep(step_id, found.cell, run)
                 self.document.replace_cell(
                     found.cell.model_copy(
@@ -393,5 +399,9 @@ class Executor(Recovery, LateMerges, ShellLayers):
         warning = make_durable(self.document, unless_saved_within=every)
         if warning:
             outcome.message = "; ".join(m for m in (outcome.message, warning) if m)
-        elif runs and outcome.step_id not in self.unrecorded:  # its outputs were committed
-            self.outputs.saved_with(outcome.step_id)  # the saved file holds them
+        elif (
+            runs
+            and outcome.step_id not in self.unrecorded  # its outputs were committed
+            and self.outputs.saved_with(outcome.step_id)
+        ):
+            self.restore_outputs()  # the server overwrote them with the file at the save
