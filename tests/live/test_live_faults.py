@@ -664,6 +664,14 @@ def three_steps(trial: Trial, fault: str) -> None:
         anchor = step.operation.cell_id
 
 
+def finished_clean(trial: Trial) -> None:
+    """Drive the plan of ``three_steps`` to its end as a person would and audit it: nothing
+    found, and the second step's code ran once."""
+    found = trial.audit(finished=trial.finish())
+    assert found == Audit(), str(found)
+    assert trial.ran.read_text() == "s2\n"
+
+
 def test_a_code_step_whose_outputs_the_room_missed_is_done_and_never_runs_again(
     server: RunningServer, proxy: TcpProxy, runner: IPythonRunner
 ) -> None:
@@ -704,9 +712,7 @@ def test_a_code_step_whose_server_was_killed_gets_its_outputs_back(
     try:
         three_steps(trial, "kill_and_start()")
         trial.approve()
-        found = trial.audit(finished=trial.finish())
-        assert found == Audit(), str(found)
-        assert trial.ran.read_text() == "s2\n"
+        finished_clean(trial)
     finally:
         runner.shell.user_ns.pop("kill_and_start", None)
         trial.close()
@@ -744,9 +750,7 @@ def test_a_code_step_whose_cell_cannot_be_read_at_its_end_gets_its_outputs_back(
         three_steps(trial, "restart_slowly()")
         said = trial.approve()
         assert "its outputs could not be written yet" in said, said
-        found = trial.audit(finished=trial.finish())
-        assert found == Audit(), str(found)
-        assert trial.ran.read_text() == "s2\n"
+        finished_clean(trial)
     finally:
         runner.shell.user_ns.pop("restart_slowly", None)
         proxy.delay = 0.0
@@ -792,9 +796,7 @@ def test_a_code_step_whose_outputs_the_rebuilt_room_overwrites_gets_them_back(
         try:
             three_steps(trial, "kill_mid_save()")
             trial.approve()
-            found = trial.audit(finished=trial.finish())
-            assert found == Audit(), str(found)
-            assert trial.ran.read_text() == "s2\n"
+            finished_clean(trial)
             assert (root / f"{trial.name}.invalid").exists(), "the kill mid-save was not taken"
             assert "Out-of-band changes" in server.log_path.read_text(), (
                 "the server did not overwrite the room"
@@ -819,9 +821,7 @@ def test_an_outside_rewrite_while_a_step_runs_gives_its_outputs_back(
         trial.approve()
         doc = trial.doc
         doc.wait_for(lambda cells: any(c.id == "mark" for c in cells), 10)
-        found = trial.audit(finished=trial.finish())
-        assert found == Audit(), str(found)
-        assert trial.ran.read_text() == "s2\n"
+        finished_clean(trial)
         saved = on_disk(server, trial.name)
         assert outside_kept(saved["cells"], saved["metadata"], "mark")
     finally:
@@ -850,8 +850,6 @@ def test_a_server_killed_after_a_step_before_its_save_gives_its_outputs_back(
         three_steps(trial, "pass")
         trial.approve()
         assert killed.is_set()
-        found = trial.audit(finished=trial.finish())
-        assert found == Audit(), str(found)
-        assert trial.ran.read_text() == "s2\n"
+        finished_clean(trial)
     finally:
         trial.close()
