@@ -227,9 +227,7 @@ def trusted_staging(folder: Path, rounds: int) -> list[Row]:
 
         times = interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
         with NotebookNotary() as notary:
-            still = notary.check_signature(
-                nbformat.read(folder / "trusted.ipynb", as_version=4)
-            )
+            still = notary.check_signature(nbformat.read(folder / "trusted.ipynb", as_version=4))
         assert still, "the trusted notebook is no longer trusted after staging"
         for session in sessions.values():
             session.close()
