@@ -731,7 +731,7 @@ def test_a_code_step_whose_cell_cannot_be_read_at_its_end_gets_its_outputs_back(
 
     def restart_slowly() -> None:
         reloads = trial.doc.reloads
-        proxy.delay = 1.0
+        proxy.delay = 2.0
         server.kill()
         server.start()
         deadline = time.monotonic() + 60
@@ -743,7 +743,7 @@ def test_a_code_step_whose_cell_cannot_be_read_at_its_end_gets_its_outputs_back(
             proxy.delay = 0.0
             room.connect_timeout = 15.0
 
-        threading.Timer(1.5, heal).start()
+        threading.Timer(3.0, heal).start()
 
     runner.shell.user_ns["restart_slowly"] = restart_slowly
     try:
