@@ -62,7 +62,7 @@ def wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) 
         _joined(pieces, parts, sep)
         push(pieces, end)
     else:
-        _append(pieces, parts, sep)
+        append_parts(pieces, parts, sep)
         pieces.append(end)  # a line of its own: a long list may grow (``grown``)
     start = len(opening) + len(inner)
     return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + len(end))
@@ -85,7 +85,7 @@ def grown(old: Text, inner: str, parts: list[Text], outer: str, bracket: str = "
     # the list's own text before, unless its last piece is a long string of its last item
     start, tail = len(pieces) - 1, old.tail if isinstance(old, Rope) else True
     pieces.append(sep)
-    _append(pieces, parts, sep)
+    append_parts(pieces, parts, sep)
     pieces.append(closing)
     return _gathered(pieces, start, tail)
 
@@ -96,7 +96,7 @@ def _holds_rope(parts: list[Text], size: int) -> bool:
     return size >= LONG_STRING and Rope in map(type, parts)  # in C: no loop that grows
 
 
-def _append(pieces: list[str], parts: list[Text], sep: str) -> None:
+def append_parts(pieces: list[str], parts: list[Text], sep: str) -> None:
     """``parts`` onto ``pieces``, ``sep`` between them, Ropes by their pieces."""
     for i, part in enumerate(parts):
         if i:

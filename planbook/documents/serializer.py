@@ -30,6 +30,7 @@ from planbook.documents.rope import (
     ROPE_MIN,
     Rope,
     Text,
+    append_parts,
     grown,
     in_long_runs,
     in_runs,
@@ -317,10 +318,7 @@ class Encoder:
             ):
                 parts = self._items(items, depth, cache)
                 block: list[str] = []
-                for i, part in enumerate(parts):
-                    if i:
-                        block.append(sep)
-                    block += part.pieces if isinstance(part, Rope) else (part,)
+                append_parts(block, parts, sep)
                 found = (
                     items,
                     in_long_runs(block)[0],

@@ -117,13 +117,10 @@ class TreeSigner:
             value = nb[key]
             if key == "metadata":
                 value = {k: v for k, v in value.items() if k not in _TRANSIENT_METADATA}
-            for piece in self._pieces(value, walked):
+            for piece in _walked(value, self._kept, walked):
                 digest.update(piece)
         self._kept = walked
         return str(digest.hexdigest())
-
-    def _pieces(self, value: Any, walked: dict[int, tuple[object, _Pieces]]) -> _Pieces:
-        return _walked(value, self._kept, walked)
 
 
 def _walked(
@@ -151,7 +148,7 @@ def _walked(
     return (_scalar_bytes(value),)
 
 
-#: The walk's bytes of a value, in pieces (see ``TreeSigner._pieces``).
+#: The walk's bytes of a value, in pieces (see ``_walked``).
 _Pieces = tuple[bytes, ...]
 #: A string's bytes this long or longer stay a piece of their own.
 _LONG = 4096
