@@ -39,6 +39,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.kernel_helper import execute_content
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
@@ -184,16 +186,7 @@ class Kernel:
         texts: list[str] = []
         # JupyterLab 4 puts the cell's id in the request's metadata (FIELD-NOTES).
         msg = self.kc.session.msg(
-            "execute_request",
-            {
-                "code": code,
-                "silent": False,
-                "store_history": True,
-                "user_expressions": {},
-                "allow_stdin": False,
-                "stop_on_error": True,
-            },
-            metadata={"cellId": cell_id},
+            "execute_request", execute_content(code), metadata={"cellId": cell_id}
         )
         self.kc.shell_channel.send(msg)
         msg_id = msg["header"]["msg_id"]

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from planbook.sessions.page_advice import NO_SAVED_CELLS, RELOAD_ADVICE
-from tests.kernel_helper import Kernel, Reply, kernel
+from tests.kernel_helper import Kernel, kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -28,26 +28,6 @@ def notebook(path: Path, cells: list[tuple[str, str]]) -> Path:
     return path
 
 
-def from_cell(k: Kernel, code: str, cell_id: str) -> Reply:
-    """An execute request as JupyterLab sends it (the running cell's id in its metadata)."""
-    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
-    msg = k.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
-    k.kc.shell_channel.send(msg)
-    reply = Reply(status="")
-    while True:
-        out = k.kc.get_iopub_msg(timeout=60)
-        if out["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        kind, data = out["msg_type"], out["content"]
-        if kind == "stream":
-            reply.stderr += data["text"] if data["name"] == "stderr" else ""
-            reply.stdout += data["text"] if data["name"] == "stdout" else ""
-        elif kind == "error":
-            reply.error += f"{data['ename']}: {data['evalue']}"
-        elif kind == "status" and data["execution_state"] == "idle":
-            return reply
-
-
 def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path) -> None:
     nb = notebook(tmp_path / "page.ipynb", [("load", "x = 1")])
     saved = nb.read_bytes()
@@ -60,7 +40,7 @@ def test_save_first_reload_after_and_unsaved_cells_named_as_such(tmp_path: Path)
         assert nb.read_bytes() == saved  # loading, plan mode and the plan wrote nothing
 
         # a cell the page has and the file does not: named as such, in one line, nothing staged
-        unsaved = from_cell(k, "%%propose\ny = 2", "c0ffee-new")
+        unsaved = k.run_in_cell("%%propose\ny = 2", "c0ffee-new")
         assert f"this cell ('c0ffee-n') {NOT_SAVED}" in unsaved.text
         named = k.run("%%propose --after draft-cell\ny = 2")
         assert f"UsageError: cell 'draft-cell' {NOT_SAVED}" in named.text

@@ -144,39 +144,22 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         assert sources == ["x = 1", "x"]
 
 
-def execute_from_cell(k: Kernel, code: str, cell_id: str | None) -> None:
-    """An execute request as JupyterLab sends it: the running cell's id in the metadata."""
-    content = {
-        "code": code,
-        "silent": False,
-        "store_history": True,
-        "user_expressions": {},
-        "allow_stdin": False,
-        "stop_on_error": True,
-    }
-    msg = k.kc.session.msg(
-        "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}
-    )
-    k.kc.shell_channel.send(msg)
-    reply = k.kc.get_shell_msg(timeout=60)
-    while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-        reply = k.kc.get_shell_msg(timeout=60)
-
-
 def test_propose_without_an_anchor_goes_right_after_the_running_cell(tmp_path: Path) -> None:
     nb = make_notebook(tmp_path / "sales.ipynb", ["x = 1", "%%propose\nx + 1", "x"])
     with kernel(tmp_path, JPY_SESSION_NAME=str(nb)) as k:
         k.run("%load_ext planbook")
-        execute_from_cell(k, "%%propose --reason first\ny = x + 1", "c2")
-        execute_from_cell(k, "%%propose --reason second\nz = y + 1", "c2")
+        for reason, code in (("first", "y = x + 1"), ("second", "z = y + 1")):
+            staged = k.run_in_cell(f"%%propose --reason {reason}\n{code}", "c2")
+            assert staged.status == "ok" and "staged" in staged.text, staged.text
         # no cellId (nbclient, VS Code, a console): one clear line, nothing staged
         refused = k.run("%%propose\nw = 0")
         assert "UsageError" in refused.stderr and "--after #3" in refused.stderr
         assert "Traceback" not in refused.text
         # a cellId the notebook does not have (an unsaved cell)
-        execute_from_cell(k, "%%propose\nw = 0", "not-saved-yet")
+        unsaved = k.run_in_cell("%%propose\nw = 0", "not-saved-yet")
+        assert "UsageError" in unsaved.text and "is not in" in unsaved.text, unsaved.text
         count = k.run("import planbook; print(len(planbook.session().current_plan().steps))")
-        assert count.stdout.strip() == "2", count.stderr
+        assert count.stdout.strip() == "2", (count.status, count.text)
         report = k.run("%approve")
         assert "step 2 (insert_cell): done" in report.stdout, report.text
         sources = [c.source for c in nbformat.read(nb, as_version=4).cells]

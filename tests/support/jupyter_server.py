@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from tests.kernel_helper import STOP_ON_ERROR
+
 #: Lab settings written into the temp user-settings dir: no news toast, no update checks
 #: (the machine has no internet, and the toast covers the page in browser tests).
 LAB_SETTINGS: dict[str, dict[str, Any]] = {
@@ -419,7 +421,8 @@ class RunningServer:
                             "store_history": True,
                             "user_expressions": {},
                             "allow_stdin": False,
-                            "stop_on_error": True,
+                            # what a test asks after a failure must run (STOP_ON_ERROR)
+                            "stop_on_error": STOP_ON_ERROR,
                         },
                     }
                 )
