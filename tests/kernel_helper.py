@@ -44,6 +44,25 @@ class Reply:
     def text(self) -> str:
         return self.stdout + self.stderr + self.error
 
+    def take(self, msg: dict[str, Any]) -> None:
+        """An output message of the request: its text or its output kept."""
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            if content["name"] == "stdout":
+                self.stdout += content["text"]
+            else:
+                self.stderr += content["text"]
+        elif kind in ("display_data", "execute_result"):
+            self.outputs.append(content)
+        elif kind == "error":
+            self.error += f"{content['ename']}: {content['evalue']}"
+
+    def finished(self, status: str, code: str) -> Reply:
+        if status == "aborted":  # it never ran: no output to assert on, say so
+            raise AssertionError(f"the kernel aborted {code!r} (a request before it failed)")
+        self.status = status
+        return self
+
 
 class Kernel:
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
@@ -56,26 +75,10 @@ class Kernel:
 
     def run(self, code: str, timeout: float = 120) -> Reply:
         reply = Reply(status="")
-
-        def on_output(msg: dict[str, Any]) -> None:
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                if content["name"] == "stdout":
-                    reply.stdout += content["text"]
-                else:
-                    reply.stderr += content["text"]
-            elif kind in ("display_data", "execute_result"):
-                reply.outputs.append(content)
-            elif kind == "error":
-                reply.error += f"{content['ename']}: {content['evalue']}"
-
         msg = self.kc.execute_interactive(
-            code, timeout=timeout, output_hook=on_output, stop_on_error=STOP_ON_ERROR
+            code, timeout=timeout, output_hook=reply.take, stop_on_error=STOP_ON_ERROR
         )
-        reply.status = msg["content"]["status"]
-        if reply.status == "aborted":  # it never ran: no output to assert on, say so
-            raise AssertionError(f"the kernel aborted {code!r} (a request before it failed)")
-        return reply
+        return reply.finished(msg["content"]["status"], code)
 
     def run_in_cell(self, code: str, cell_id: str | None) -> Reply:
         """``code`` sent as JupyterLab sends a cell: the running cell's id in the request's
@@ -83,25 +86,19 @@ class Kernel:
         metadata = {"cellId": cell_id} if cell_id is not None else {}
         msg = self.kc.session.msg("execute_request", execute_content(code), metadata=metadata)
         self.kc.shell_channel.send(msg)
+        mine = msg["header"]["msg_id"]
         reply = Reply(status="")
         while True:
             out = self.kc.get_iopub_msg(timeout=60)
-            if out["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            if out["parent_header"].get("msg_id") != mine:
                 continue
-            kind, data = out["msg_type"], out["content"]
-            if kind == "stream":
-                reply.stderr += data["text"] if data["name"] == "stderr" else ""
-                reply.stdout += data["text"] if data["name"] == "stdout" else ""
-            elif kind == "error":
-                reply.error += f"{data['ename']}: {data['evalue']}"
-            elif kind == "status" and data["execution_state"] == "idle":
+            if out["msg_type"] == "status" and out["content"]["execution_state"] == "idle":
                 break
-        while (answer := self.kc.get_shell_msg(timeout=60))["parent_header"].get("msg_id") != msg[
-            "header"
-        ]["msg_id"]:
-            pass
-        reply.status = answer["content"]["status"]
-        return reply
+            reply.take(out)
+        answer = self.kc.get_shell_msg(timeout=60)
+        while answer["parent_header"].get("msg_id") != mine:
+            answer = self.kc.get_shell_msg(timeout=60)
+        return reply.finished(answer["content"]["status"], code)
 
     def restart(self) -> None:
         self.km.restart_kernel(now=True)

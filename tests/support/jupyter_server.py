@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from tests.kernel_helper import STOP_ON_ERROR
+from tests.kernel_helper import execute_content
 
 #: Lab settings written into the temp user-settings dir: no news toast, no update checks
 #: (the machine has no internet, and the toast covers the page in browser tests).
@@ -415,15 +415,7 @@ class RunningServer:
                         "metadata": {},
                         "channel": "shell",
                         "buffers": [],
-                        "content": {
-                            "code": code,
-                            "silent": False,
-                            "store_history": True,
-                            "user_expressions": {},
-                            "allow_stdin": False,
-                            # what a test asks after a failure must run (STOP_ON_ERROR)
-                            "stop_on_error": STOP_ON_ERROR,
-                        },
+                        "content": execute_content(code),
                     }
                 )
             )
