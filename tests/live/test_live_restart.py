@@ -3,6 +3,7 @@ server gone, approval fails with a clear message and no step is half applied."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,6 +75,12 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
     doc.save()
     own_server.stop()
     doc.confirm_timeout = 2.0
+    # gone, and known to be: the room saw its connection close (a link that dies without a
+    # word is the next test's case; under load, noticing the close can take a moment)
+    deadline = time.monotonic() + 30
+    while doc.connected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not doc.connected
 
     with pytest.raises(PlanbookError, match=r"unreachable.*nothing was applied"):
         session.approve("2")
@@ -90,6 +97,49 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
     report = session.approve("2")
     assert report.ok, report.lines()
     assert [c.source for c in doc.cells()][:2] == ["step = 1", "step = 2"]
+
+
+def test_with_the_link_gone_silent_the_step_waits_pending_and_nothing_is_applied(
+    own_server: RunningServer,
+) -> None:
+    """The server is unreachable and nothing says so: the connection stays open and nothing
+    comes back (a laptop asleep). The approval cannot be refused up front (the room believes
+    it is connected), so the step's commit finds out: it waits, pending, with the same clear
+    words, nothing of it applied anywhere; once the link is back it is approved again."""
+    with TcpProxy(own_server.port) as proxy:
+        doc = open_live(proxy.url, own_server.token, "plan.ipynb")
+        try:
+            session = staged(doc, own_server.root)
+            assert session.approve("1").ok
+            doc.save()
+            doc.confirm_timeout = 2.0
+            proxy.silence()
+            assert doc.connected  # nothing told it otherwise
+
+            report = session.approve("2")  # it returns (it used to wait for ever: room.py)
+            assert not report.ok
+            [outcome] = report.outcomes
+            assert outcome.status == "pending", report.lines()
+            assert re.search(r"unreachable.*nothing was applied", outcome.message), outcome
+            assert [v.status for v in session.step_views()] == ["done", "pending", "pending"]
+
+            other = YClient(own_server, "plan.ipynb")  # straight to the server
+            try:
+                assert other.sources() == ["step = 1", "b = 2", "c = 3"]
+            finally:
+                other.close()
+
+            proxy.heal()
+            assert doc.sync(30)
+            assert [v.status for v in session.step_views()] == ["done", "pending", "pending"]
+            report = session.approve("2")
+            assert report.ok, report.lines()
+            assert [c.source for c in doc.cells()] == ["step = 1", "step = 2", "c = 3"]
+            doc.save()
+            on_file = disk_sources(on_disk(own_server, "plan.ipynb"))
+            assert on_file == ["step = 1", "step = 2", "c = 3"]
+        finally:
+            doc.close()
 
 
 def test_a_read_while_the_room_reloads_waits_for_the_servers_notebook(

@@ -8,7 +8,10 @@ faults are those of a real network, not of a patched client:
   still reach it (an update arrives, its confirmation is lost), then the connections are cut
   and new ones refused until ``seconds`` have passed;
 - ``outage(seconds)``: connections cut and new ones refused for ``seconds``;
-- ``delay``: what the client sends reaches the server that many seconds late (a slow link).
+- ``delay``: what the client sends reaches the server that many seconds late (a slow link);
+- ``silence()``: nothing passes either way and the connections stay open, so neither end can
+  tell (a laptop asleep, a Wi-Fi gone dead), until ``heal()`` resets them (the bytes lost in
+  between broke their streams) and lets new ones in.
 
     with TcpProxy(server.port) as proxy:
         doc = open_live(proxy.url, token, path)
@@ -30,6 +33,7 @@ class _Link:
         self.client = client
         self.server = server
         self.lose_answers = False
+        self.silent = False
 
     def close(self) -> None:
         for sock in (self.client, self.server):
@@ -62,6 +66,16 @@ class TcpProxy:
 
     def outage(self, seconds: float) -> None:
         self._refuse_until = time.monotonic() + seconds
+        self.cut()
+
+    def silence(self) -> None:
+        with self._mutex:
+            for link in self._links:
+                link.silent = True
+        self._refuse_until = float("inf")
+
+    def heal(self) -> None:
+        self._refuse_until = 0.0
         self.cut()
 
     def lose_answers(self, seconds: float) -> None:
@@ -100,7 +114,7 @@ class TcpProxy:
                 data = source.recv(65536)
                 if not data:
                     break
-                if not upstream and link.lose_answers:
+                if link.silent or (not upstream and link.lose_answers):
                     continue
                 if upstream and self.delay:
                     time.sleep(self.delay)

@@ -93,6 +93,8 @@ class Room(SharedCopy):
         super().__init__()  # the copy: doc, cells, meta, reloads...
         self._listeners: list[Callable[[], None]] = []
         self._ws: Any = None
+        #: The connection the sync thread is reading from (None between connections).
+        self._reading: Any = None
         self._generation = 0
         self._reset_next = False  # the next connection starts from a fresh copy
         self._reset_why = ""
@@ -363,11 +365,31 @@ class Room(SharedCopy):
             ticket.generation, ticket.needs = self._generation, number
 
     def _drop_connection(self) -> None:
-        ws, self._ws = self._ws, None
-        self.connected = False
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                ws.close(timeout=1)
+        with self.cond:  # (re-entrant: most callers hold it already)
+            ws, self._ws = self._ws, None
+            self.connected = False
+            if ws is not None:
+                self._hang_up(ws)
+
+    def _hang_up(self, ws: Any) -> None:
+        """Send ``ws`` its close frame (after everything sent before it), give the server up
+        to a second to answer it (the answer says it read all of that; the sync thread reads
+        it), then shut the socket, which wakes the sync thread if the link is silent.
+
+        Not ``ws.close()``: it reads the answer itself, under the lock the sync thread holds
+        while it waits for a message, so on a link gone silent (a laptop asleep: the
+        connection open, nothing coming back) the caller waited for ever, and with it the
+        approval that found the room unreachable."""
+        with contextlib.suppress(Exception):
+            if ws.sock is not None:
+                ws.sock.settimeout(1.0)  # a dead link's full send buffer must not hold us
+            ws.send_close()
+        if threading.current_thread() is not self._thread:
+            self.cond.wait_for(lambda: self._reading is not ws, 1.0)
+        with contextlib.suppress(Exception):
+            ws.abort()
+        with contextlib.suppress(Exception):
+            ws.shutdown()
 
     def _run(self) -> None:
         delay = 0.2
@@ -415,15 +437,23 @@ class Room(SharedCopy):
                 )
                 self._reset_why = ""
                 self.changed()
-            self._ws = ws
+            self._ws = self._reading = ws
             self._generation += 1
             self._asked = self._answered = 0
             self._ask()
+        try:
+            self._read(ws)
+        finally:
+            with self.cond:
+                self._reading = None
+                self.cond.notify_all()
+
+    def _read(self, ws: Any) -> None:
         synced = False
         while not self._closed:
             opcode, data = ws.recv_data()
             quick_ack(ws)
-            if opcode == _CLOSE_OPCODE:
+            if opcode == _CLOSE_OPCODE and ws is self._ws:  # (not the answer to our own)
                 self._on_close(bytes(data))
             if opcode != _BINARY_OPCODE or not data:
                 continue
