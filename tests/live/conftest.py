@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,15 @@ def run(server: RunningServer, kernel: dict[str, Any], code: str) -> str:
 
 def disk_sources(nb: dict[str, Any]) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"]]
+
+
+def waited(done: Callable[[], bool], seconds: float = 60.0, every: float = 0.005) -> bool:
+    """Poll ``done`` until it holds (True) or ``seconds`` pass (False). Polled, not waited on
+    the room's condition: it looks at counters and flags only (no read of the copy, which
+    waits while a reload is under way), and a reload's window is seen within ``every``."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every)
+    return True

@@ -45,7 +45,7 @@ from planbook.model.operations import InsertCell
 from planbook.model.plan import Plan
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
-from tests.live.conftest import on_disk
+from tests.live.conftest import on_disk, waited
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter
 from tests.support.tcp_proxy import TcpProxy
@@ -734,9 +734,7 @@ def test_a_code_step_whose_cell_cannot_be_read_at_its_end_gets_its_outputs_back(
         proxy.delay = 2.0
         server.kill()
         server.start()
-        deadline = time.monotonic() + 60
-        while trial.doc.reloads == reloads and time.monotonic() < deadline:
-            time.sleep(0.005)
+        waited(lambda: trial.doc.reloads != reloads)
         room.connect_timeout = 0.2  # the step's end reads now: it gives up before the copy
 
         def heal() -> None:
@@ -773,11 +771,7 @@ def killed_mid_save(server: RunningServer, trial: Trial) -> None:
     os.utime(aside, (old, old))
     trial.path.write_bytes(b"")
     server.start()
-    deadline = time.monotonic() + 60
-    while (trial.doc.reloads == reloads or trial.doc._room.loading) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.01)
+    waited(lambda: trial.doc.reloads != reloads and not trial.doc._room.loading, every=0.01)
 
 
 def test_a_code_step_whose_outputs_the_rebuilt_room_overwrites_gets_them_back(

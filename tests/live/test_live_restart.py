@@ -14,7 +14,7 @@ from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.errors import LiveConnectionError, PlanbookError
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
-from tests.live.conftest import disk_sources, on_disk
+from tests.live.conftest import disk_sources, on_disk, waited
 from tests.live.yclient import YClient
 from tests.support.jupyter_server import RunningServer, start_jupyter
 from tests.support.tcp_proxy import TcpProxy
@@ -77,10 +77,7 @@ def test_with_the_server_gone_approval_fails_clearly_and_applies_nothing(
     doc.confirm_timeout = 2.0
     # gone, and known to be: the room saw its connection close (a link that dies without a
     # word is the next test's case; under load, noticing the close can take a moment)
-    deadline = time.monotonic() + 30
-    while doc.connected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not doc.connected
+    assert waited(lambda: not doc.connected, 30)
 
     with pytest.raises(PlanbookError, match=r"unreachable.*nothing was applied"):
         session.approve("2")
@@ -156,9 +153,7 @@ def test_a_read_while_the_room_reloads_waits_for_the_servers_notebook(
             before = [c.source for c in doc.cells()]
             proxy.delay = 2.0
             own_server.restart(crash=True)
-            deadline = time.monotonic() + 60
-            while doc.reloads == 0 and time.monotonic() < deadline:
-                time.sleep(0.005)  # polls the counter only: no read of the copy
+            waited(lambda: doc.reloads > 0)  # the counter only: no read of the copy
             assert doc.reloads == 1, "the room was not reloaded"
             assert doc._room.loading, "the read below would not fall in the reload's window"
             assert [c.source for c in doc.cells()] == before == ["a = 1", "b = 2", "c = 3"]
@@ -180,9 +175,7 @@ def test_a_room_that_stays_half_reloaded_fails_a_read_in_one_line(
         try:
             proxy.delay = 2.0
             own_server.restart(crash=True)
-            deadline = time.monotonic() + 60
-            while doc.reloads == 0 and time.monotonic() < deadline:
-                time.sleep(0.005)
+            waited(lambda: doc.reloads > 0)
             doc._room.connect_timeout = 0.2  # the wait of a read (the reconnect is done)
             assert doc._room.loading, "the read below would not fall in the reload's window"
             started = time.monotonic()
