@@ -35,7 +35,9 @@ SECRET_ENV = "PLANBOOK_SECRET_FILE"
 #: What every signature starts with, so a later scheme can be told apart.
 PREFIX = "hmac-sha256:"
 
-_keys: dict[str, bytes] = {}
+#: The key by what names its file (``PLANBOOK_SECRET_FILE``, the data folder), read once:
+#: every signed record asks for it, and making the file's path costs more than the signature.
+_keys: dict[tuple[str | None, str], bytes] = {}
 _keys_lock = threading.Lock()
 
 
@@ -48,14 +50,14 @@ def secret_path() -> Path:
 
 
 def _key() -> bytes:
-    path = secret_path()
-    where = str(path)
-    with _keys_lock:
-        key = _keys.get(where)
-        if key is None:
-            key = _read_or_make(path)
-            _keys[where] = key
-        return key
+    place = (os.environ.get(SECRET_ENV), data_dir())
+    key = _keys.get(place)
+    if key is None:
+        with _keys_lock:
+            key = _keys.get(place)
+            if key is None:
+                key = _keys[place] = _read_or_make(secret_path())
+    return key
 
 
 def _read_or_make(path: Path) -> bytes:

@@ -450,13 +450,14 @@ class LiveNotebook:
         ``strict=False`` (a replay) skips what is already there or gone."""
         doc = self._room.doc
         before = doc.get_state()
-        views = apply_ops(
-            self._room,
-            ops,
-            cell_ids=self._reads.cell_ids,
-            metadata=self._reads.metadata,
-            strict=strict,
-        )
+        with self._room.own_change():  # its readers are told below and by the caller
+            views = apply_ops(
+                self._room,
+                ops,
+                cell_ids=self._reads.cell_ids,
+                metadata=self._reads.metadata,
+                strict=strict,
+            )
         self._reads.remember_metadata(views)  # without reading it back (O(plan))
         self._room.changed()
         update: bytes = doc.get_update(before)

@@ -26,13 +26,22 @@ def apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], 
     JSON after the changes is returned."""
     from pycrdt import Map  # heavy: pycrdt (the live extra)
 
-    metadata = _shared_map(ymeta, "metadata")
+    if not changes:
+        return old
+    top = _shared_map(_shared_map(ymeta, "metadata"), key)
+    # The maps met on the way down, by path: the paths of one call share their first parts
+    # (plans, checkpoints/<bucket>), and each look into a shared map is several pycrdt calls.
+    maps: dict[MetadataPath, Map[Any]] = {}
     for path, value in changes.items():
-        node = _shared_map(metadata, key)
-        for part in path[:-1]:
-            if value is DELETE and not isinstance(node.get(part), Map | dict):
+        node = top
+        for depth, part in enumerate(path[:-1], 1):
+            known = maps.get(path[:depth])
+            if known is not None:
+                node = known
+                continue
+            if value is DELETE and not isinstance(_child(node, part), Map | dict):
                 break  # nothing there to delete
-            node = _shared_map(node, part)
+            node = maps[path[:depth]] = _shared_map(node, part)
         else:
             last = path[-1]
             if value is DELETE:
@@ -40,6 +49,8 @@ def apply_parts(ymeta: Map[Any], key: str, changes: Mapping[MetadataPath, Any], 
                     del node[last]
             else:
                 _write_entry(node, last, _json_at(old, path), value)
+            for below in [p for p in maps if p[: len(path)] == path]:
+                del maps[below]  # replaced or deleted with ``path``
         old = apply_metadata_changes(old, {path: value})
     return old
 
@@ -49,15 +60,24 @@ def _shared_map(parent: Map[Any], key: str) -> Map[Any]:
     whole JSON object (entries kept), replaced when it holds anything else."""
     from pycrdt import Map  # heavy: pycrdt (the live extra)
 
-    child = parent.get(key)
+    child = _child(parent, key)
     if isinstance(child, Map):
         return child
     entries = child if isinstance(child, dict) else {}
-    if key in parent:
+    if child is not _ABSENT:
         del parent[key]
     parent[key] = Map(entries)
     found: Map[Any] = parent[key]
     return found
+
+
+def _child(parent: Map[Any], key: str) -> Any:
+    """``parent[key]``, or _ABSENT: one look (pycrdt's ``get`` is ``in`` then ``[]``, and
+    ``[]`` asks ``in`` again)."""
+    try:
+        return parent[key]
+    except KeyError:
+        return _ABSENT
 
 
 def _json_at(root: Any, path: MetadataPath) -> Any:
@@ -93,21 +113,19 @@ def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
 
     if _same(old, new):
         return
-    current = parent.get(key) if old is not _ABSENT else None
-    if isinstance(current, Map) and isinstance(old, dict) and isinstance(new, dict):
+    # the shared value is looked at only where a merge could use it (a scalar is replaced)
+    both_maps = isinstance(old, dict) and isinstance(new, dict)
+    both_lists = isinstance(old, list) and isinstance(new, list)
+    current = _child(parent, key) if both_maps or both_lists else _ABSENT
+    if both_maps and isinstance(current, Map):
         _merge_map(current, old, new)
         return
     # (an array whose length differs from ``old`` is not what it describes: written whole)
-    if (
-        isinstance(current, Array)
-        and isinstance(old, list)
-        and isinstance(new, list)
-        and len(current) == len(old)
-    ):
+    if both_lists and isinstance(current, Array) and len(current) == len(old):
         _merge_array(current, old, new)
         return
-    if key in parent:  # delete then set: every reader sees a replaced key
-        del parent[key]
+    if current is not _ABSENT or key in parent:
+        del parent[key]  # delete then set: every reader sees a replaced key
     rewrite = isinstance(old, dict | list) and isinstance(new, dict | list)
     parent[key] = _shared_level(new) if rewrite else new
 

@@ -215,7 +215,9 @@ def apply_ops(
     from pycrdt import Map  # heavy: pycrdt (the live extra)
 
     doc, ycells = room.doc, room.cells
-    ynb = YNotebook(doc)
+    # made for a replace only (see ``_new_ycell``), and outside the transaction: it attaches
+    # an undo manager to the cells, which pycrdt refuses inside one
+    ynb = YNotebook(doc) if any(op.kind == "replace" for op in ops) else None
     views: dict[str, Any] = {}
     with doc.transaction(origin="planbook"):
         ids = cell_ids()  # kept in step with ``ycells`` below, never read again
@@ -243,7 +245,7 @@ def apply_ops(
                 at = ids.index(op.after) + 1 if op.after in ids else 0
                 if op.after is not None and op.after not in ids:
                     at = len(ids)
-                ycells.insert(at, ynb.create_ycell(cell_dict(op.cell)))
+                ycells.insert(at, _new_ycell(cell_dict(op.cell)))
                 ids.insert(at, op.cell.id)
             elif op.kind == "delete":
                 if op.cell_id in ids:
@@ -258,13 +260,29 @@ def apply_ops(
                 ids.pop(i)
                 at = ids.index(op.after) + 1 if op.after in ids else 0
                 # a fresh copy: Yjs arrays have no move the frontend understands
-                ycells.insert(at, ynb.create_ycell(cell_dict(moved)))
+                ycells.insert(at, _new_ycell(cell_dict(moved)))
                 ids.insert(at, op.cell_id)
             elif op.kind == "replace":
                 assert op.cell is not None
                 if op.cell.id in ids:
+                    assert ynb is not None
                     write_cell(ynb, ids.index(op.cell.id), op.cell)
                 elif not strict:
-                    ycells.append(ynb.create_ycell(cell_dict(op.cell)))
+                    ycells.append(_new_ycell(cell_dict(op.cell)))
                     ids.append(op.cell.id)
     return views
+
+
+_cell_maker: Any = None
+
+
+def _new_ycell(cell: dict[str, Any]) -> Any:
+    """A shared cell (not yet in any document) holding ``cell``, as JupyterLab makes one.
+    Made by a YNotebook of a document of its own: a YNotebook on the room's document attaches
+    an undo manager to its cells, which then records every change until it is dropped."""
+    global _cell_maker
+    if _cell_maker is None:
+        from jupyter_ydoc import YNotebook  # heavy: jupyter_ydoc (the live extra)
+
+        _cell_maker = YNotebook()
+    return _cell_maker.create_ycell(cell)

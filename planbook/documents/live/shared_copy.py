@@ -10,6 +10,8 @@ of it is read and changed holding the room's ``cond``.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -88,6 +90,24 @@ class SharedCopy:
 
     def _on_meta(self, _events: Any) -> None:
         self.meta_version += 1
+
+    @contextmanager
+    def own_change(self) -> Iterator[None]:
+        """A change made here, whose result the caller hands to its readers itself (the
+        cells and metadata a commit wrote): the deep observers are off during it, and the
+        versions move once after it, as for a change of every cell and of the metadata.
+        pycrdt makes Python events of everything a deep observer sees (a commit's record
+        and cells, again), which cost a commit more than many of its writes."""
+        self.cells.unobserve(self._cells_subscription)
+        self.meta.unobserve(self._meta_subscription)
+        try:
+            yield
+        finally:
+            self._cells_subscription = self.cells.observe_deep(self._on_cells)
+            self._meta_subscription = self.meta.observe_deep(self._on_meta)
+            self.cells_version += 1
+            self._cell_changes.append((self.cells_version, None))
+            self.meta_version += 1
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}
