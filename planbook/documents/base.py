@@ -150,6 +150,17 @@ def write_pending(document: NotebookDocument) -> None:
         write()
 
 
+def save_kept(document: NotebookDocument) -> bool:
+    """A save ``coalesced_saves`` kept in memory waits to be written."""
+    return bool(getattr(document, "save_kept", False))
+
+
+def saves_dropped(document: NotebookDocument) -> int:
+    """How many kept saves the document dropped unwritten (a write failed, someone else's
+    save won): what was news of theirs when this count was lower is not on disk."""
+    return int(getattr(document, "saves_dropped", 0))
+
+
 def make_durable(document: NotebookDocument, *, unless_saved_within: float = 0.0) -> str:
     """Make sure what was committed survives a stop of whoever holds the document (the live
     room: the server saves it now, unless it did less than ``unless_saved_within`` seconds

@@ -75,6 +75,9 @@ class FileNotebook(NodeNotebook):
         #: How deep ``coalesced`` blocks are; whether a save is kept in memory (and held).
         self._coalescing = 0
         self._pending = False
+        #: Kept saves dropped unwritten (their write failed, or someone else's save won):
+        #: whoever held news of what they carried can tell it was lost (``saves_dropped``).
+        self.saves_dropped = 0
         #: Jupyter's trust of the file, kept across planbook's saves (documents/trust.py);
         #: whether the file planbook first replaced was trusted (None: not asked yet).
         self._trust = KeptTrust()
@@ -181,7 +184,9 @@ class FileNotebook(NodeNotebook):
         if (self._written is not None and same_bytes(data, self._chunks)) or data == self._read:
             self._seen = seen  # exact now, unless read in the tick of the last change
             return
-        self._drop_pending()  # someone else's save wins over the one kept in memory
+        if self._pending:  # someone else's save wins over the one kept in memory
+            self.saves_dropped += 1
+            self._drop_pending()
         self._nb, self._encoder, self._unsettled = self._parse(data)
         self.style = self._encoder.style
         self._written, self._chunks, self._encoded_pieces = None, [], _EncodedPieces()
@@ -217,6 +222,11 @@ class FileNotebook(NodeNotebook):
         os.close(fd)
         os.unlink(tmp)
 
+    @property
+    def save_kept(self) -> bool:
+        """A save is kept in memory, not written yet (see ``coalesced``)."""
+        return self._pending
+
     def write_pending(self) -> None:
         """Write the save kept in memory, if any, and let go of the hold it kept."""
         if not self._pending:
@@ -225,6 +235,7 @@ class FileNotebook(NodeNotebook):
             self._write()
         except BaseException:
             # memory goes back to the file: nothing kept there is taken as saved
+            self.saves_dropped += 1
             self._drop_pending()
             self._seen, self._written = None, None
             with contextlib.suppress(Exception):

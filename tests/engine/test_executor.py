@@ -4,6 +4,7 @@ staged by the planner and approved with the approval hash, cells run by a real I
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -278,6 +279,77 @@ def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
     assert any(e.event == "recovered" for e in again.store.state.log)
 
 
+KILLED_BETWEEN = """
+import os, signal, sys
+from pathlib import Path
+from IPython.core.interactiveshell import InteractiveShell
+from planbook.documents.base import coalesced_saves
+from planbook.documents.file import FileNotebook
+from planbook.engine.executor.run import Executor
+from planbook.engine.runner import IPythonRunner
+from planbook.engine.store import Store
+from planbook.model.plan import Approval
+from planbook.workspace.files import Workspace
+
+path = Path(sys.argv[1])
+document = FileNotebook(path)
+store = Store(document)
+store.load()
+executor = Executor(store, document, Workspace(path.parent), lambda: IPythonRunner(
+    InteractiveShell.instance()), lambda event: None)
+plan = store.state.plans[0]
+for step in plan.steps:
+    step.run_by = executor.token
+store.save()
+start = Executor._start
+
+def killed_at_the_second_step(self, plan, step, started):
+    if step.id == plan.steps[1].id:  # step 1's code ran; its "done" waits for this save
+        os.kill(os.getpid(), signal.SIGKILL)
+    return start(self, plan, step, started)
+
+Executor._start = killed_at_the_second_step
+with coalesced_saves(document):
+    executor.run(plan.id, Approval.model_validate_json(sys.argv[2]))
+"""
+
+
+def test_a_kill_before_the_save_after_a_code_step_never_runs_its_code_again(
+    bench: Bench,
+) -> None:
+    """A code step's outputs and "done" wait for the next save (the next code step's, or the
+    run's end). A process killed (-9) in between leaves the step "running" on disk, as if it
+    died during the code: recovery settles it failed, the step after it goes back to
+    pending, and its code never runs a second time."""
+    marker = bench.path.parent / "ran.txt"
+    plan = bench.stage(
+        insert("a", f"open({str(marker)!r}, 'a').write('ran\\n')"),
+        insert("b", "z = 3", after="a"),
+        run=True,
+    )
+    approval = bench.approve(plan)
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_BETWEEN, str(bench.path), approval.model_dump_json()],
+        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+        timeout=120,
+    )
+    assert child.returncode == -signal.SIGKILL
+    assert marker.read_text() == "ran\n"
+    assert bench.statuses(plan) == ["running", "approved"]
+
+    again = Bench(bench.path)  # a kernel restarted on the same notebook
+    with again.document.locked():
+        again.store.sync()
+        notes = again.executor.recover()
+    assert len(notes) == 1 and "a run was cut off" in notes[0]
+    saved = again.store.plan_by_id(plan.id)
+    assert [s.status for s in saved.steps] == ["failed", "pending"]
+    assert "interrupted while its code ran" in (saved.steps[0].error or "")
+    assert saved.steps[0].checkpoint is not None  # rollback can still undo it
+    assert marker.read_text() == "ran\n"  # recovery ran nothing
+    assert [c for c, _ in sources(bench.path)].count("a") == 1
+
+
 def test_a_last_step_whose_save_fails_is_not_counted_done(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -305,23 +377,77 @@ def test_a_last_step_whose_save_fails_is_not_counted_done(
     assert sources(bench.path)[0] == ("c1", "x = 1")
 
 
-def test_a_step_is_announced_done_only_once_the_file_holds_it(bench: Bench) -> None:
+def test_a_step_is_announced_done_only_once_the_file_holds_it(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The surfaces show what the file holds: each step_finished is told after the save that
-    records it, the run's last step too (its save is the run's end)."""
+    records it. Saves are made where crash safety needs them and nowhere else: before code
+    runs (its step "running", with the steps done before it) and at the run's end. A cell
+    edit, a cell run and a cell insert are two saves, not five."""
+    import planbook.documents.file as file_backend
     from planbook.documents.base import coalesced_saves
 
-    plan = bench.stage(insert("a", "y = 2"), insert("b", "z = 3", after="a"))
+    plan = bench.stage(
+        EditCell(cell_id="c1", source="x = 5"), RunCell(cell_id="c1"), insert("a", "y = 2")
+    )
     seen: list[list[str]] = []
 
     def on_event(event: Event) -> None:
         if event.kind == "step_finished":
             seen.append(bench.statuses(plan))
 
+    saves: list[int] = []
+    atomic_write = file_backend.atomic_write
+
+    def counted(path: Path, data: object) -> object:
+        saves.append(1)
+        return atomic_write(path, data)  # type: ignore[arg-type]
+
     bench.executor.emit = on_event
     approval = bench.approve(plan)
+    monkeypatch.setattr(file_backend, "atomic_write", counted)
     with coalesced_saves(bench.document):
         assert bench.executor.run(plan.id, approval).ok
-    assert seen == [["done", "approved"], ["done", "done"]]
+    assert seen == [
+        ["done", "running", "approved"],  # the edit, saved as the run step began
+        ["done", "done", "done"],  # the run and the insert, saved at the end
+        ["done", "done", "done"],
+    ]
+    assert len(saves) == 2
+    assert [c.source for c in nbformat.read(bench.path, as_version=4).cells][:1] == ["x = 5"]
+
+
+def test_steps_held_for_a_save_that_fails_are_not_counted_done(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step whose record waits in a kept save is not done until that save is written: when
+    the write before the next step's code fails (disk full), the steps it held are reported
+    failed with the reason, the file holds none of them, and nothing ran."""
+    import planbook.documents.file as file_backend
+    from planbook.documents.base import coalesced_saves
+
+    plan = bench.stage(EditCell(cell_id="c1", source="x = 5"), RunCell(cell_id="c2"))
+    approval = bench.approve(plan)
+    saved = bench.path.read_bytes()
+
+    def disk_full(path: Path, data: object) -> object:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(file_backend, "atomic_write", disk_full)
+    told: list[tuple[str, str]] = []
+    bench.executor.emit = lambda e: told.append((e.kind, e.status or ""))
+    with coalesced_saves(bench.document):
+        report = bench.executor.run(plan.id, approval)
+    edit, run = report.outcomes
+    assert edit.status == "failed", edit
+    assert edit.message.startswith("its change could not be saved (OSError: [Errno 28]")
+    assert run.status == "failed" and run.message.startswith("OSError: [Errno 28]"), run
+    assert not report.ok
+    finished = [status for kind, status in told if kind == "step_finished"]
+    assert finished == ["failed", "failed"]
+    assert ("checkpoint_written", "") not in told  # no checkpoint reached the file
+    assert bench.path.read_bytes() == saved
+    assert nbformat.read(bench.path, as_version=4).cells[1].outputs == []  # print(x) never ran
 
 
 def test_code_steps_read_each_cell_four_times_and_make_one_runner_a_run(

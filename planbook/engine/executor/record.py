@@ -11,12 +11,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
-from planbook.documents.base import NotebookDocument, make_durable, write_pending
+from planbook.documents.base import (
+    NotebookDocument,
+    make_durable,
+    save_kept,
+    saves_dropped,
+    write_pending,
+)
 from planbook.engine import owner
 from planbook.engine.checkpoints import CheckpointWriter, next_seq
 from planbook.engine.executor.approved import ApprovalCheck
 from planbook.engine.executor.outputs import KeptOutputs
-from planbook.engine.executor.report import StepOutcome
+from planbook.engine.executor.report import StepOutcome, one_line
 from planbook.engine.mcp_calls import McpCaller, NoMcpCaller
 from planbook.engine.reconcile import ReloadWatch
 from planbook.engine.runner import CodeRunner
@@ -71,11 +77,13 @@ class StepRecords:
         self._log_saved = 0
         #: Finds a run's steps without a scan from the plan's top at each one.
         self._steps = StepIndex()
-        #: The last step of the run under way: its save waits for the run's end.
-        self._last_of_run: str | None = None
-        #: That step's announcement, held until its save went through (``_tell_held``): a
-        #: surface never shows "done" for a step the file does not hold yet.
-        self._held: tuple[str, StepOutcome, str | None] | None = None
+        #: Announcements of steps whose record is in a save kept in memory, held until a
+        #: save holds them (``_write_pending``, the run's end): a surface never shows "done"
+        #: for a step the file does not hold yet.
+        self._held: list[tuple[str, StepOutcome, str | None]] = []
+        #: ``saves_dropped`` of the document when the first of them was held: a kept save
+        #: dropped since took their records with it.
+        self._held_since = 0
         #: The approval-hash check before each step of the run under way.
         self._approval_check = ApprovalCheck()
         #: The code runner of the run under way and the factory that made it (``_code_runner``).
@@ -234,20 +242,51 @@ class StepRecords:
         return StepOutcome(number, step.id, step.operation.kind, status, message)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
-        """Tell the surfaces, once what the step did is saved: written now, unless it is the
-        run's last step, whose save carries the run's end (``_end_run``)."""
-        if outcome.step_id == self._last_of_run:
-            self._held = (plan_id, outcome, checkpoint)
-            return outcome
-        write_pending(self.document)
-        self._tell_finished(plan_id, outcome, checkpoint)
+        """Tell the surfaces, once what the step did is saved: at once when its transaction
+        wrote it, else with the save that holds it (``_write_pending``: before the next step's
+        code runs or its file is written, or at the run's end). A run's steps that change
+        only cells are then one save, and a code step's outputs travel with the next code
+        step's "running": one save a code step, not two (docs/performance.md)."""
+        if not self._held:
+            self._held_since = saves_dropped(self.document)
+        self._held.append((plan_id, outcome, checkpoint))
+        if not save_kept(self.document):
+            self._tell_held()
         return outcome
 
+    def _write_pending(self) -> None:
+        """Write the save kept in memory, then announce the steps it holds. When it cannot be
+        written, their outcomes say so (the file holds none of them) and the error is
+        raised."""
+        try:
+            write_pending(self.document)
+        except Exception as exc:
+            self._unsaved_held(f"its change could not be saved ({one_line(exc)})")
+            raise
+        self._tell_held()
+
+    def _unsaved_held(self, why: str) -> None:
+        """The held steps' records were lost with a kept save: none of them is done as the
+        notebook holds them, whatever the run counted."""
+        held = []
+        for plan_id, outcome, checkpoint in self._held:
+            if outcome.status == "done":
+                outcome.status = "failed"
+                outcome.message = why
+                checkpoint = None  # not on disk either: never announced as written
+            held.append((plan_id, outcome, checkpoint))
+        self._held = held
+
     def _tell_held(self) -> None:
-        """Announce the run's last step, its save done (or failed: its outcome says so)."""
-        if self._held is not None:
-            held, self._held = self._held, None
-            self._tell_finished(*held)
+        """Announce the held steps, their save done (or lost: their outcomes say so)."""
+        if self._held and saves_dropped(self.document) != self._held_since:
+            self._unsaved_held(
+                "its change was not saved: the notebook was saved by someone else before it "
+                "(the file holds nothing of it)"
+            )
+        held, self._held = self._held, []
+        for item in held:
+            self._tell_finished(*item)
 
     def _tell_finished(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> None:
         if checkpoint is not None:

@@ -12,7 +12,7 @@ import time
 from contextlib import suppress
 from typing import Literal
 
-from planbook.documents.base import make_durable, write_pending
+from planbook.documents.base import make_durable
 from planbook.engine import owner
 from planbook.engine.executor.record import StepRecords, retryable
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
@@ -36,7 +36,7 @@ class Recovery(StepRecords):
                     plan = self.store.plan_by_id(plan_id)
                     self._wrap_up(plan, report, set(own))
                     self.store.save()
-                write_pending(self.document)  # with the last step's record, if it waits
+                self._write_pending()  # with the records of the steps it holds
                 self.unsaved = False
                 self.unrecorded.clear()  # confirmed: the room's record holds them now
                 warning = make_durable(self.document)
@@ -59,15 +59,7 @@ class Recovery(StepRecords):
                 if attempt == 2:
                     note = f"could not record the end of the run ({one_line(exc)})"
                     report.stopped = f"{report.stopped}; {note}" if report.stopped else note
-                    self._unsaved_last_step(report, exc)
-
-    def _unsaved_last_step(self, report: RunReport, exc: Exception) -> None:
-        """The run's last step was saved with its end (``_announce``): that save failed, so
-        the step is not done as the notebook holds it, whatever the run counted."""
-        for outcome in report.outcomes:
-            if outcome.step_id == self._last_of_run and outcome.status == "done":
-                outcome.status = "failed"
-                outcome.message = f"its change could not be saved ({one_line(exc)})"
+                    self._unsaved_held(f"its change could not be saved ({one_line(exc)})")
 
     def _fail(
         self, plan_id: str, step_id: str, exc: Exception, started: float, *, code_ran: bool

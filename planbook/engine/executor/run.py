@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from planbook.documents.base import make_durable, write_pending
+from planbook.documents.base import make_durable
 from planbook.engine import ask_first, owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -64,8 +64,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         report = RunReport()
         self.stop_requested = False
         own = tuple(approval.step_ids)
-        self._last_of_run = own[-1] if own else None
-        self._held = None
+        self._held = []
         self._made_runner = None
         self._approval_check = ApprovalCheck()
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
@@ -115,7 +114,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                         report.notes.append(warning)
         finally:
             self.active = False
-            self._tell_held()  # a run that ended by an exception still says what its step did
+            self._tell_held()  # a run that ended by an exception still says what its steps did
         self._tell(
             Event(
                 kind="run_finished",
@@ -162,7 +161,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                 return self._announce(plan_id, outcome, step.checkpoint)
             # "running" and the checkpoint must survive a crash or a server stop before code
             # runs: a step whose record a stop lost would otherwise run again
-            write_pending(self.document)
+            self._write_pending()
             warning = make_durable(self.document)
             if warning:
                 raise NotDurable(f"its code was not run: {warning}")
@@ -240,7 +239,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
             # The checkpoint (and the approval) on disk before the file changes: the file is
             # outside the notebook, and a stop between the two would leave a changed file
             # nothing records or can undo (a live room saves only when asked).
-            write_pending(self.document)
+            self._write_pending()
             warning = make_durable(self.document)
             if warning:
                 raise NotDurable(f"its file was not written: {warning}")
