@@ -250,6 +250,66 @@ def trusted_staging(folder: Path, rounds: int) -> list[Row]:
     ]
 
 
+def conversation_staging(folder: Path, rounds: int) -> list[Row]:
+    """A staged step on a notebook whose record holds an agent's conversation as large as the
+    agent keeps it (``agent/memory.py`` ``MESSAGES_BUDGET`` of messages), beside the same step
+    on a copy without one: a plan the agent made is staged and run next to its conversation,
+    and a step must not pay for the conversation's size. CPU time, rounds interleaved."""
+    from planbook.agent.memory import MESSAGES_BUDGET
+    from planbook.model.conversation import Conversation
+
+    part = {"part_kind": "user-prompt", "content": "x" * 900, "timestamp": "2026-01-01T00:00:00Z"}
+    messages = [{"kind": "request", "parts": [part]}] * (MESSAGES_BUDGET // 1000)
+    size = len(json.dumps(messages, indent=1)) / 1e6
+    talk = folder / "talk-conversation.ipynb"
+    sessions = {"conversation": open_session(notebook(talk, 2000))}
+    with sessions["conversation"].document.transaction():
+        store = sessions["conversation"].store
+        store.sync()
+        store.state.conversation = Conversation(task="t", messages=messages)
+        store.save()
+    # The copy without one is as large (the same text as a cell's output instead): a save
+    # writes the same amount on both sides, and the row is what the conversation costs
+    # beyond its bytes.
+    nb = nbformat.read(talk, as_version=4)
+    moved = json.dumps(nb.metadata["planbook"].pop("conversation"), indent=1)
+    nb.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=moved)]
+    plain = folder / "talk-none.ipynb"
+    nbformat.write(nb, plain)
+    sessions["none"] = open_session(plain)
+    turn = [0]
+
+    def sample(name: str) -> Callable[[], float]:
+        def measure() -> float:
+            session = sessions[name]
+            start = time.process_time()
+            for _ in range(BLOCK):
+                turn[0] += 1
+                session.propose.edit_cell(f"c{turn[0] % 10}", f"v = {turn[0]}", reason="b")
+            return (time.process_time() - start) / BLOCK
+
+        return measure
+
+    times = interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
+    sizes = {n: (folder / f"talk-{n}.ipynb").stat().st_size // 1000 for n in sessions}
+    for session in sessions.values():
+        session.close()
+    kb = round(size * 1000)
+    print(f"2c. staging, 2,000 cells, with a {kb} KB conversation or none: CPU ms a step")
+    print(f"   (the files: {sizes['conversation']} KB and {sizes['none']} KB)")
+    for name, values in times.items():
+        print(f"   {name:<12}: {text(values)}")
+    return [
+        row(
+            f"staging one step, 2,000 cells, beside a {kb} KB agent conversation, CPU time",
+            times["conversation"],
+            times["none"],
+            "the same step without one, as many bytes in outputs instead, CPU time",
+            1.2,
+        )
+    ]
+
+
 def staging(folder: Path, rounds: int) -> list[Row]:
     """Each configuration (10 or 2,000 cells, cells named by id or by position) keeps a plan
     at each mark; a round takes one sample of every plan, configurations and marks
@@ -609,6 +669,8 @@ def main() -> list[Row]:
             rows += staging(folder, 6 if QUICK else 12)
         if wanted("trusted_staging"):
             rows += trusted_staging(folder, 5 if QUICK else 11)
+        if wanted("conversation_staging"):
+            rows += conversation_staging(folder, 5 if QUICK else 11)
         if wanted("load_ext"):
             rows += load_ext(folder, 3 if QUICK else 5)
         if wanted("fifty_steps"):

@@ -262,11 +262,11 @@ def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]
         file_backend.atomic_write = real  # type: ignore[assignment]
 
 
-def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
-    """An edit, an insert, a move and a delete: each step's checkpoint, change and "done"
-    reach the disk in one save, and nothing more: the approval travels with the first step's
-    save, the plan leaving "executing" with the last one's. Each step is told to listeners
-    once its save is on disk, the last one too (after the run's end)."""
+def test_a_run_of_cell_only_steps_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
+    """An edit, an insert, a move and a delete: no code runs and no file is written, so the
+    approval, every step's checkpoint, change and "done", and the plan leaving "executing"
+    reach the disk in one save, and nothing more. Each step is told to listeners once that
+    save is on disk."""
     path = make_notebook(tmp_path / "n.ipynb", ["a = 1", "b = 2", "c = 3"])
     session = open_session(path)
     session.propose.edit_cell("c1", "a = 10", reason="r")
@@ -277,8 +277,11 @@ def test_a_cell_only_step_is_one_durable_write_of_the_notebook(tmp_path: Path) -
     with counted_saves() as saves:
         session.subscribe(lambda e: at_step.append(len(saves)) if e.kind == "step_finished" else 0)
         assert session.approve().ok
-    assert at_step == [1, 2, 3, 4]  # the last step's save carries the run's end
-    assert len(saves) == 4
+    assert at_step == [1, 1, 1, 1]  # told after the one save
+    assert len(saves) == 1
+    sources = [c.source for c in session.cells()]
+    assert sources == ["a = 10", "c = 3", "d = 4"]
+    assert open_session(path).cells() == session.cells()  # as the file holds them
 
 
 def test_a_file_step_is_two_durable_writes_the_checkpoint_before_the_file(
@@ -299,12 +302,14 @@ def test_a_file_step_is_two_durable_writes_the_checkpoint_before_the_file(
 
 
 @pytest.mark.kernel
-def test_a_step_that_runs_code_is_two_durable_writes_the_first_before_its_code(
+def test_a_step_that_runs_code_is_one_durable_write_before_its_code(
     tmp_path: Path,
 ) -> None:
-    """A step with code is saved "running" (with its checkpoint) before its code runs, so a
-    crash never runs it twice, and saved again with its outputs and "done": two saves, the
-    least that guarantee allows. The code itself reads the file and finds its step running."""
+    """A step with code is saved "running" (with its checkpoint, and what was done before it)
+    before its code runs, so a crash never runs it twice; its outputs and "done" travel with
+    the next save (the next code step's, or the run's end): one save a code step and one at
+    the end, the least that guarantee allows. The code itself reads the file and finds its
+    step running and the edit before it done."""
     make_notebook(tmp_path / "n.ipynb", ["x = 1", "y = 2"])
     reads_its_record = (
         "import json\n"
@@ -332,9 +337,9 @@ def test_a_step_that_runs_code_is_two_durable_writes_the_first_before_its_code(
     assert reply.status == "ok", reply.text
     counted = json.loads(reply.stdout.strip().splitlines()[-1])
     assert counted["ok"], reply.text
-    # edit with the approval: 1; edit and run: 2 (-> 3); run: 2, its second one with the
-    # run's end, told once that save is on disk (-> 5)
-    assert counted["at"] == [1, 3, 5] and counted["saves"] == 5, counted
+    # the approval and the edit with "edit and run"'s running (1); its outputs with the
+    # run's running (2); that run's outputs with the run's end (3)
+    assert counted["at"] == [1, 2, 3] and counted["saves"] == 3, counted
     outputs = json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["outputs"]
     assert outputs[0]["text"] == ["['done', 'running', 'approved']\n"], outputs
 
@@ -360,7 +365,7 @@ def test_an_approved_step_reads_the_notebook_file_no_more_than_it_saves_it(
     monkeypatch.setattr(Path, "read_bytes", counting)
     with counted_saves() as saves:
         assert session.approve().ok
-    assert len(saves) == 2
+    assert len(saves) == 1
     assert len([p for p in reads if p == path]) <= len(saves)
     # and a change by someone else is still seen at once
     monkeypatch.setattr(Path, "read_bytes", real)

@@ -236,7 +236,9 @@ def test_a_run_started_elsewhere_shows_progress(staged: Session, panel: ReviewPa
 
     staged.subscribe(listen)
     staged.approve("1,2")
-    assert seen == [(1, 2, ["done", "approved", "pending"]), (2, 2, ["done", "done", "pending"])]
+    # step 1 (a cell edit) is saved with step 2's checkpoint, before step 2 writes its file:
+    # it is told done then, step 2 running
+    assert seen == [(1, 2, ["done", "running", "pending"]), (2, 2, ["done", "done", "pending"])]
     assert panel.state["progress"]["running"] is False
     assert panel.state["header"]["counts"]["done"] == 2
 

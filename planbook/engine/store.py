@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from planbook.documents.base import DELETE, MetadataPath, NotebookDocument, replaced_by_holder
 from planbook.engine.blobs import BlobStore
 from planbook.engine.plan_dumps import PlanDumps
@@ -43,6 +45,7 @@ from planbook.engine.stored_record import (
 )
 from planbook.errors import MetadataError
 from planbook.model.checkpoint import Checkpoint
+from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
@@ -210,6 +213,8 @@ class _Saved:
         self.checkpoint_changes = -1
         #: plan id -> where its steps stand, to number a checkpoint's step (``dump_checkpoint``)
         self.numbers: dict[str, StepIndex] = {}
+        #: The conversation's messages list, its length and its dump (``_with_messages``).
+        self.messages: tuple[list[Any], int, list[Any]] | None = None
 
     @classmethod
     def of(cls, raw: Any, state: PlanbookState | None = None) -> _Saved:
@@ -308,7 +313,12 @@ class _Saved:
 
         # Last: signing a checkpoint above may have given the notebook its identity.
         set_aside = state._set_aside.keys()  # stored as they are: never written, never deleted
-        rest = state.model_dump(mode="json", exclude=set(BY_PART) | set_aside)
+        exclude: dict[str, Any] = dict.fromkeys(BY_PART | set_aside, True)
+        if "conversation" not in set_aside and state.conversation is not None:
+            exclude["conversation"] = {"messages": True}  # put back below, dumped once
+        rest = state.model_dump(mode="json", exclude=exclude)
+        if isinstance(rest.get("conversation"), dict) and state.conversation is not None:
+            rest["conversation"] = self._with_messages(rest["conversation"], state.conversation)
         rest["schema_version"] = SCHEMA_VERSION
         for name in self.rest.keys() - rest.keys() - set_aside:
             changes[(name,)] = DELETE
@@ -317,6 +327,21 @@ class _Saved:
                 changes[(name,)] = value
         self.rest = rest
         return changes
+
+    def _with_messages(self, dumped: dict[str, Any], conversation: Conversation) -> dict[str, Any]:
+        """``dumped`` (the conversation without its messages) with them, in the fields' order.
+        The messages (up to 200 KB: agent/memory.py) are dumped again only when the list is
+        another or its length changed: the agent replaces the list whole, and dumping it at
+        every save cost a staged step more than its save."""
+        messages = conversation.messages
+        kept = self.messages
+        if kept is None or kept[0] is not messages or kept[1] != len(messages):
+            kept = self.messages = (messages, len(messages), to_jsonable_python(messages))
+        return {
+            name: kept[2] if name == "messages" else dumped[name]
+            for name in type(conversation).model_fields
+            if name == "messages" or name in dumped
+        }
 
 
 def bucketed_log(log: list[LogEntry]) -> dict[str, dict[str, Any]]:

@@ -176,3 +176,56 @@ def text_of(path: Path, step: dict[str, Any]) -> str:
     """A stored step's text as the file holds it (Jupyter's layout at a step's depth)."""
     inner = json.dumps(step, indent=1, sort_keys=True, ensure_ascii=False)
     return inner.replace("\n", "\n" + " " * 8)
+
+
+def test_the_conversation_is_saved_as_it_changes_and_kept_as_it_was_otherwise(
+    tmp_path: Path,
+) -> None:
+    """The agent's messages are dumped again only when they change (the agent replaces the
+    list; anyone who appends to it is seen too); a save of anything else leaves the stored
+    conversation as it was, field for field and in the fields' order."""
+    from planbook.model.conversation import Conversation
+
+    path = write_notebook(tmp_path / "n.ipynb", ["a = 1"])
+    nb = json.loads(path.read_text(encoding="utf-8"))  # keys in an order of its own: kept
+    path.write_text(json.dumps({"nbformat": 4, **nb}, indent=1) + "\n", encoding="utf-8")
+    store = reopened(path)
+
+    def message(n: int) -> dict[str, Any]:
+        return {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": f"m{n}"}]}
+
+    def saved_conversation() -> dict[str, Any]:
+        stored: dict[str, Any] = nbformat.read(path, as_version=4).metadata["planbook"]
+        return stored["conversation"]
+
+    with store.document.transaction():  # the record's first save writes it whole
+        store.log("note", "before the agent")
+        store.save()
+    with store.document.transaction():
+        store.state.conversation = Conversation(task="t", messages=[message(0)])
+        store.save()
+    first = saved_conversation()
+    whole = store.state.model_dump(mode="json")["conversation"]
+    assert first == whole and list(first) == list(whole)  # the same fields, in order
+
+    with store.document.transaction():  # replaced whole, as the agent does
+        store.state.conversation.messages = [message(0), message(1)]
+        store.save()
+    assert [m["parts"][0]["content"] for m in saved_conversation()["messages"]] == ["m0", "m1"]
+
+    with store.document.transaction():  # appended to in place
+        store.state.conversation.messages.append(message(2))
+        store.save()
+    assert len(saved_conversation()["messages"]) == 3
+
+    with store.document.transaction():  # another field only
+        store.state.conversation.task = "u"
+        store.save()
+    assert saved_conversation()["task"] == "u" and len(saved_conversation()["messages"]) == 3
+
+    text = path.read_text(encoding="utf-8")
+    with store.document.transaction():  # nothing of it
+        store.log("note", "unrelated")
+        store.save()
+    assert saved_conversation() == json.loads(text)["metadata"]["planbook"]["conversation"]
+    assert reopened(path).state.conversation == store.state.conversation
