@@ -98,13 +98,15 @@ class SharedCopy:
         versions move once after it, as for a change of every cell and of the metadata.
         pycrdt makes Python events of everything a deep observer sees (a commit's record
         and cells, again), which cost a commit more than many of its writes."""
+        doc = self.doc
         self.cells.unobserve(self._cells_subscription)
         self.meta.unobserve(self._meta_subscription)
         try:
             yield
         finally:
-            self._cells_subscription = self.cells.observe_deep(self._on_cells)
-            self._meta_subscription = self.meta.observe_deep(self._on_meta)
+            if self.doc is doc:  # (a copy made since by a reload observes on its own)
+                self._cells_subscription = self.cells.observe_deep(self._on_cells)
+                self._meta_subscription = self.meta.observe_deep(self._on_meta)
             self.cells_version += 1
             self._cell_changes.append((self.cells_version, None))
             self.meta_version += 1
