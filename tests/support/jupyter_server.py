@@ -13,6 +13,7 @@ collaboration store writes ``.jupyter_ystore.db`` in the cwd.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import json as _json  # ``api`` takes a parameter named json
 import os
@@ -56,6 +57,12 @@ RTC_OFF = "--YDocExtension.disable_rtc=True"
 
 class JupyterServerError(RuntimeError):
     """The test server did not start, or a REST call failed."""
+
+
+class PortTaken(JupyterServerError):
+    """Another process took the server's port between ``free_port`` and the server's bind:
+    the server said so and exited, or a socket that is not HTTP answered there (a kernel's
+    ZeroMQ port, started by another test at that moment, greets with b"\\xff...")."""
 
 
 def free_port() -> int:
@@ -230,10 +237,15 @@ class RunningServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
-                raise JupyterServerError(f"server exited during start:\n{self.log()}")
+                log = self.log()
+                if f"port {self.port} is already in use" in log:
+                    raise PortTaken(f"port {self.port} was taken:\n{log}")
+                raise JupyterServerError(f"server exited during start:\n{log}")
             try:
                 self.api("GET", "api/status")
                 return
+            except http.client.HTTPException as exc:
+                raise PortTaken(f"port {self.port} answers, but not as HTTP ({exc!r})") from None
             except (OSError, JupyterServerError):
                 time.sleep(0.2)
         raise JupyterServerError(f"server not ready after {timeout} s:\n{self.log()}")
@@ -463,6 +475,13 @@ def start_jupyter(
     """Start a server in ``root`` and wait until it answers; use ``with`` or call ``close()``."""
     server = RunningServer(root, lab=lab, collaboration=collaboration, extra_args=extra_args)
     try:
+        for _ in range(2):  # a port taken at the last moment: start again on another
+            try:
+                return server.start()
+            except PortTaken:
+                server.stop()
+                server.port = free_port()
+                server.url = f"http://127.0.0.1:{server.port}/"
         return server.start()
     except BaseException:
         server.close()
