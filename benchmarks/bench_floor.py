@@ -487,14 +487,12 @@ def floor(sources, data, saves):
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-times = {{"planbook": [], "floor": [], "floor x2": []}}
-cpu = {{"planbook": [], "floor": [], "floor x2": []}}  # this process's CPU time, beside
+times = {{"planbook": [], "floor": []}}
+cpu = {{"planbook": [], "floor": []}}  # this process's CPU time, beside
 for r in range({rounds} + 1):  # the first round warms up (imports, the kernel's caches)
     measured = ours(r)
     data, sources = measured[2:]
-    for name, (seconds, used) in zip(
-        times, (measured[:2], floor(sources, data, 1), floor(sources, data, 2))
-    ):
+    for name, (seconds, used) in zip(times, (measured[:2], floor(sources, data, 1))):
         if r:
             times[name].append(seconds)
             cpu[name].append(used)
@@ -507,8 +505,8 @@ def fifty_steps(folder: Path, rounds: int) -> list[Row]:
     """A plan of 50 steps that each run a small cell, approved in a real kernel, against the
     same kernel running the same cells (``run_cell``) with one durable save of the notebook
     (its bytes as planbook left them) after each, rounds interleaved. A step that runs code
-    makes two saves (before its code, so a crash never runs it twice; then its outputs): the
-    second row is against two durable saves per cell."""
+    makes one save, before its code (so a crash never runs it twice); its outputs travel with
+    the next one, and the run's end makes one more: 51 saves for 50 steps."""
     from bench_core import run_in_kernel
 
     template = notebook(folder / "fifty-template.ipynb", 50)
@@ -527,13 +525,6 @@ def fifty_steps(folder: Path, rounds: int) -> list[Row]:
             times["planbook"],
             times["floor"],
             "run_cell + one durable save per step",
-            1.3,
-        ),
-        row(
-            "50 small steps in a kernel, against two saves a step",
-            times["planbook"],
-            times["floor x2"],
-            "run_cell + two durable saves per step",
             1.3,
         ),
     ]
