@@ -194,6 +194,25 @@ class _StagedPlan:
 WHAT = ("wall", "cpu", "floor", "floor cpu")
 
 
+def staging_cpu(sessions: dict[str, Any], rounds: int) -> dict[str, list[float]]:
+    """CPU time of one staged step in each session (``BLOCK`` steps a sample, cells c0 to c9
+    edited in turn), the sessions' rounds interleaved after two warm-up rounds."""
+    turn = [0]
+
+    def sample(name: str) -> Callable[[], float]:
+        def measure() -> float:
+            session = sessions[name]
+            start = time.process_time()
+            for _ in range(BLOCK):
+                turn[0] += 1
+                session.propose.edit_cell(f"c{turn[0] % 10}", f"v = {turn[0]}", reason="b")
+            return (time.process_time() - start) / BLOCK
+
+        return measure
+
+    return interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
+
+
 def trusted_staging(folder: Path, rounds: int) -> list[Row]:
     """A staged step on a notebook its person trusted in Jupyter (each save signs it in the
     notary so Jupyter keeps showing its outputs), beside the same step on an untrusted copy:
@@ -212,20 +231,7 @@ def trusted_staging(folder: Path, rounds: int) -> list[Row]:
                 with NotebookNotary() as notary:
                     notary.sign(nbformat.read(path, as_version=4))
             sessions[name] = open_session(path)
-        turn = [0]
-
-        def sample(name: str) -> Callable[[], float]:
-            def measure() -> float:
-                session = sessions[name]
-                start = time.process_time()
-                for _ in range(BLOCK):
-                    turn[0] += 1
-                    session.propose.edit_cell(f"c{turn[0] % 10}", f"v = {turn[0]}", reason="b")
-                return (time.process_time() - start) / BLOCK
-
-            return measure
-
-        times = interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
+        times = staging_cpu(sessions, rounds)
         with NotebookNotary() as notary:
             still = notary.check_signature(nbformat.read(folder / "trusted.ipynb", as_version=4))
         assert still, "the trusted notebook is no longer trusted after staging"
@@ -277,20 +283,7 @@ def conversation_staging(folder: Path, rounds: int) -> list[Row]:
     plain = folder / "talk-none.ipynb"
     nbformat.write(nb, plain)
     sessions["none"] = open_session(plain)
-    turn = [0]
-
-    def sample(name: str) -> Callable[[], float]:
-        def measure() -> float:
-            session = sessions[name]
-            start = time.process_time()
-            for _ in range(BLOCK):
-                turn[0] += 1
-                session.propose.edit_cell(f"c{turn[0] % 10}", f"v = {turn[0]}", reason="b")
-            return (time.process_time() - start) / BLOCK
-
-        return measure
-
-    times = interleaved({n: sample(n) for n in sessions}, rounds, warmup=2)
+    times = staging_cpu(sessions, rounds)
     sizes = {n: (folder / f"talk-{n}.ipynb").stat().st_size // 1000 for n in sessions}
     for session in sessions.values():
         session.close()

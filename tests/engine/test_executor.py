@@ -219,13 +219,15 @@ def test_stop_requested_ends_the_run_between_steps(bench: Bench) -> None:
     assert [src for _, src in sources(bench.path)][-1] == "y = 1"
 
 
-CUT_OFF = """
-import sys
+#: A child process that opens the notebook and takes over its approved plan, as a kernel
+#: restarted on it would (its run follows).
+CHILD_EXECUTOR = """
+import os, signal, sys
 from pathlib import Path
 from IPython.core.interactiveshell import InteractiveShell
+from planbook.documents.base import coalesced_saves
 from planbook.documents.file import FileNotebook
 from planbook.engine.executor.run import Executor
-from planbook.engine.rollback import rollback
 from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
 from planbook.model.plan import Approval
@@ -241,8 +243,8 @@ plan = store.state.plans[0]
 for step in plan.steps:
     step.run_by = executor.token
 store.save()
-executor.run(plan.id, Approval.model_validate_json(sys.argv[2]))
 """
+CUT_OFF = CHILD_EXECUTOR + "executor.run(plan.id, Approval.model_validate_json(sys.argv[2]))\n"
 
 
 def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
@@ -279,28 +281,9 @@ def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
     assert any(e.event == "recovered" for e in again.store.state.log)
 
 
-KILLED_BETWEEN = """
-import os, signal, sys
-from pathlib import Path
-from IPython.core.interactiveshell import InteractiveShell
-from planbook.documents.base import coalesced_saves
-from planbook.documents.file import FileNotebook
-from planbook.engine.executor.run import Executor
-from planbook.engine.runner import IPythonRunner
-from planbook.engine.store import Store
-from planbook.model.plan import Approval
-from planbook.workspace.files import Workspace
-
-path = Path(sys.argv[1])
-document = FileNotebook(path)
-store = Store(document)
-store.load()
-executor = Executor(store, document, Workspace(path.parent), lambda: IPythonRunner(
-    InteractiveShell.instance()), lambda event: None)
-plan = store.state.plans[0]
-for step in plan.steps:
-    step.run_by = executor.token
-store.save()
+KILLED_BETWEEN = (
+    CHILD_EXECUTOR
+    + """
 start = Executor._start
 
 def killed_at_the_second_step(self, plan, step, started):
@@ -312,6 +295,7 @@ Executor._start = killed_at_the_second_step
 with coalesced_saves(document):
     executor.run(plan.id, Approval.model_validate_json(sys.argv[2]))
 """
+)
 
 
 def test_a_kill_before_the_save_after_a_code_step_never_runs_its_code_again(
