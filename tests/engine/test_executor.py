@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -432,6 +433,42 @@ def test_steps_held_for_a_save_that_fails_are_not_counted_done(
     assert ("checkpoint_written", "") not in told  # no checkpoint reached the file
     assert bench.path.read_bytes() == saved
     assert nbformat.read(bench.path, as_version=4).cells[1].outputs == []  # print(x) never ran
+
+
+def test_steps_held_for_a_save_that_someone_else_overwrote_are_not_counted_done(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone else saves the notebook (Jupyter's page, git) while a step's record waits in
+    a kept save: their save wins, and the step is reported failed, "saved by someone else",
+    never done; the file holds their change, and nothing of the step."""
+    from planbook.documents.base import coalesced_saves
+    from planbook.engine.executor.run import Executor
+
+    plan = bench.stage(EditCell(cell_id="c1", source="x = 5"), RunCell(cell_id="c2"))
+    approval = bench.approve(plan)
+    start = Executor._start
+
+    def theirs_first(self: Executor, plan: Any, step: Any, started: float) -> Any:
+        if step.id == plan.steps[1].id:  # step 1's record waits for this step's save
+            nb = nbformat.read(bench.path, as_version=4)
+            nb.cells[1].source = "print('theirs')"
+            nbformat.write(nb, bench.path)
+        return start(self, plan, step, started)
+
+    monkeypatch.setattr(Executor, "_start", theirs_first)
+    told: list[tuple[str, str]] = []
+    bench.executor.emit = lambda e: told.append((e.kind, e.status or ""))
+    with coalesced_saves(bench.document):
+        report = bench.executor.run(plan.id, approval)
+    assert not report.ok
+    edit = report.outcomes[0]
+    assert edit.status == "failed"
+    assert edit.message.startswith("its change was not saved: the notebook was saved by someone")
+    # step 2's cell is theirs now: a conflict, and its code never ran
+    assert [s for k, s in told if k == "step_finished"] == ["failed", "conflict"]
+    assert nbformat.read(bench.path, as_version=4).cells[1].outputs == []
+    assert ("checkpoint_written", "") not in told
+    assert [src for _, src in sources(bench.path)][:2] == ["x = 1", "print('theirs')"]
 
 
 def test_code_steps_read_each_cell_four_times_and_make_one_runner_a_run(
