@@ -335,6 +335,11 @@ def test_a_kill_before_the_save_after_a_code_step_never_runs_its_code_again(
     assert [c for c, _ in sources(bench.path)].count("a") == 1
 
 
+def disk_full(path: Path, data: object) -> object:
+    """``atomic_write`` on a full disk."""
+    raise OSError(28, "No space left on device", str(path))
+
+
 def test_a_last_step_whose_save_fails_is_not_counted_done(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,9 +352,6 @@ def test_a_last_step_whose_save_fails_is_not_counted_done(
     before = bench.path.read_bytes()
     approval = bench.approve(plan)
     saved = bench.path.read_bytes()
-
-    def disk_full(path: Path, data: object) -> object:
-        raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(file_backend, "atomic_write", disk_full)
     with coalesced_saves(bench.document):
@@ -414,9 +416,6 @@ def test_steps_held_for_a_save_that_fails_are_not_counted_done(
     plan = bench.stage(EditCell(cell_id="c1", source="x = 5"), RunCell(cell_id="c2"))
     approval = bench.approve(plan)
     saved = bench.path.read_bytes()
-
-    def disk_full(path: Path, data: object) -> object:
-        raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(file_backend, "atomic_write", disk_full)
     told: list[tuple[str, str]] = []

@@ -177,8 +177,7 @@ class RunningServer:
         self.home = Path(home) if home else Path(tempfile.mkdtemp(prefix="planbook-jupyter-"))
         self.env = _isolated_env(self.home)
         self.token = uuid.uuid4().hex
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
+        self.new_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.home / "server.log"
         self._children: set[int] = set()
@@ -192,6 +191,11 @@ class RunningServer:
             )
 
     # -- process ---------------------------------------------------------------------------
+
+    def new_port(self) -> None:
+        """Take a port free now (before the first start, or after one was taken)."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
 
     def command(self) -> list[str]:
         app = "jupyterlab" if self.lab else "jupyter_server"
@@ -480,8 +484,7 @@ def start_jupyter(
                 return server.start()
             except PortTaken:
                 server.stop()
-                server.port = free_port()
-                server.url = f"http://127.0.0.1:{server.port}/"
+                server.new_port()
         return server.start()
     except BaseException:
         server.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from planbook.documents.base import MetadataPath
@@ -273,16 +274,15 @@ def apply_ops(
     return views
 
 
-_cell_maker: Any = None
-
-
 def _new_ycell(cell: dict[str, Any]) -> Any:
-    """A shared cell (not yet in any document) holding ``cell``, as JupyterLab makes one.
-    Made by a YNotebook of a document of its own: a YNotebook on the room's document attaches
-    an undo manager to its cells, which then records every change until it is dropped."""
-    global _cell_maker
-    if _cell_maker is None:
-        from jupyter_ydoc import YNotebook  # heavy: jupyter_ydoc (the live extra)
+    """A shared cell (not yet in any document) holding ``cell``, as JupyterLab makes one."""
+    return _cell_maker().create_ycell(cell)
 
-        _cell_maker = YNotebook()
-    return _cell_maker.create_ycell(cell)
+
+@cache
+def _cell_maker() -> Any:
+    """A YNotebook of a document of its own: one on the room's document attaches an undo
+    manager to its cells, which then records every change until it is dropped."""
+    from jupyter_ydoc import YNotebook  # heavy: jupyter_ydoc (the live extra)
+
+    return YNotebook()
