@@ -39,6 +39,7 @@ from planbook.documents.live.merges import LateMerge, MergeWatches
 from planbook.documents.live.operations import Op, Txn, apply_ops, check
 from planbook.documents.live.reads import SharedReads
 from planbook.documents.live.room import Room, Ticket
+from planbook.documents.live.shared_copy import merged_update
 from planbook.errors import LiveConnectionError
 from planbook.model.cell import Cell, CellOutline
 
@@ -448,9 +449,8 @@ class LiveNotebook:
     def _apply(self, ops: list[Op], *, strict: bool) -> bytes:
         """Apply ``ops`` to the shared document in one pycrdt transaction; the update.
         ``strict=False`` (a replay) skips what is already there or gone."""
-        doc = self._room.doc
-        before = doc.get_state()
-        with self._room.own_change():  # its readers are told below and by the caller
+        # its readers are told below and by the caller; its update is its transactions' own
+        with self._room.own_change() as updates:
             views = apply_ops(
                 self._room,
                 ops,
@@ -460,8 +460,7 @@ class LiveNotebook:
             )
         self._reads.remember_metadata(views)  # without reading it back (O(plan))
         self._room.changed()
-        update: bytes = doc.get_update(before)
-        return update
+        return merged_update(updates)
 
     def close(self) -> None:
         """Leave the room and stop the sync thread (the shared document stays on the server),

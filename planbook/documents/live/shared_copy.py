@@ -40,8 +40,10 @@ class SharedCopy:
 
         self.doc = Doc(allow_multithreading=True)
         self._touched = False
-        # called only for transactions that changed something (never read the doc in it)
-        self.doc.observe(lambda _event: setattr(self, "_touched", True))
+        #: The updates of the transactions of a change made here, while it is under way
+        #: (``own_change``), as pycrdt encodes them at their commit.
+        self._own_updates: list[bytes] | None = None
+        self.doc.observe(self._on_transaction)
         self.cells = self.doc.get("cells", type=Array)
         self.meta = self.doc.get("meta", type=Map)
         #: Grows with every change of the cells (not of metadata or state): a cache key.
@@ -59,6 +61,12 @@ class SharedCopy:
         # (pycrdt drops an observer with the Python object of its map: keep both)
         self.state = self.doc.get("state", type=Map)
         self._state_subscription = self.state.observe(self._on_state)
+
+    def _on_transaction(self, event: Any) -> None:
+        # called only for transactions that changed something (never read the doc in it)
+        self._touched = True
+        if self._own_updates is not None:
+            self._own_updates.append(event.update)
 
     def _on_cells(self, events: Any) -> None:
         self.cells_version += 1
@@ -92,18 +100,27 @@ class SharedCopy:
         self.meta_version += 1
 
     @contextmanager
-    def own_change(self) -> Iterator[None]:
+    def own_change(self) -> Iterator[list[bytes]]:
         """A change made here, whose result the caller hands to its readers itself (the
         cells and metadata a commit wrote): the deep observers are off during it, and the
         versions move once after it, as for a change of every cell and of the metadata.
         pycrdt makes Python events of everything a deep observer sees (a commit's record
-        and cells, again), which cost a commit more than many of its writes."""
+        and cells, again), which cost a commit more than many of its writes.
+
+        Yields the list that receives the update of each transaction made in it (``merged_update``
+        makes them one): what the change sends, without diffing the whole document against the
+        state before it (``Doc.get_update``, which grew with the notebook: about 0.1 ms a
+        commit on 500 cells). Nothing else changes the copy meanwhile: the caller holds
+        ``cond``, as the sync thread does to apply what the server sends."""
         doc = self.doc
         self.cells.unobserve(self._cells_subscription)
         self.meta.unobserve(self._meta_subscription)
+        updates: list[bytes] = []
+        self._own_updates = updates
         try:
-            yield
+            yield updates
         finally:
+            self._own_updates = None
             if self.doc is doc:  # (a copy made since by a reload observes on its own)
                 self._cells_subscription = self.cells.observe_deep(self._on_cells)
                 self._meta_subscription = self.meta.observe_deep(self._on_meta)
@@ -122,3 +139,13 @@ class SharedCopy:
     def _reloaded(self, reason: str) -> None:
         self.reloads += 1
         self.reload_reason = reason
+
+
+def merged_update(updates: list[bytes]) -> bytes:
+    """One update of the transactions ``own_change`` collected (b"" for none)."""
+    if len(updates) < 2:
+        return updates[0] if updates else b""
+    from pycrdt import merge_updates  # heavy: pycrdt (the live extra)
+
+    merged: bytes = merge_updates(*updates)
+    return merged
