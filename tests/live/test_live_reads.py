@@ -112,3 +112,38 @@ def test_someone_typing_in_one_cell_converts_that_cell_again(
     finally:
         other.close()
         doc.close()
+
+
+def test_the_cells_order_planbook_keeps_after_its_commits_is_the_rooms(
+    server: RunningServer,
+) -> None:
+    """A commit keeps the cells and ids it made (its own check computed both) instead of
+    reading them back: after inserts, a move and a delete, in one transaction and in several,
+    every way planbook reads the order gives the shared document's, and so does a fresh read."""
+    from planbook.model.cell import Cell
+
+    name = f"order-{next(_names)}.ipynb"
+    server.write_notebook(name, [f"x{i} = {i}" for i in range(30)])
+    doc = open_live(server.url, server.token, name)
+    try:
+        ids = [c.id for c in doc.cells()]
+        doc.insert_cell(3, Cell(id="new-a", source="a"))
+        with doc.transaction():
+            doc.insert_cell(0, Cell(id="new-b", source="b"))
+            doc.move_cell(ids[20], 1)
+            doc.delete_cell(ids[5])
+        doc.move_cell("new-a", 29)
+        doc.delete_cell(ids[0])
+
+        with doc._room.cond:
+            in_room = [str(c["id"]) for c in doc._room.cells]
+            kept = doc._reads.cell_ids()
+        assert sorted(in_room) == sorted({*ids, "new-a", "new-b"} - {ids[0], ids[5]})
+        assert in_room[:2] == ["new-b", ids[20]] and in_room != sorted(in_room)
+        assert kept == in_room
+        assert [c.id for c in doc.outline()] == in_room
+        where = in_room.index("new-a")
+        assert where > 20 and doc.find_cell("new-a").index == where  # type: ignore[union-attr]
+        assert [c["id"] for c in fresh_read(doc)] == in_room
+    finally:
+        doc.close()

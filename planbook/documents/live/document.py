@@ -369,11 +369,11 @@ class LiveNotebook:
                     "retry"
                 )
             shared = self._reads.cells()
-            after = check(txn, shared, self._reads.ids_of(shared))
+            after, after_ids = check(txn, shared, self._reads.ids_of(shared))
             watch = self._merges.start(txn.ops)
             try:
                 update = self._apply(txn.ops, strict=True)
-                self._reads.remember_cells(after)  # what the update made
+                self._reads.remember_cells(after, after_ids)  # what the update made
                 self._hand_over(update, txn.ops, confirm_now=bool(watch.targets))
             except BaseException:
                 watch.stop()

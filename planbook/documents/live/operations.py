@@ -136,11 +136,11 @@ def edited(now: Cell, then: Cell) -> bool:
     return plain(now) != plain(then)
 
 
-def check(txn: Txn, shared: list[Cell], shared_ids: list[str]) -> list[Cell]:
+def check(txn: Txn, shared: list[Cell], shared_ids: list[str]) -> tuple[list[Cell], list[str]]:
     """Refuse the whole transaction if a cell it changes was changed by someone else since the
-    transaction began, or vanished (nothing is applied); else the cells after it (a dry run,
-    so that applying cannot fail half way). ``shared``: the shared cells now, ``shared_ids``
-    their ids (both read-only here)."""
+    transaction began, or vanished (nothing is applied); else the cells after it and their ids
+    (a dry run, so that applying cannot fail half way). ``shared``: the shared cells now,
+    ``shared_ids`` their ids (both read-only here)."""
     current: dict[str, Cell] | None = None  # by id, made only when a cell is compared
     for op in txn.ops:
         target = op.cell_id if op.kind in ("replace", "delete", "move") else None
@@ -196,7 +196,7 @@ def check(txn: Txn, shared: list[Cell], shared_ids: list[str]) -> list[Cell]:
                 at = ids.index(op.after) + 1 if op.after is not None else 0
                 ids.insert(at, op.cell_id)
                 cells.insert(at, moved)
-    return cells
+    return cells, ids
 
 
 def apply_ops(

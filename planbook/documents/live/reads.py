@@ -94,9 +94,11 @@ class SharedReads:
         """Convert the cells again at the next read."""
         self._cache = None
 
-    def remember_cells(self, cells: list[Cell]) -> None:
-        """``cells`` are what the shared document holds now (a commit's own result)."""
+    def remember_cells(self, cells: list[Cell], ids: list[str]) -> None:
+        """``cells`` are what the shared document holds now (a commit's own result), ``ids``
+        their ids (kept as ``ids_of(cells)``: not gathered again from 500 cells a commit)."""
         self._cache = (self._room.cells_version, cells)
+        self._ids = (cells, ids)
 
     def remember_metadata(self, values: dict[str, Any]) -> None:
         """metadata[key] holds ``values[key]`` now, for each key (a commit wrote them)."""
