@@ -165,6 +165,39 @@ def test_a_broken_rules_file_stages_everything_until_it_is_fixed(tmp_path: Path)
     assert rules.verdict(WriteFile(path="notes.md", content="x")) == "deny"
 
 
+def test_a_rules_file_changed_behind_its_own_times_is_read_again(tmp_path: Path) -> None:
+    """The rules are read again only when a look at their files (stat) says they changed: an
+    edit that keeps the file's size and puts its modification time back (``cp -p``, ``rsync
+    -t``, a same-length edit in the same clock tick) must still be seen at the next change."""
+    import os
+    import time
+
+    from planbook.engine.rules.project import ProjectRules
+    from planbook.model.operations import Shell
+
+    rules_file = tmp_path / "planbook.toml"
+    listing = Shell(command="ls -la")
+    rules = ProjectRules(tmp_path)
+    assert rules.verdict(listing) is None  # no file: no opinion
+    for turn in range(20):
+        action = ("allow", "deny")[turn % 2]
+        before = rules_file.stat() if rules_file.exists() else None
+        # "allow" and "deny " are as long: the file keeps its size from one edit to the next
+        quoted = f'"{action}"'
+        write(rules_file, f'[permissions]\nshell = {{ "ls*" = {quoted:<7} }}\n')
+        if before is not None:
+            assert rules_file.stat().st_size == before.st_size
+            os.utime(rules_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+        if turn % 4 < 2:  # past the coarse clock's tick: this look is certain (exact) and
+            time.sleep(0.01)  # the next edit keeps the times it sees but the change time
+        # else at once: the next edit may land in this look's tick (racy: read again)
+        rules.refresh()
+        assert rules.verdict(listing) == action, f"turn {turn}: the edit was not seen"
+    rules_file.unlink()
+    rules.refresh()
+    assert rules.verdict(listing) is None  # the file removed: its rules with it
+
+
 def test_protected_settings_are_asked_about_for_the_sessions_notebook(tmp_path: Path) -> None:
     from planbook.engine.rules.project import ProjectRules
     from planbook.model.operations import Shell

@@ -12,9 +12,11 @@ mode) until the file is fixed, and ``refresh`` says so in one line the Session s
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
+from planbook.documents.file_stat import Look, look
 from planbook.engine.mcp_servers import trust_servers
 from planbook.engine.rules.matching import RuleSet, trust_file
 from planbook.engine.rules.protected import Protected
@@ -42,6 +44,11 @@ class ProjectRules:
         self._broken: str | None = None
         #: The files' bytes when last read; None: not read yet.
         self._seen: tuple[bytes | None, ...] | None = None
+        #: One look at each file (stat) when they were last read: files that no look says
+        #: changed are not read again (every staged step asks, twice; a read of both files is
+        #: four system calls each, a look one).
+        self._looks: tuple[_Look, ...] | None = None
+        self._paths = tuple(str(root / name) for name in _SOURCES)  # made once: pathlib is slow
 
     def __repr__(self) -> str:
         state = f"broken: {self._broken}" if self._broken else f"{len(self._rules.rules)} rules"
@@ -50,10 +57,13 @@ class ProjectRules:
     def refresh(self) -> list[str]:
         """Read the files again if they changed; what the person should hear, one line each
         (a broken file, rules that try to allow protected settings and are ignored)."""
-        now = tuple(_read(self.root / name) for name in _SOURCES)
-        if now != self._seen:
-            self._seen = now
-            self._reload()
+        looks = tuple(map(_look, self._paths))
+        if not (self._seen is not None and _unchanged(looks, self._looks)):
+            now = tuple(_read(self.root / name) for name in _SOURCES)
+            self._looks = looks  # taken before the read: a change after it is seen next time
+            if now != self._seen:
+                self._seen = now
+                self._reload()
         if self._broken is not None:
             return [f"{self._broken}; until it is fixed, every change is staged for review"]
         return self._rules.ignored()
@@ -123,6 +133,35 @@ def trust_rules_in(folder: Path, names: tuple[str, ...] = _SOURCES) -> list[str]
                 listed = ", ".join(servers)
                 out.append(f"trusted {count(servers, 'MCP server')} of {name}: {listed}")
     return out
+
+
+#: A look at a rules file: "absent" when there is none, "unknown" when stat failed otherwise.
+_Look = Look | Literal["absent", "unknown"]
+
+
+def _look(path: str) -> _Look:
+    try:
+        return look(os.stat(path))
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return "unknown"  # read every time: the read says what is wrong
+
+
+def _unchanged(now: tuple[_Look, ...], before: tuple[_Look, ...] | None) -> bool:
+    """No file changed between the looks ``before`` and ``now``, as far as stat can tell for
+    certain (file_stat.py: a look in the tick of a change is not certain, nor is "unknown")."""
+    if before is None:
+        return False
+    for seen, earlier in zip(now, before, strict=True):
+        if seen == "absent" and earlier == "absent":
+            continue
+        if not (
+            isinstance(seen, Look)
+            and seen.unchanged_since(earlier if isinstance(earlier, Look) else None)
+        ):
+            return False
+    return True
 
 
 def _read(path: Path) -> bytes | None:
