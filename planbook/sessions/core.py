@@ -83,6 +83,9 @@ class SessionCore:
         self._attached: dict[type, object] = {}
         self._attached_lock = threading.Lock()
         self._lock = threading.RLock()
+        #: The thread inside ``_editing``, which read the record again as it began: the plan
+        #: it asks for (``current_plan``) is the one in memory, not read a second time.
+        self._settled_in: int | None = None
         self._install_rules()
 
     def close(self) -> None:
@@ -158,17 +161,25 @@ class SessionCore:
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
-    def _settle_reload(self) -> None:
+    def _catch_up_record(self) -> None:
+        """The record as saved now, settled with the cells (``_settle_reload``), and what it
+        carried from elsewhere said."""
+        if not self._settle_reload():
+            self.store.sync()
+        self._note_received()
+
+    def _settle_reload(self) -> bool:
         """After the document was reloaded underneath (live room: server restart, file changed
         on disk) or a run's end could not be saved, settle the record with the cells before
-        believing it (engine/reconcile.py); say what was found."""
+        believing it (engine/reconcile.py); say what was found. True when the record was read
+        again here (synced) and nothing was left to settle."""
         watch, executor = self.executor.watch, self.executor
         if executor.active:
-            return
+            return False
         if not executor.unsaved:  # (else memory holds what the room lacks: kept below)
             self.store.sync()  # a record put back to an older copy is noticed here (a rewind)
         if not (watch.reloaded() or executor.unsaved):
-            return
+            return True
         with self._lock:
             reloaded = watch.reloaded()
             reason = watch.reason if reloaded else "the room was unreachable at the end of a run"
@@ -181,7 +192,7 @@ class SessionCore:
             except PlanbookError as exc:
                 if not getattr(exc, "retryable", False):
                     raise
-                return  # still unreachable: settled on the next call
+                return False  # still unreachable: settled on the next call
             watch.acknowledge()
             executor.unsaved = False
             executor.unrecorded.clear()  # the saved record holds them now
@@ -189,6 +200,7 @@ class SessionCore:
         for note in notes:
             self.warnings.append(note)
             self.events.emit(Event(kind="plan_changed", message=note))
+        return False
 
     def _note_received(self) -> None:
         """Say what a record read since carried from elsewhere and lost its authority here
@@ -210,9 +222,8 @@ class SessionCore:
         whatever it changed in memory is dropped: the saved state was never touched."""
         with self._lock, self.document.locked():
             catch_up(self.document)  # a reload the reconnect brings is settled just below
-            self._settle_reload()
-            self.store.sync()
-            self._note_received()
+            self._catch_up_record()
+            outer, self._settled_in = self._settled_in, threading.get_ident()
             try:
                 self.executor.recover()
                 yield
@@ -224,6 +235,8 @@ class SessionCore:
                 with suppress(Exception):
                     self.store.load()
                 raise TransactionFailed(f"nothing was changed: {one_line(exc)}") from exc
+            finally:
+                self._settled_in = outer
 
     def _busy(self, plan: Plan) -> str | None:
         """Who runs steps of ``plan`` now, in a few words, or None when no run is under way."""
@@ -299,9 +312,8 @@ class SessionCore:
 
     def current_plan(self) -> Plan | None:
         """The open plan, or else the most recent one."""
-        self._settle_reload()
-        self.store.sync()
-        self._note_received()
+        if self._settled_in != threading.get_ident():  # (else read again as ``_editing`` began)
+            self._catch_up_record()
         plans = self.store.state.plans
         for plan in reversed(plans):
             if plan.is_open:
