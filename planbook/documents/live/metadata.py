@@ -116,7 +116,8 @@ def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
     # the shared value is looked at only where a merge could use it (a scalar is replaced)
     both_maps = isinstance(old, dict) and isinstance(new, dict)
     both_lists = isinstance(old, list) and isinstance(new, list)
-    current = _child(parent, key) if both_maps or both_lists else _ABSENT
+    looked = both_maps or both_lists
+    current = _child(parent, key) if looked else _ABSENT
     if both_maps and isinstance(current, Map):
         _merge_map(current, old, new)
         return
@@ -124,7 +125,8 @@ def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
     if both_lists and isinstance(current, Array) and len(current) == len(old):
         _merge_array(current, old, new)
         return
-    if current is not _ABSENT or key in parent:
+    present = (current is not _ABSENT) if looked else (key in parent)  # one look either way
+    if present:
         del parent[key]  # delete then set: every reader sees a replaced key
     rewrite = isinstance(old, dict | list) and isinstance(new, dict | list)
     parent[key] = _shared_level(new) if rewrite else new
