@@ -2,7 +2,8 @@
 
 One object per Session, tied to the workspace root (and the notebook, which is protected): it
 reads ``pyproject.toml``'s ``[tool.planbook]`` and ``planbook.toml`` (matching.py), reads them
-again when their bytes change, and answers a verdict for each staged operation. Every surface
+again when a look at them (``stat``, documents/file_stat.py) says they may have changed and
+reloads them when their bytes did, and answers a verdict for each staged operation. Every surface
 goes through it (magics, the Python API, the agent), so they all see the same rules.
 
 Rules the person added in this session ("always allow" without saving) outlive a reload. A
