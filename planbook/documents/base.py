@@ -134,9 +134,10 @@ def replaced_by_holder(document: NotebookDocument) -> int:
 
 
 def coalesced_saves(document: NotebookDocument) -> AbstractContextManager[None]:
-    """Inside: a backend that can (the file) keeps each transaction's save in memory, the
-    notebook held, until ``write_pending`` or the block's end writes them in one durable save.
-    Others save as usual."""
+    """Inside: a backend that can keeps saves for later. The file keeps each transaction's
+    save in memory, the notebook held, until ``write_pending`` or the block's end writes them
+    in one durable save; the live room keeps a change of the record alone for the next
+    commit's update. Others save as usual."""
     coalesced = getattr(document, "coalesced", None)
     return coalesced() if callable(coalesced) else nullcontext()
 

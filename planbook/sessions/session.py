@@ -232,11 +232,11 @@ class Session(PreviewingSession, PersonQuestions):
                     f"{plan.id} steps {','.join(approval.step_ids)} by {approval.person} "
                     f"sha256={approval.sha256}",
                 )
-                # Not made durable on its own (a live room): the approval reaches the room
-                # before the first step's update, so every save that holds a step holds its
-                # approval, and a stop before that save loses both, nothing half-applied
-                # (docs/live.md, "Saved when it matters"). A step that runs code is saved
-                # before its code runs, the run's end in any case.
+                # Kept, not written on its own (coalesced_saves): the file saves it with the
+                # first step, and a live room gets it in the first step's update, so every save
+                # that holds a step holds its approval, and a stop before that save loses both,
+                # nothing half-applied (docs/live.md, "Saved when it matters"). A step that
+                # runs code is saved before its code runs, the run's end in any case.
                 self.store.save()
             self._changed(plan=plan)
             # Outside the notebook's lock: each step takes it in turn, and code runs without it.

@@ -86,8 +86,9 @@ def test_a_run_of_inserts_waits_for_no_round_trip_per_step(
     long = approve_inserts(server, 8, monkeypatch)
     # the approval's save and the run's end's wait for the server; the steps do not
     assert long["waits"] == short["waits"], (short, long)
-    # the approval, then one commit per step (its cell, checkpoint and "done"), then the end
-    assert long["commits"] == short["commits"] + 6
+    # one commit per step (its cell, checkpoint and "done"; the first one's holds the
+    # approval too: LiveNotebook.coalesced), then the end
+    assert (short["commits"], long["commits"]) == (2 + 1, 8 + 1)
     # a step sends its update alone: the end's save asks once for the server's answer, which
     # confirms every update sent before it (the server answers in order); no step compares
     # a cell, so none asks to
@@ -128,6 +129,12 @@ def test_a_step_that_rewrites_a_cell_still_sees_an_edit_made_just_before_it(
         assert seen["waits"] >= 1
         other.flush()
         assert other.sources() == ["x = 'theirs'"]  # theirs kept, ours not applied
+        # the approval was kept for the step's update, which the conflict refused: it reached
+        # the room all the same, with the step's "conflict"
+        plans = other.metadata()["planbook"]["plans"]
+        (plan,) = plans.values()
+        assert len(plan["approvals"]) == 1
+        assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["conflict"]
     finally:
         other.close()
         doc.close()

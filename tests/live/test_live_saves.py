@@ -1,10 +1,11 @@
 """When a live run asks the server to save (issue 10 item 8, keeping issue 15's promises): the
 run's end, and before it code steps before their code (the code itself reads the file), never
-each cell-only step, nor the approval on its own: the approval reaches the room before the
-first step's update, so every save that holds a step holds its approval. ``approve()`` returns
-with everything on disk. A server stopped early in a run of cell-only steps never leaves a file
-holding a step without its approval (the steps the stop undid are pending again and run once
-when approved again); audited as issue 15's fault trials are."""
+each cell-only step, nor the approval on its own: the approval reaches the room in the first
+step's update (``LiveNotebook.coalesced``), so every save that holds a step holds its
+approval. ``approve()`` returns with everything on disk. A server stopped early in a run of
+cell-only steps never leaves a file holding a step without its approval (the steps the stop
+undid are pending again and run once when approved again); audited as issue 15's fault
+trials are."""
 
 from __future__ import annotations
 
@@ -110,9 +111,11 @@ def test_a_short_run_of_cell_steps_saves_at_its_end_only(
         assert saves == ["success"]  # the run's end: not the approval alone, not per step
         assert watcher.wait_for(lambda w: len(w.cells_array) == 6)
         states = arrivals.states()
-        # the second client never held a step's cell without the approval
+        # the second client never held a step's cell without the approval, nor the approval
+        # alone: it came in the first step's update
         assert [cells for cells, _ in states if cells > 1][:1] == [2]
         assert all(approvals == 1 for cells, approvals in states if cells > 1), states
+        assert not any(approvals for cells, approvals in states if cells == 1), states
         # returned: on disk, every step done with its cell
         assert disk_sources(on_disk(server, name)) == ["x = 1"] + [f"v{i} = {i}" for i in range(5)]
         assert saved_state(Path(server.root) / name) == [(",".join(["done"] * 5), 1)]

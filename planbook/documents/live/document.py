@@ -36,7 +36,7 @@ from typing import Any
 from planbook.documents.base import CellPlace, MetadataPath, apply_metadata_changes
 from planbook.documents.live.address import RoomAddress
 from planbook.documents.live.merges import LateMerge, MergeWatches
-from planbook.documents.live.operations import Op, Txn, apply_ops, check
+from planbook.documents.live.operations import METADATA_OPS, Op, Txn, apply_ops, check
 from planbook.documents.live.reads import SharedReads
 from planbook.documents.live.room import Room, Ticket
 from planbook.documents.live.shared_copy import merged_update
@@ -82,6 +82,11 @@ class LiveNotebook:
         self._saved_version = -1  # the room's version at the last confirmed save
         self._saved_at = float("-inf")  # and when (time.monotonic)
         self._unconfirmed: Ticket | None = None  # the last commit's, while not confirmed
+        #: Inside ``coalesced``: how deep; the metadata changes kept for the next commit (a
+        #: list replaced, never changed in place), and the metadata as read with them, by key.
+        self._coalescing = 0
+        self._kept: list[Op] = []
+        self._kept_reads: dict[str, tuple[Any, list[Op], Any]] = {}
         self._room = Room(address, self._replay, connect_timeout=connect_timeout)
         self._reads = SharedReads(self._room)
         self._merges = MergeWatches(self._room, put_back=self._reads.forget_cells)
@@ -158,6 +163,8 @@ class LiveNotebook:
 
     def get_metadata(self, key: str) -> Any | None:
         txn = self._txn()
+        if txn is None and self._kept:
+            return self._with_kept(key)
         if txn is not None and key in txn.meta:
             value = json.loads(json.dumps(txn.meta[key]))
         else:
@@ -165,6 +172,25 @@ class LiveNotebook:
         if txn is not None and txn.parts.get(key):
             for changes in txn.parts[key]:
                 value = apply_metadata_changes(value, changes)
+        return value
+
+    def _with_kept(self, key: str) -> Any | None:
+        """``metadata[key]`` with the changes ``coalesced`` keeps for the next commit: the same
+        object while neither the room's value nor what is kept changed (a record compared
+        with the one saved last is then the same object: no deep comparison)."""
+        base, kept = self._reads.metadata(key), self._kept
+        hit = self._kept_reads.get(key)
+        if hit is not None and hit[0] is base and hit[1] is kept:
+            return hit[2]
+        value = base
+        for op in kept:
+            if op.key != key:
+                continue
+            if op.kind == "meta":
+                value = json.loads(json.dumps(op.value))
+            else:
+                value = apply_metadata_changes(value, op.value)
+        self._kept_reads[key] = (base, kept, value)
         return value
 
     def sync(self, timeout: float = 5.0) -> bool:
@@ -189,7 +215,9 @@ class LiveNotebook:
 
     def save(self, timeout: float = 10.0) -> str:
         """Ask the server to save the file now ("success", "skipped" or "failed"); it also
-        saves on its own about a second after each change."""
+        saves on its own about a second after each change. What ``coalesced`` keeps goes
+        first."""
+        self.write_pending()
         return self._room.save(timeout)
 
     def make_durable(
@@ -199,7 +227,12 @@ class LiveNotebook:
         save the room and wait for its answer (bounded; a "skipped" save is asked again).
         "" when saved (or nothing changed since the last save, or a save was confirmed less
         than ``unless_saved_within`` seconds ago), else one line saying why not; the server
-        then still saves on its own about a second after the last change."""
+        then still saves on its own about a second after the last change. What ``coalesced``
+        keeps is sent first: "durable" covers everything the caller changed."""
+        try:
+            self.write_pending()
+        except LiveConnectionError as exc:
+            return str(exc)
         version = self._room.version
         if version == self._saved_version or (
             time.monotonic() - self._saved_at < unless_saved_within
@@ -270,23 +303,76 @@ class LiveNotebook:
                 txn.depth -= 1
             return
         with self._writer:
-            # the cached cells are never mutated (ops replace them), so sharing them is safe
-            shared = self._reads.cells()
-            shared_ids = self._reads.ids_of(shared)
-            txn = Txn(
-                cells=list(shared),
-                began=shared,
-                began_ids=shared_ids,
-                ids=list(shared_ids),
-                reloads=self._room.reloads,
-            )
+            txn = self._begin()
             self._local.txn = txn
             try:
                 yield
             finally:
                 self._local.txn = None
-            if txn.ops:
-                self._commit(txn)
+            if not txn.ops:
+                return
+            if self._coalescing and all(op.kind in METADATA_OPS for op in txn.ops):
+                self._keep(txn.ops)
+                return
+            self._commit(txn)  # what was kept went with it; a failed commit keeps it
+            self._keep([])
+
+    def _begin(self) -> Txn:
+        """A transaction on the cells as they are, holding what ``coalesced`` kept (first, as
+        if made by it)."""
+        # the cached cells are never mutated (ops replace them), so sharing them is safe
+        shared = self._reads.cells()
+        shared_ids = self._reads.ids_of(shared)
+        txn = Txn(
+            cells=list(shared),
+            began=shared,
+            began_ids=shared_ids,
+            ids=list(shared_ids),
+            reloads=self._room.reloads,
+        )
+        for op in self._kept:
+            txn.take(op)
+        return txn
+
+    def _keep(self, ops: list[Op]) -> None:
+        self._kept = ops
+        self._kept_reads = {}
+
+    # -- changes kept for the next commit ---------------------------------------------------
+
+    @contextlib.contextmanager
+    def coalesced(self) -> Iterator[None]:
+        """Inside, a transaction that changes only the metadata (planbook's record: an
+        approval, a failed step, a code step's "running" and checkpoint) is kept, and goes to
+        the room with the next commit, in its update: an approval travels with its first
+        step's cell (one update where there were two, and one less the server relays to every
+        page). Reads show what is kept. ``write_pending`` sends it alone (before a step's
+        code runs), as do ``make_durable``, ``save``, ``close`` and the block's end. A kept
+        change reaches the room after the changes made before it, as a commit would: no
+        page or file ever holds a step without its approval. A stop before it is sent loses
+        it, as it loses a commit the server never saved (docs/live.md, "Saved when it
+        matters")."""
+        self._coalescing += 1
+        try:
+            yield
+        finally:
+            self._coalescing -= 1
+            if self._coalescing == 0:
+                self.write_pending()
+
+    @property
+    def save_kept(self) -> bool:
+        """``coalesced`` keeps a change not sent yet."""
+        return bool(self._kept)
+
+    def write_pending(self) -> None:
+        """Send what ``coalesced`` kept, in one commit of its own (LiveConnectionError when
+        the room stays unreachable: it is kept then)."""
+        with self._writer:
+            if not self._kept or self._txn() is not None:
+                return  # (inside a transaction: its commit takes it)
+            self._commit(self._begin())
+            self._keep([])
 
     def set_metadata(self, key: str, value: Any) -> None:
         with self.transaction():
@@ -465,6 +551,8 @@ class LiveNotebook:
     def close(self) -> None:
         """Leave the room and stop the sync thread (the shared document stays on the server),
         once the server has the last commit (bounded: ``confirm_timeout``)."""
+        with contextlib.suppress(LiveConnectionError):  # leaving anyway: lost as unsaved
+            self.write_pending()
         last = self._unconfirmed
         if last is not None and not last.done and self._room.connected:
             with contextlib.suppress(LiveConnectionError):  # leaving anyway

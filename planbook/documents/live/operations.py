@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from planbook.documents.base import MetadataPath
+from planbook.documents.base import DELETE, MetadataPath
 from planbook.documents.live.convert import cell_dict, normal, to_cell, write_cell
 from planbook.documents.live.metadata import apply_parts
 from planbook.documents.live.room import Room
 from planbook.errors import ConflictError, UnknownCell
 from planbook.model.cell import Cell
+
+#: The operations that change only the notebook's metadata (planbook's record among it).
+METADATA_OPS = frozenset({"meta", "meta_part"})
 
 
 @dataclass
@@ -69,6 +72,17 @@ class Txn:
             self._began_by_id = dict(zip(self.began_ids, self.began, strict=True))
         return self._began_by_id.get(cell_id)
 
+    def take(self, op: Op) -> None:
+        """A change of the metadata an earlier transaction kept (``LiveNotebook.coalesced``),
+        as if made here: reads inside show it, and the commit sends it first."""
+        assert op.key is not None and op.kind in METADATA_OPS
+        if op.kind == "meta":
+            self.meta[op.key] = op.value
+            self.parts.pop(op.key, None)
+        else:
+            self.parts.setdefault(op.key, []).append(op.value)
+        self.ops.append(op)
+
     def set_metadata(self, key: str, value: Any) -> None:
         value = json.loads(json.dumps(value))  # JSON only, and a private copy
         self.meta[key] = value
@@ -76,9 +90,29 @@ class Txn:
         self.ops.append(Op("meta", key=key, value=value))
 
     def update_metadata(self, key: str, changes: dict[MetadataPath, Any]) -> None:
-        """``changes`` (paths checked, values the caller's own) applied when read."""
-        self.parts.setdefault(key, []).append(changes)
-        self.ops.append(Op("meta_part", key=key, value=changes))
+        """``changes`` (paths checked, values the caller's own) applied when read. Merged
+        into the transaction's last changes by part of the same key, if any: the commit then
+        walks the shared maps to each path once (an approval kept by ``coalesced`` and its
+        first step's record both rewrite the plan's entry)."""
+        parts = self.parts.setdefault(key, [])
+        last = next(
+            (
+                i
+                for i in range(len(self.ops) - 1, -1, -1)
+                if self.ops[i].kind in METADATA_OPS and self.ops[i].key == key
+            ),
+            None,
+        )
+        merged = None
+        if last is not None and self.ops[last].kind == "meta_part" and parts:
+            merged = merged_changes(self.ops[last].value, changes)
+        if last is None or merged is None:
+            parts.append(changes)
+            self.ops.append(Op("meta_part", key=key, value=changes))
+            return
+        # new objects: an op a failed commit gives back to ``coalesced`` stays as it was
+        self.ops[last] = Op("meta_part", key=key, value=merged)
+        parts[-1] = merged
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         if cell.id in self.ids:
@@ -114,6 +148,25 @@ class Txn:
             return self.ids.index(cell_id)
         except ValueError:
             raise UnknownCell(cell_id) from None
+
+
+def merged_changes(
+    first: Mapping[MetadataPath, Any], then: Mapping[MetadataPath, Any]
+) -> dict[MetadataPath, Any] | None:
+    """Changes by part that make what ``first`` then ``then`` make, applied in order: the
+    paths of ``first`` that a path of ``then`` replaces (the same path, or one below it) are
+    left out, the others keep their order, and ``then`` follows. None when ``then`` deletes
+    a path that ``first`` writes at or below: in order, the objects ``first`` made on the way
+    stay (empty); merged, they would never be made."""
+    out: dict[MetadataPath, Any] = {}
+    for path, value in first.items():
+        covering = [other for other in then if path[: len(other)] == other]
+        if any(then[other] is DELETE for other in covering):
+            return None
+        if not covering:
+            out[path] = value
+    out.update(then)
+    return out
 
 
 #: Cell metadata a page writes of its own accord, never a person's edit: JupyterLab marks a code

@@ -1,0 +1,139 @@
+"""What a live document keeps for its next commit (``LiveNotebook.coalesced``, which an approval
+runs inside): a change of the metadata alone is kept, read back at once, and reaches the room in
+the update of the next change; a commit that fails keeps it; the block's end sends what is left.
+So an approval travels with its first step's cell: no page ever holds one without the other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pycrdt import Array, Doc, Map
+
+from planbook.documents.base import DELETE, apply_metadata_changes
+from planbook.documents.live.document import LiveNotebook
+from planbook.documents.live.operations import Txn, merged_changes
+from planbook.errors import ConflictError
+from planbook.model.cell import Cell
+from tests.live.yclient import YClient
+
+KEY = "kept_test"
+
+
+class States:
+    """Every state the other client's copy went through, one per update it applied: (cell
+    sources, metadata[KEY]) after each, replayed from the updates in order."""
+
+    def __init__(self, watcher: YClient) -> None:
+        self._start = watcher.doc.get_update()
+        self._updates: list[bytes] = []
+        self._watcher = watcher
+        self._subscription = watcher.doc.observe(lambda event: self._updates.append(event.update))
+
+    def seen(self) -> list[tuple[list[str], Any]]:
+        self._watcher.doc.unobserve(self._subscription)
+        copy: Doc[Any] = Doc()
+        copy.apply_update(self._start)
+        cells, meta = copy.get("cells", type=Array), copy.get("meta", type=Map)
+        out = []
+        for update in self._updates:
+            copy.apply_update(update)
+            sources = [str(c.get("source", "")) for c in cells.to_py() or []]
+            out.append((sources, ((meta.to_py() or {}).get("metadata") or {}).get(KEY)))
+        return out
+
+
+@pytest.mark.server
+def test_a_record_change_is_kept_and_travels_with_the_next_change(
+    live: LiveNotebook, other: YClient
+) -> None:
+    states = States(other)
+    with live.coalesced():
+        live.update_metadata(KEY, {("approved",): ["s1"]})
+        # read back at once, in this process, as if committed
+        assert live.get_metadata(KEY) == {"approved": ["s1"]}
+        assert live.save_kept
+        live.insert_cell(3, Cell(id="new", cell_type="code", source="y = 2"))
+        assert not live.save_kept  # it went with the cell
+    assert other.wait_for(lambda o: o.ids()[-1:] == ["new"])
+    other.flush()
+    assert other.metadata().get(KEY) == {"approved": ["s1"]}
+    seen = states.seen()
+    # one update brought both: never the record without the cell, nor the cell without it
+    arrived = [(sources[-1] == "y = 2", value is not None) for sources, value in seen]
+    assert (True, True) in arrived and (False, True) not in arrived, seen
+    assert (True, False) not in arrived, seen
+
+
+@pytest.mark.server
+def test_a_failed_commit_keeps_what_was_kept_and_the_block_end_sends_it(
+    live: LiveNotebook, other: YClient
+) -> None:
+    with live.coalesced():
+        live.update_metadata(KEY, {("approved",): ["s1"]})
+        with pytest.raises(ConflictError), live.transaction():
+            cell = live.find_cell("c2")
+            assert cell is not None
+            # their edit reaches the server while this transaction is under way
+            other.set_source("c2", "x = 'theirs'")
+            other.flush()
+            live.replace_cell(cell.cell.model_copy(update={"source": "x = 'ours'"}))
+        assert live.save_kept  # the conflict applied nothing, and kept the record change
+        assert live.get_metadata(KEY) == {"approved": ["s1"]}
+        live.update_metadata(KEY, {("failed",): ["s1"]})  # what a run records next: kept too
+    # the block's end sent both changes, alone
+    assert other.wait_for(lambda o: o.metadata().get(KEY) == {"approved": ["s1"], "failed": ["s1"]})
+    assert other.sources()[1] == "x = 'theirs'"  # theirs kept, ours not applied
+    assert not live.save_kept
+
+
+@pytest.mark.server
+def test_make_durable_sends_what_is_kept_first(live: LiveNotebook, other: YClient) -> None:
+    with live.coalesced():
+        live.update_metadata(KEY, {("running",): "s1"})
+        assert live.save_kept
+        assert live.make_durable() == ""
+        assert not live.save_kept
+        # the server has it: another client sees it without the block having ended
+        assert other.wait_for(lambda o: o.metadata().get(KEY) == {"running": "s1"})
+
+
+# -- merging changes by part ----------------------------------------------------------------
+
+_parts = st.sampled_from(["a", "b", "c"])
+_paths = st.lists(_parts, min_size=1, max_size=3).map(tuple)
+_values = st.one_of(
+    st.integers(0, 9),
+    st.dictionaries(_parts, st.integers(0, 9), max_size=2),
+    st.just(DELETE),
+)
+_changes = st.dictionaries(_paths, _values, max_size=4)
+_json = st.recursive(
+    st.integers(0, 9), lambda inner: st.dictionaries(_parts, inner, max_size=3), max_leaves=8
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(root=st.dictionaries(_parts, _json, max_size=3), first=_changes, then=_changes)
+def test_record_changes_merged_in_a_transaction_make_what_they_make_in_order(
+    root: dict[str, Any], first: dict[Any, Any], then: dict[Any, Any]
+) -> None:
+    """A transaction merges a record change into the one it holds for the same key (a kept
+    approval, then its step's record): what it reads and commits must be what applying both
+    in order gives, whatever paths overlap, lie below one another or delete."""
+    txn = Txn(cells=[], began=[], began_ids=[])
+    txn.update_metadata(KEY, first)
+    txn.update_metadata(KEY, then)
+    in_order = apply_metadata_changes(apply_metadata_changes(root, first), then)
+    read = root
+    for changes in txn.parts[KEY]:
+        read = apply_metadata_changes(read, changes)
+    assert read == in_order
+    committed = root
+    for op in txn.ops:
+        committed = apply_metadata_changes(committed, op.value)
+    assert committed == in_order
+    # merged into one (one walk of the shared maps at commit) unless that would differ
+    assert len(txn.ops) == (1 if merged_changes(first, then) is not None else 2)
