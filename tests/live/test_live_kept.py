@@ -5,6 +5,7 @@ So an approval travels with its first step's cell: no page ever holds one withou
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -13,13 +14,20 @@ from hypothesis import strategies as st
 from pycrdt import Array, Doc, Map
 
 from planbook.documents.base import DELETE, apply_metadata_changes
-from planbook.documents.live.document import LiveNotebook
+from planbook.documents.live.document import LiveNotebook, open_live
 from planbook.documents.live.operations import Txn, merged_changes
+from planbook.engine.executor.run import Executor
 from planbook.errors import ConflictError
 from planbook.model.cell import Cell
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
+from tests.live.conftest import disk_sources, on_disk, waited
 from tests.live.yclient import YClient
+from tests.support.jupyter_server import RunningServer
+from tests.support.tcp_proxy import TcpProxy
 
 KEY = "kept_test"
+_names = itertools.count(1)
 
 
 class States:
@@ -137,3 +145,45 @@ def test_record_changes_merged_in_a_transaction_make_what_they_make_in_order(
     assert committed == in_order
     # merged into one (one walk of the shared maps at commit) unless that would differ
     assert len(txn.ops) == (1 if merged_changes(first, then) is not None else 2)
+
+
+@pytest.mark.server
+def test_an_approval_kept_while_the_room_goes_away_is_not_lost(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room goes away after the approval was kept and before its first step: ``approve()``
+    still returns its report (the step could not be applied), and nothing of the record is
+    lost: once the room is back the kept approval reaches it, and the step runs once."""
+    name = f"kept-{next(_names)}.ipynb"
+    server.write_notebook(name, ["x = 1"])
+    with TcpProxy(server.port) as proxy:
+        doc = open_live(proxy.url, server.token, name)
+        doc.confirm_timeout = 1.0
+        try:
+            session = Session(doc, Workspace(server.root))
+            session.propose.insert_cell("y = 2", after=doc.cells()[0].id)
+            run = Executor.run
+
+            def room_away_first(executor: Executor, *args: Any) -> Any:
+                assert doc.save_kept  # the approval, kept for the first step's update
+                proxy.outage(3.0)
+                assert waited(lambda: not doc.connected, 5.0)  # the client saw it go
+                return run(executor, *args)
+
+            monkeypatch.setattr(Executor, "run", room_away_first)
+            report = session.approve()  # returns: no exception out of the kept block
+            monkeypatch.undo()
+            assert not report.ok
+            assert [o.status for o in report.outcomes] == ["pending"]  # approve it again
+            proxy.heal()
+            assert doc.sync(10)  # the room is back
+            again = session.approve()
+            assert again.ok, again.lines()
+        finally:
+            doc.close()
+    nb = on_disk(server, name)
+    assert disk_sources(nb) == ["x = 1", "y = 2"]  # the step ran once
+    plans = nb["metadata"]["planbook"]["plans"]
+    (plan,) = plans.values()
+    assert len(plan["approvals"]) == 2  # the kept one reached the room too: none lost
+    assert [s["status"] for s in plan["revisions"][-1]["steps"]] == ["done"]

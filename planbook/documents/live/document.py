@@ -358,7 +358,10 @@ class LiveNotebook:
         finally:
             self._coalescing -= 1
             if self._coalescing == 0:
-                self.write_pending()
+                # Unreachable: still kept, for the next commit (as an update the server has
+                # not confirmed is sent again); the run's end said so (``make_durable``).
+                with contextlib.suppress(LiveConnectionError):
+                    self.write_pending()
 
     @property
     def save_kept(self) -> bool:
