@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pycrdt import Array, Doc, Map
 
 from planbook.documents.base import DELETE, apply_metadata_changes
 from planbook.documents.live.document import LiveNotebook, open_live
@@ -22,7 +21,7 @@ from planbook.model.cell import Cell
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk, waited
-from tests.live.yclient import YClient
+from tests.live.yclient import UpdatesSeen, YClient
 from tests.support.jupyter_server import RunningServer
 from tests.support.tcp_proxy import TcpProxy
 
@@ -30,34 +29,11 @@ KEY = "kept_test"
 _names = itertools.count(1)
 
 
-class States:
-    """Every state the other client's copy went through, one per update it applied: (cell
-    sources, metadata[KEY]) after each, replayed from the updates in order."""
-
-    def __init__(self, watcher: YClient) -> None:
-        self._start = watcher.doc.get_update()
-        self._updates: list[bytes] = []
-        self._watcher = watcher
-        self._subscription = watcher.doc.observe(lambda event: self._updates.append(event.update))
-
-    def seen(self) -> list[tuple[list[str], Any]]:
-        self._watcher.doc.unobserve(self._subscription)
-        copy: Doc[Any] = Doc()
-        copy.apply_update(self._start)
-        cells, meta = copy.get("cells", type=Array), copy.get("meta", type=Map)
-        out = []
-        for update in self._updates:
-            copy.apply_update(update)
-            sources = [str(c.get("source", "")) for c in cells.to_py() or []]
-            out.append((sources, ((meta.to_py() or {}).get("metadata") or {}).get(KEY)))
-        return out
-
-
 @pytest.mark.server
 def test_a_record_change_is_kept_and_travels_with_the_next_change(
     live: LiveNotebook, other: YClient
 ) -> None:
-    states = States(other)
+    seen = UpdatesSeen(other)
     with live.coalesced():
         live.update_metadata(KEY, {("approved",): ["s1"]})
         # read back at once, in this process, as if committed
@@ -68,11 +44,12 @@ def test_a_record_change_is_kept_and_travels_with_the_next_change(
     assert other.wait_for(lambda o: o.ids()[-1:] == ["new"])
     other.flush()
     assert other.metadata().get(KEY) == {"approved": ["s1"]}
-    seen = states.seen()
     # one update brought both: never the record without the cell, nor the cell without it
-    arrived = [(sources[-1] == "y = 2", value is not None) for sources, value in seen]
-    assert (True, True) in arrived and (False, True) not in arrived, seen
-    assert (True, False) not in arrived, seen
+    arrived = [
+        (cells[-1]["source"] == "y = 2", KEY in metadata) for cells, metadata in seen.states()
+    ]
+    assert (True, True) in arrived and (False, True) not in arrived, arrived
+    assert (True, False) not in arrived, arrived
 
 
 @pytest.mark.server

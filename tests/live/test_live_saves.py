@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pycrdt import Array, Doc, Map
 
 from planbook.documents.file import FileNotebook
 from planbook.documents.live.document import open_live
@@ -29,7 +28,7 @@ from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.live.conftest import disk_sources, on_disk
 from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
-from tests.live.yclient import YClient
+from tests.live.yclient import UpdatesSeen, YClient
 from tests.support.jupyter_server import RunningServer
 
 pytestmark = [pytest.mark.server, pytest.mark.kernel]
@@ -61,27 +60,9 @@ def approvals_in(metadata: dict[str, Any]) -> int:
     return sum(len(plan.get("approvals") or []) for plan in plans.values())
 
 
-class Arrivals:
-    """Every state a second client's copy of the room went through, one per update it
-    applied: (cells, approvals recorded) after each, replayed from the updates in order."""
-
-    def __init__(self, watcher: YClient) -> None:
-        self._start = watcher.doc.get_update()
-        self._updates: list[bytes] = []
-        self._subscription = watcher.doc.observe(lambda event: self._updates.append(event.update))
-        self._watcher = watcher
-
-    def states(self) -> list[tuple[int, int]]:
-        self._watcher.doc.unobserve(self._subscription)
-        copy: Doc[Any] = Doc()
-        copy.apply_update(self._start)
-        cells, meta = copy.get("cells", type=Array), copy.get("meta", type=Map)
-        seen = []
-        for update in self._updates:
-            copy.apply_update(update)
-            metadata = dict((meta.to_py() or {}).get("metadata") or {})
-            seen.append((len(cells), approvals_in(metadata)))
-        return seen
+def arrivals(seen: UpdatesSeen) -> list[tuple[int, int]]:
+    """(cells, approvals recorded) after each update a second client applied, in order."""
+    return [(len(cells), approvals_in(metadata)) for cells, metadata in seen.states()]
 
 
 def test_a_short_run_of_cell_steps_saves_at_its_end_only(
@@ -105,12 +86,12 @@ def test_a_short_run_of_cell_steps_saves_at_its_end_only(
             return status
 
         monkeypatch.setattr(Room, "save", counted)
-        arrivals = Arrivals(watcher)
+        seen = UpdatesSeen(watcher)
         report = session.approve()
         assert report.ok and not report.notes, report.lines()
         assert saves == ["success"]  # the run's end: not the approval alone, not per step
         assert watcher.wait_for(lambda w: len(w.cells_array) == 6)
-        states = arrivals.states()
+        states = arrivals(seen)
         # the second client never held a step's cell without the approval, nor the approval
         # alone: it came in the first step's update
         assert [cells for cells, _ in states if cells > 1][:1] == [2]

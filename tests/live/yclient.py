@@ -159,3 +159,28 @@ class YClient:
     def close(self) -> None:
         self.ws.close()
         self.thread.join(5)
+
+
+class UpdatesSeen:
+    """Every update ``client``'s copy applies from now on, replayed one by one on a copy of
+    its state now: ``states()`` gives (cells, notebook metadata) as plain JSON after each, so
+    a test can say what the other person's page held at every moment, not only at the end."""
+
+    def __init__(self, client: YClient) -> None:
+        self._client = client
+        self._start = client.doc.get_update()
+        self._updates: list[bytes] = []
+        self._subscription = client.doc.observe(lambda event: self._updates.append(event.update))
+
+    def states(self) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+        """Stops recording; the states after each update, in order."""
+        self._client.doc.unobserve(self._subscription)
+        copy: Doc[Any] = Doc()
+        copy.apply_update(self._start)
+        cells, meta = copy.get("cells", type=Array), copy.get("meta", type=Map)
+        out = []
+        for update in self._updates:
+            copy.apply_update(update)
+            metadata = dict((meta.to_py() or {}).get("metadata") or {})
+            out.append(([dict(c) for c in cells.to_py() or []], metadata))
+        return out
