@@ -180,10 +180,10 @@ class NodeNotebook:
         self._dirty = False
         self._mutex = threading.RLock()
         self._cell_cache: dict[int, tuple[Tree, Cell]] = {}
-        #: The cells' list the last ``outline()`` read, its raw cells, and what it gave: kept
-        #: while the same raw cells stand in the same order (a change replaces a raw cell and
-        #: the list, never edits one, as ``_cell_of`` and the serializer rely on too).
-        self._outline: tuple[list[Tree], list[Tree], list[CellOutline]] = ([], [], [])
+        #: The cells' list the last ``outline()`` read, and what it gave: kept while it is the
+        #: same list or one holding the same raw cells in the same order (a change replaces a
+        #: raw cell and the list, never edits one, as ``_cell_of`` and the serializer rely on).
+        self._outline: tuple[list[Tree], list[CellOutline]] = ([], [])
 
     def _load(self) -> None:
         """Bring ``self._nb`` up to date with the storage."""
@@ -217,14 +217,13 @@ class NodeNotebook:
         with self._mutex:
             self._refresh()
             raws = self._nb["cells"]
-            seen, kept, out = self._outline
+            seen, out = self._outline
             # the very list seen last time holds the same cells (never changed in place)
             if raws is not seen and (
-                len(kept) != len(raws) or not all(map(operator.is_, kept, raws))
+                len(seen) != len(raws) or not all(map(operator.is_, seen, raws))
             ):
                 out = [CellOutline(c.id, c.cell_type, c.source) for c in map(self._cell_of, raws)]
-                kept = list(raws)
-            self._outline = (raws, kept, out)
+            self._outline = (raws, out)
             return list(out)
 
     def find_cell(self, cell_id: str) -> CellPlace | None:

@@ -103,16 +103,16 @@ class Txn:
             ),
             None,
         )
-        merged = None
-        if last is not None and self.ops[last].kind == "meta_part" and parts:
+        # (the last one for the key a "meta_part": ``parts`` ends with its changes)
+        if last is not None and self.ops[last].kind == "meta_part":
             merged = merged_changes(self.ops[last].value, changes)
-        if last is None or merged is None:
-            parts.append(changes)
-            self.ops.append(Op("meta_part", key=key, value=changes))
-            return
-        # new objects: an op a failed commit gives back to ``coalesced`` stays as it was
-        self.ops[last] = Op("meta_part", key=key, value=merged)
-        parts[-1] = merged
+            if merged is not None:
+                # new objects: an op a failed commit gives back to ``coalesced`` stays as it was
+                self.ops[last] = Op("meta_part", key=key, value=merged)
+                parts[-1] = merged
+                return
+        parts.append(changes)
+        self.ops.append(Op("meta_part", key=key, value=changes))
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         if cell.id in self.ids:
