@@ -9,7 +9,9 @@ differ travel: a step's update carries its status and its result.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
+from itertools import compress, count
 from typing import TYPE_CHECKING, Any
 
 from planbook.documents.base import DELETE, MetadataPath, apply_metadata_changes
@@ -109,10 +111,10 @@ def _write_entry(parent: Map[Any], key: str, old: Any, new: Any) -> None:
     """``parent[key] = new``, where ``parent[key]`` holds the JSON ``old`` (or _ABSENT):
     nothing when equal; into the shared map/array by difference when there is one; else the
     value, as shared parts when it replaces an object or a list (it will change again)."""
-    from pycrdt import Array, Map  # heavy: pycrdt (the live extra)
-
     if _same(old, new):
         return
+    from pycrdt import Array, Map  # heavy: pycrdt (the live extra)
+
     # the shared value is looked at only where a merge could use it (a scalar is replaced)
     both_maps = isinstance(old, dict) and isinstance(new, dict)
     both_lists = isinstance(old, list) and isinstance(new, list)
@@ -136,8 +138,11 @@ def _merge_map(ymap: Map[Any], old: dict[str, Any], new: dict[str, Any]) -> None
     for gone in old.keys() - new.keys():
         if gone in ymap:
             del ymap[gone]
+    was = old.get
     for k, v in new.items():
-        _write_entry(ymap, k, old.get(k, _ABSENT), v)
+        o = was(k, _ABSENT)
+        if o is not v:  # most entries are the very objects written last time: no call
+            _write_entry(ymap, k, o, v)
 
 
 def _merge_array(yarray: Array[Any], old: list[Any], new: list[Any]) -> None:
@@ -145,9 +150,11 @@ def _merge_array(yarray: Array[Any], old: list[Any], new: list[Any]) -> None:
     at their end)."""
     from pycrdt import Array, Map  # heavy: pycrdt (the live extra)
 
-    for i in range(min(len(old), len(new))):
+    # the items that are not the very objects written last time, found in C (a plan's
+    # steps: one or two of a hundred changed)
+    for i in compress(count(), map(operator.is_not, old, new)):
         o, v = old[i], new[i]
-        if _same(o, v):
+        if o == v:
             continue
         current = yarray[i]
         if isinstance(current, Map) and isinstance(o, dict) and isinstance(v, dict):

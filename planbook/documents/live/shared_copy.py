@@ -9,8 +9,9 @@ of it is read and changed holding the room's ``cond``.
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -48,14 +49,16 @@ class SharedCopy:
         self.meta = self.doc.get("meta", type=Map)
         #: Grows with every change of the cells (not of metadata or state): a cache key.
         self.cells_version = getattr(self, "cells_version", 0) + 1
+        self._cells_observer = _told_its_signature(self._on_cells)
+        self._meta_observer = _told_its_signature(self._on_meta)
         #: (cells_version, indices of the cells changed in place by that change, or None
         #: when cells were added, removed or moved), the last few: a reader's cache converts
         #: again only what changed (see ``cells_changed_since``).
         self._cell_changes: deque[tuple[int, frozenset[int] | None]] = deque(maxlen=64)
-        self._cells_subscription = self.cells.observe_deep(self._on_cells)
+        self._cells_subscription = self.cells.observe_deep(self._cells_observer)
         #: Grows with every change of the notebook metadata (a cache key, as cells_version).
         self.meta_version = getattr(self, "meta_version", 0) + 1
-        self._meta_subscription = self.meta.observe_deep(self._on_meta)
+        self._meta_subscription = self.meta.observe_deep(self._meta_observer)
         # The server deletes the saved file's hash from "state" when it reloads the room from
         # a file changed on disk (jupyter_ydoc's set); nothing else removes it.
         # (pycrdt drops an observer with the Python object of its map: keep both)
@@ -122,8 +125,8 @@ class SharedCopy:
         finally:
             self._own_updates = None
             if self.doc is doc:  # (a copy made since by a reload observes on its own)
-                self._cells_subscription = self.cells.observe_deep(self._on_cells)
-                self._meta_subscription = self.meta.observe_deep(self._on_meta)
+                self._cells_subscription = self.cells.observe_deep(self._cells_observer)
+                self._meta_subscription = self.meta.observe_deep(self._meta_observer)
             self.cells_version += 1
             self._cell_changes.append((self.cells_version, None))
             self.meta_version += 1
@@ -139,6 +142,25 @@ class SharedCopy:
     def _reloaded(self, reason: str) -> None:
         self.reloads += 1
         self.reload_reason = reason
+
+
+#: What a deep observer of the shared copy takes: the events.
+_EVENTS_ONLY = inspect.Signature(
+    [inspect.Parameter("events", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+)
+
+
+def _told_its_signature(method: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``method`` as a function that carries its signature: pycrdt's ``observe_deep`` asks
+    ``inspect.signature`` of its callback at every subscription (how many arguments to pass),
+    9 µs for a bound method, and ``own_change`` subscribes two observers again at every
+    commit; with the signature on the function the answer is an attribute read."""
+
+    def observer(events: Any) -> None:
+        method(events)
+
+    observer.__signature__ = _EVENTS_ONLY  # type: ignore[attr-defined]
+    return observer
 
 
 def merged_update(updates: list[bytes]) -> bytes:
