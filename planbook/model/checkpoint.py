@@ -86,8 +86,12 @@ class Checkpoint(PlanbookModel):
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if not name.startswith("_"):
-            self._version += 1
-            if self._saved:
+            # the private values read and set in their dict: through the attributes, pydantic's
+            # fallbacks made this bookkeeping four times the cost of the assignment itself
+            private = self.__pydantic_private__
+            assert private is not None  # (the model has private attributes)
+            private["_version"] += 1
+            if private["_saved"]:
                 Checkpoint.changes += 1
 
     id: str = Field(default_factory=lambda: "cp-" + new_id())

@@ -66,6 +66,19 @@ def test_a_rollback_is_recorded_and_can_be_rolled_forward(bench: Bench) -> None:
     assert find_checkpoint(bench.store, "1").active  # the step's checkpoint counts again
 
 
+def test_a_checkpoint_undone_after_it_was_saved_is_saved_undone(bench: Bench) -> None:
+    """A saved checkpoint changes in memory (undone by a rollback); the next save writes it,
+    so a fresh read of the file, in another process, does not offer it to undo again."""
+    checkpoint = bench.edit("c1", "x = 10")
+    saved = nbformat.read(bench.path, as_version=4).metadata["planbook"]["checkpoints"]
+    entry = next(b[checkpoint.id] for b in saved.values() if checkpoint.id in b)
+    assert entry.get("active", True) and "undone_by" not in entry  # (defaults not stored)
+    record = rollback(bench.store, bench.writer(), checkpoint, force=False)
+    saved = nbformat.read(bench.path, as_version=4).metadata["planbook"]["checkpoints"]
+    entry = next(b[checkpoint.id] for b in saved.values() if checkpoint.id in b)
+    assert entry["active"] is False and entry["undone_by"] == record.id
+
+
 def test_a_target_changed_after_the_step_refuses_unless_forced(bench: Bench) -> None:
     checkpoint = bench.edit("c1", "x = 10")
     nb = nbformat.read(bench.path, as_version=4)
