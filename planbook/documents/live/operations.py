@@ -119,17 +119,13 @@ class Txn:
             raise ValueError(f"a cell with id {cell.id!r} already exists")
         index = max(0, min(index, len(self.cells)))
         after = self.ids[index - 1] if index > 0 else None
-        # one private copy for the reads inside and the commit: neither changes it (reads
-        # hand out copies of their own, the commit converts it)
-        mine = cell.model_copy(deep=True)
-        self.cells.insert(index, mine)
+        self.cells.insert(index, cell.model_copy(deep=True))
         self.ids.insert(index, cell.id)
-        self.ops.append(Op("insert", cell=mine, after=after))
+        self.ops.append(Op("insert", cell=cell.model_copy(deep=True), after=after))
 
     def replace_cell(self, cell: Cell) -> None:
-        mine = cell.model_copy(deep=True)  # (as ``insert_cell``)
-        self.cells[self._index(cell.id)] = mine
-        self.ops.append(Op("replace", cell=mine, cell_id=cell.id))
+        self.cells[self._index(cell.id)] = cell.model_copy(deep=True)
+        self.ops.append(Op("replace", cell=cell.model_copy(deep=True), cell_id=cell.id))
 
     def delete_cell(self, cell_id: str) -> None:
         i = self._index(cell_id)
