@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from planbook.documents.collector import collector_paused
 from planbook.documents.memory import MemoryNotebook
 from planbook.errors import PlanbookError
 from planbook.model.cell import Cell
-from planbook.present.collector import collector_paused
 from planbook.present.views import step_views
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace

@@ -4,13 +4,13 @@ checkpoints, the revisions. Nothing here changes the notebook."""
 from __future__ import annotations
 
 from planbook.documents.base import outline
+from planbook.documents.collector import collector_paused
 from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import (
     Plan,
 )
 from planbook.model.words import count
-from planbook.present.collector import collector_paused
 from planbook.present.safe import md_text, visible
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
@@ -33,7 +33,7 @@ class ReadingSession(SessionCore):
             plan = plan.model_copy(update={"revisions": [plan.revision(revision)]})
         # the cells' ids, types and sources, not a copy of every cell (a pydantic copy each:
         # a seventh of the text of a 1,000-step plan); thousands of small objects that form
-        # no cycle, so no collector pass meanwhile (present/collector.py)
+        # no cycle, so no collector pass meanwhile (documents/collector.py)
         with collector_paused():
             return step_views(plan, outline(self.document), self.workspace, self.store.state)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planbook.documents.collector import collector_paused
 from planbook.documents.live.convert import json_ints, to_cell
 from planbook.documents.live.room import Room
 from planbook.model.cell import Cell
@@ -43,10 +44,11 @@ class SharedReads:
             hit = self._meta_cache.get(key)
             if hit is not None and hit[0] == room.meta_version:
                 return hit[1]
-            meta = room.meta.get("metadata")
-            value = None if meta is None else meta.get(key)
-            if value is not None:
-                value = json_ints(value.to_py() if hasattr(value, "to_py") else value)
+            with collector_paused():  # it reads the document (documents/collector.py)
+                meta = room.meta.get("metadata")
+                value = None if meta is None else meta.get(key)
+                if value is not None:
+                    value = json_ints(value.to_py() if hasattr(value, "to_py") else value)
             self._meta_cache[key] = (room.meta_version, value)
             return value
 
@@ -56,7 +58,8 @@ class SharedReads:
         with room.cond:
             room.wait_loaded()
             if self._cache is None or self._cache[0] != room.cells_version:
-                self._cache = (room.cells_version, self._converted(self._cache))
+                with collector_paused():  # it reads the document (documents/collector.py)
+                    self._cache = (room.cells_version, self._converted(self._cache))
             return self._cache[1]
 
     def _converted(self, cache: tuple[int, list[Cell]] | None) -> list[Cell]:
@@ -88,7 +91,8 @@ class SharedReads:
         cache = self._cache
         if cache is not None and cache[0] == self._room.cells_version:
             return list(self.ids_of(cache[1]))
-        return [str(c.get("id")) for c in self._room.cells]
+        with collector_paused():  # it reads the document (documents/collector.py)
+            return [str(c.get("id")) for c in self._room.cells]
 
     def forget_cells(self) -> None:
         """Convert the cells again at the next read."""

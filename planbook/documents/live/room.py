@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planbook.documents.collector import collector_paused
 from planbook.documents.live.address import RoomAddress
 from planbook.documents.live.shared_copy import SharedCopy
 from planbook.errors import LiveConnectionError
@@ -473,6 +474,10 @@ class Room(SharedCopy):
         raise ConnectionError(self.last_error)
 
     def _on_message(self, data: bytes, synced: bool) -> bool:
+        with collector_paused():  # it reads and changes the document (documents/collector.py)
+            return self._handle_message(data, synced)
+
+    def _handle_message(self, data: bytes, synced: bool) -> bool:
         from pycrdt import Decoder, handle_sync_message, read_message  # heavy: pycrdt
 
         if data[0] == _SYNC and len(data) > 1:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from planbook.documents.collector import collector_paused
+
 if TYPE_CHECKING:
     from pycrdt import Array, Doc, Map
 
@@ -115,21 +117,24 @@ class SharedCopy:
         state before it (``Doc.get_update``, which grew with the notebook: about 0.1 ms a
         commit on 500 cells). Nothing else changes the copy meanwhile: the caller holds
         ``cond``, as the sync thread does to apply what the server sends."""
-        doc = self.doc
-        self.cells.unobserve(self._cells_subscription)
-        self.meta.unobserve(self._meta_subscription)
-        updates: list[bytes] = []
-        self._own_updates = updates
-        try:
-            yield updates
-        finally:
-            self._own_updates = None
-            if self.doc is doc:  # (a copy made since by a reload observes on its own)
-                self._cells_subscription = self.cells.observe_deep(self._cells_observer)
-                self._meta_subscription = self.meta.observe_deep(self._meta_observer)
-            self.cells_version += 1
-            self._cell_changes.append((self.cells_version, None))
-            self.meta_version += 1
+        # the collector held off from the first change of the document to the last (the
+        # observers' too): see documents/collector.py
+        with collector_paused():
+            doc = self.doc
+            self.cells.unobserve(self._cells_subscription)
+            self.meta.unobserve(self._meta_subscription)
+            updates: list[bytes] = []
+            self._own_updates = updates
+            try:
+                yield updates
+            finally:
+                self._own_updates = None
+                if self.doc is doc:  # (a copy made since by a reload observes on its own)
+                    self._cells_subscription = self.cells.observe_deep(self._cells_observer)
+                    self._meta_subscription = self.meta.observe_deep(self._meta_observer)
+                self.cells_version += 1
+                self._cell_changes.append((self.cells_version, None))
+                self.meta_version += 1
 
     def _on_state(self, event: Any) -> None:
         keys = getattr(event, "keys", {}) or {}
