@@ -1,5 +1,5 @@
 """The cyclic garbage collector held off: while a plan's views and text are built, and while a
-collaboration room's shared document is changed.
+collaboration room's shared document is read or changed.
 
 Showing a 10,000-step plan makes tens of thousands of small objects (a view, a list, the
 strings of its diff) that are freed by reference counting and never form a cycle. Each 700
@@ -7,13 +7,14 @@ of them started a young-generation pass, and now and then a pass over every obje
 process holds (the slowest renders took 300 ms against 170). ``timeit`` holds the collector
 off the same way while it measures.
 
-A live room's document (pycrdt) is changed holding its transaction: a commit of our own, an
-update the server sent. A collector pass in that window frees whatever cycles it finds, and
-the release of a pycrdt object among them may need the store that transaction holds: pycrdt
-then panics (``ExclusiveAcqFailed``, logged as an unraisable exception; seen in every run of
-the racing test in tests/live/test_live_faults.py, always inside a young pass), and once its
-timing moved, the process crashed (a segmentation fault in pycrdt's commit). Holding the
-collector off for those windows moves such releases outside them.
+A live room's document (pycrdt) is read and changed holding a transaction: a commit of our
+own, a read of its cells or metadata, an update the server sent. A collector pass in that
+window frees whatever cycles it finds, and the release of a pycrdt object among them may need
+the store that transaction holds: pycrdt then panics (``ExclusiveAcqFailed``, logged as an
+unraisable exception; seen in every run of the racing test in tests/live/test_live_faults.py,
+always inside a young pass), and once its timing moved, the process crashed (a segmentation
+fault in pycrdt's commit). Holding the collector off for those windows moves such releases
+outside them.
 
 Holds may nest and come from several threads: the collector is enabled again when the last
 one ends, and only if it was enabled before the first (a program that turned it off keeps it
