@@ -4,6 +4,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planbook.documents.base import NotebookDocument
 from planbook.documents.file import FileNotebook
@@ -91,6 +93,68 @@ def test_old_notebooks_get_cell_ids_with_the_first_change_only(tmp_path: Path) -
     assert [c["id"] for c in saved.cells] == ids_in_memory
     assert saved.nbformat_minor == 5
     nbformat.validate(saved)
+
+
+#: One change to a notebook of cells named "c<n>": (what, a cell's number, where to).
+_CHANGES = st.lists(
+    st.tuples(
+        st.sampled_from(["insert", "delete", "move", "replace", "failed", "outside"]),
+        st.integers(0, 12),
+        st.integers(0, 12),
+    ),
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(changes=_CHANGES)
+def test_a_cell_is_found_where_it_is_after_any_sequence_of_changes(
+    tmp_path: Path, changes: list[tuple[str, int, int]]
+) -> None:
+    """``find_cell`` answers from an index of the cells' positions: after inserts, deletes,
+    moves, replaced cells, a transaction that failed half-way and an edit made outside (the
+    file rewritten by another program), every cell is found at the place ``cells()`` shows,
+    with its own source and the id of the cell above it, and a cell that is gone is not."""
+    path = make_notebook(tmp_path / "found.ipynb", ["a", "b", "c"])
+    for doc in (
+        FileNotebook(path),
+        MemoryNotebook([Cell(id=f"c{i}", source=s) for i, s in ((1, "a"), (2, "b"), (3, "c"))]),
+    ):
+        made = 3
+        for what, n, to in changes:
+            present = ids(doc)
+            target = present[n % len(present)] if present else None
+            if what == "insert" or target is None:
+                made += 1
+                doc.insert_cell(to, Cell(id=f"c{made}", source=f"new {made}"))
+            elif what == "delete":
+                doc.delete_cell(target)
+            elif what == "move":
+                doc.move_cell(target, to)
+            elif what == "replace":
+                doc.replace_cell(Cell(id=target, source=f"replaced {to}"))
+            elif what == "failed":
+                with pytest.raises(RuntimeError), doc.transaction():
+                    doc.move_cell(target, to)
+                    doc.delete_cell(target)
+                    raise RuntimeError("boom")
+            elif isinstance(doc, FileNotebook):  # another program reorders the file
+                nb = nbformat.read(path, as_version=4)
+                nb.cells.insert(to % (len(nb.cells) + 1), nb.cells.pop(n % len(nb.cells)))
+                nbformat.write(nb, path)
+            cells = doc.cells()
+            for i, cell in enumerate(cells):
+                place = doc.find_cell(cell.id)
+                assert place is not None, f"{cell.id} is in the notebook but was not found"
+                assert (place.index, place.cell.source) == (i, cell.source)
+                assert place.above == (cells[i - 1].id if i else None)
+            for gone in {f"c{k}" for k in range(1, made + 1)} - {c.id for c in cells}:
+                assert doc.find_cell(gone) is None
+                with pytest.raises(UnknownCell):
+                    doc.move_cell(gone, 0)
+        path = make_notebook(tmp_path / "found.ipynb", ["a", "b", "c"])
 
 
 def test_missing_or_broken_notebook_file_is_a_clear_error(tmp_path: Path) -> None:
