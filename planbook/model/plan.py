@@ -171,9 +171,12 @@ class Step(PlanbookModel):
                 return now, []
             if not 0 < now - then <= len(kept):
                 return now, None
-            window = list(islice(kept, len(kept) - (now - then), None))
-        # a step assigned to twice is looked at once (steps do not hash: by identity)
-        return now, list({id(s): s for s in window}.values())
+            # from the right end: islice from the left walked the whole deque (1,024 steps)
+            # at every save to reach the last few
+            window = list(islice(reversed(kept), now - then))
+        # a step assigned to twice is looked at once (steps do not hash: by identity), in the
+        # order they were assigned to
+        return now, list({id(s): s for s in reversed(window)}.values())
 
     id: str = Field(default_factory=new_id)
     operation: Operation

@@ -7,7 +7,6 @@ A cell is named as a person sees it: an id, a unique id prefix, a position (``"#
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Protocol
@@ -49,9 +48,6 @@ class Stage(Protocol):
 
 #: The operations that change which cells exist and where: what naming a cell needs.
 _CELL_OPS = (InsertCell, EditCell, DeleteCell, MoveCell)
-#: A cell's id, read in C over a whole outline (a Python loop over 2,000 cells per staged step
-#: is most of its cost).
-_CELL_ID = operator.attrgetter("id")
 
 
 def build(cls: type[AnyOperation], **fields: Any) -> AnyOperation:
@@ -134,11 +130,10 @@ class Proposer:
             # A position names a cell of the notebook as it is: no open step is replayed, and
             # the cells' outline is read, not a copy of every cell. An exact id still wins
             # first (``resolve``), though nbformat's ids never hold "#".
-            cells = outline(self._document)
-            if token.strip() in map(_CELL_ID, cells):
+            if self._document.find_cell(token.strip()) is not None:  # by its index, no scan
                 return token.strip()
             try:
-                return at_position(token, cells)
+                return at_position(token, outline(self._document))
             except UsageMistake as exc:
                 raise self._advice.unknown_cell(exc, token) from None
         if isinstance(token, str) and self._document.find_cell(token.strip()) is not None:
