@@ -237,13 +237,13 @@ class NodeNotebook:
         with self._mutex:
             self._refresh()
             raws = self._nb["cells"]
-            i = self._position(cell_id)
+            i = self._position_of(cell_id)
             if i is None:
                 return None
             above = raws[i - 1].get("id") if i > 0 else None
             return CellPlace(i, self._cell_of(raws[i]).model_copy(), above)
 
-    def _position(self, cell_id: str) -> int | None:
+    def _position_of(self, cell_id: str) -> int | None:
         """Where the cell with ``cell_id`` is, from the index of the cells' list as it is."""
         raws = self._nb["cells"]
         seen, index = self._positions
@@ -295,7 +295,7 @@ class NodeNotebook:
 
     def insert_cell(self, index: int, cell: Cell) -> None:
         with self.transaction():
-            if self._position(cell.id) is not None:
+            if self._position_of(cell.id) is not None:
                 raise ValueError(f"a cell with id {cell.id!r} already exists")
             cells = list(self._nb["cells"])
             cells.insert(max(0, min(index, len(cells))), to_raw(cell, self.style))
@@ -325,7 +325,7 @@ class NodeNotebook:
             self._set_cells(cells)
 
     def _index(self, cell_id: str) -> int:
-        i = self._position(cell_id)
+        i = self._position_of(cell_id)
         if i is None:
             raise UnknownCell(cell_id)
         return i

@@ -379,9 +379,6 @@ class PageNotebook(NodeNotebook):
         if self._send is None:
             raise TransactionFailed(NOT_CONNECTED)
 
-    def _position(self, cell_id: str) -> int:
-        return next(i for i, r in enumerate(self._nb["cells"]) if r.get("id") == cell_id)
-
     def _anchor_at(self, index: int) -> str | None:
         """The id of the cell before ``index`` after the change (None: at the top)."""
         cells = self._nb["cells"]
@@ -395,7 +392,7 @@ class PageNotebook(NodeNotebook):
         with self.transaction():
             self._check_connected_for_cells()
             super().insert_cell(index, cell)
-            after = self._anchor_at(self._position(cell.id))
+            after = self._anchor_at(self._index(cell.id))
             self._note_anchor(after)
             self._ops.append({"op": "insert", "cell": _json(cell), "after": after})
 
@@ -418,7 +415,7 @@ class PageNotebook(NodeNotebook):
             self._check_connected_for_cells()
             self._started_with(cell_id)
             super().move_cell(cell_id, index)
-            after = self._anchor_at(self._position(cell_id))
+            after = self._anchor_at(self._index(cell_id))
             self._note_anchor(after)
             self._ops.append({"op": "move", "id": cell_id, "after": after})
 
