@@ -24,7 +24,7 @@ from planbook.engine.runner import IPythonRunner
 from planbook.errors import PlanbookError, TransactionFailed, UsageMistake
 from planbook.model.cell import Cell
 from planbook.sessions.session import Session
-from planbook.surfaces.comm.channel import CellReviewLink
+from planbook.surfaces.comm.channel import CellReviewLink, open_link
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
 
@@ -457,4 +457,34 @@ def test_a_page_reloaded_without_saving_is_the_notebook_again(nb_path: Path) -> 
     session.propose.edit_cell("c2", "x = 3", reason="three")
     assert session.approve().ok
     fresh.process()
+    assert fresh.cells[1]["source"] == "x = 3" and fresh.refusals == []
+
+
+def test_a_change_between_a_reload_and_the_new_pages_cells_is_refused_not_lost(
+    nb_path: Path,
+) -> None:
+    """A reloaded page leaves its old comm open (a page going away does not close it) and
+    opens a new one; its cells reach the kernel a round trip later. A change made in between
+    goes to no page: it is refused in one line, never sent to the page that is gone and said
+    done, then undone by the new page's cells."""
+    session = open_session(nb_path)
+    gone = page_with_unsaved_cell()
+    first = Comm(gone)
+    open_link(session, first)
+    first.round_trip()
+    fresh = Page([code("c1", "import math"), code("c2", "x = 1")])
+    comm = Comm(fresh)
+    open_link(session, comm)  # the new page's comm is open; its snapshot is still on its way
+    session.propose.edit_cell("c2", "x = 2", reason="two")
+    report = session.approve()
+    assert not report.ok
+    assert "no JupyterLab page" in (report.stopped or report.outcomes[0].message)
+    assert not any(m["type"] == "apply" and m["ops"] for m in gone.inbox), gone.inbox
+    plan = session.current_plan()
+    assert plan is not None and [s.status for s in plan.steps] == ["failed"]
+    # the new page's cells arrive: the next change lands there
+    comm.round_trip()
+    session.propose.edit_cell("c2", "x = 3", reason="three")
+    assert session.approve().ok
+    comm.round_trip()
     assert fresh.cells[1]["source"] == "x = 3" and fresh.refusals == []

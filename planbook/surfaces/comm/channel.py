@@ -336,6 +336,13 @@ _LINKS: set[CellReviewLink] = set()
 
 def open_link(session: Session, comm: Any) -> CellReviewLink:
     link = CellReviewLink(session, comm)
+    document = link.page_document()
+    if document is not None:
+        # The page opening a comm is the page now. A reloaded page never closed its old comm:
+        # a change sent there before the new page's cells arrive (a round trip later) would
+        # be reported done, then undone by those cells. Until they come, it is refused.
+        for other in _LINKS:
+            document.detach(other)
     _LINKS.add(link)
     follow_outside_changes(session, link._home)
     link.send_plan()
