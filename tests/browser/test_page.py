@@ -11,6 +11,7 @@ with their text kept. The kernel-side protocol is in tests/test_page.py.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     page.keyboard.press("ControlOrMeta+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0)
     no_file_changed_dialog(page)
+    snapshots = _snapshots_sent(page)
     page.reload()
     panel = open_notebook(page, server, notebook, 9)
     expected = [
@@ -123,7 +125,11 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     labels = sorted(cp.label for cp in on_disk.checkpoints())
     assert labels == ["before step 1 (insert_cell)", "before step 2 (edit_cell)"], labels
 
-    # roll back the last step (the insert): gone from the page, and from the file it saves
+    # roll back the last step (the insert): gone from the page, and from the file it saves;
+    # the kernel sends changes to the reloaded page once it has its cells (a round trip after
+    # the page opened its comm), and hears nothing while `%rollback` runs: sent before them,
+    # the rollback is refused
+    _wait_for(snapshots, page)
     rolled = run_cell(panel, 8, "%rollback", moves=-1)
     expect(rolled).to_contain_text("rolled back 1 step")
     expect(editor(panel, 1)).to_have_text("print(x) # mine")
@@ -136,6 +142,31 @@ def test_approved_changes_land_in_the_page_and_its_save_keeps_everything(
     assert "print('inserted', x + 41)" not in sources
     assert sources[:3] == ["x = 1", "print(x) # mine", "z = 'new'"]
     no_file_changed_dialog(page)
+
+
+def _snapshots_sent(page: Any) -> list[int]:
+    """From now on, one entry per full snapshot of its cells the page sends its kernel (the
+    answer of js/labextension/src/pagedoc.ts to the kernel's "resync")."""
+    sent: list[int] = []
+
+    def frame(payload: str | bytes) -> None:
+        raw = payload.encode() if isinstance(payload, str) else payload
+        if b'"type":"cells","full":true' in raw:
+            sent.append(len(sent) + 1)
+
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framesent", frame) if "/api/kernels/" in ws.url else None,
+    )
+    return sent
+
+
+def _wait_for(snapshots: list[int], page: Any, seconds: float = 60.0) -> None:
+    """Until the page sent its cells: what the kernel reads and sends changes against."""
+    deadline = time.monotonic() + seconds
+    while not snapshots:
+        assert time.monotonic() < deadline, "the page never sent the kernel its cells"
+        page.wait_for_timeout(100)  # lets Playwright deliver the page's frames
 
 
 def _steps(plan: Any) -> list[dict[str, Any]]:
