@@ -154,7 +154,6 @@ def test_a_cell_is_found_where_it_is_after_any_sequence_of_changes(
                 assert doc.find_cell(gone) is None
                 with pytest.raises(UnknownCell):
                     doc.move_cell(gone, 0)
-        path = make_notebook(tmp_path / "found.ipynb", ["a", "b", "c"])
 
 
 def test_missing_or_broken_notebook_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -125,7 +125,8 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         # final before the run's end is saved, and a click in between is told "a run is in
         # progress" (as a person clicking then would be), which this test met under load.
         over = "not panel.running"
-        assert wait_until_settled(k, f"pb.current_plan().steps[0].status == 'failed' and {over}")
+        failed = f"pb.current_plan().steps[0].status == 'failed' and {over}"
+        assert wait_until_settled(k, failed) == "True"
         outputs = cell_outputs(nb, "c2", ["stream", "error"])
         assert [o["output_type"] for o in outputs] == ["stream", "error"]
         assert outputs[1]["ename"] == "NameError"
@@ -133,7 +134,8 @@ def test_a_failed_step_from_the_panel_puts_its_traceback_in_its_cell(tmp_path: P
         # Retry from the panel once the name exists: the cell's code runs again, in its cell.
         k.run("missing_name = 'found'")
         send_to_panel(k, "panel", {"action": "retry", "revision": 1, "step_id": step_id})
-        assert wait_until_settled(k, f"pb.current_plan().steps[-1].status == 'done' and {over}")
+        done = f"pb.current_plan().steps[-1].status == 'done' and {over}"
+        assert wait_until_settled(k, done) == "True"
         statuses = k.run("print([s.status for s in pb.current_plan().steps])").stdout.strip()
         assert statuses == "['failed', 'done']"
         outputs = cell_outputs(nb, "c2", ["stream", "execute_result"])
