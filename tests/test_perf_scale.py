@@ -170,7 +170,7 @@ def test_a_cell_replaced_among_many_puts_one_block_together_again() -> None:
     cells[600] = {"n": -1, "source": "changed"}
     nb = {"cells": cells, "metadata": {}}
     second = encoder.pieces(nb)
-    assert "".join(second) == json.dumps(nb, indent=1, sort_keys=True) + "\n"
+    assert "".join(second) == json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     kept = {id(piece) for piece in first}
     fresh = sum(len(piece) for piece in second if id(piece) not in kept)
     # one block of 64 cells: its short text joined again (about 40 characters a cell), its
@@ -237,7 +237,7 @@ def test_a_log_bucket_that_gains_an_entry_encodes_that_entry_alone() -> None:
         nb = {"cells": [], "metadata": {"planbook": {"log": {"0000": bucket}}}}
         strings.clear()
         text = "".join(encoder.pieces(nb))
-        assert text == json.dumps(nb, indent=1, sort_keys=True) + "\n"
+        assert text == json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     # the new entry's keys and values, the keys of the containers above; not 64 more keys
     assert len(strings) < 20, strings
 
@@ -552,3 +552,90 @@ def test_a_staged_step_adds_its_own_fields_to_the_file_not_its_defaults(tmp_path
     assert per_step < 600, per_step  # 547 here (the log names the user: a few bytes more or less)
     (plan,) = json.loads(path.read_text())["metadata"]["planbook"]["plans"].values()
     assert all("run_by" not in s for s in plan["revisions"][-1]["steps"])
+
+
+#: JSON trees as the notebook's are: dicts and lists of scalars, some deeper than the cache.
+JSON_TREE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+def _replaced(tree: Any, path: list[int], new: Any) -> Any:
+    """``tree`` with the value at ``path`` (each a choice among a container's children) now
+    ``new``, new containers along the path and none changed in place, as the store does."""
+    if not path or not isinstance(tree, dict | list) or not tree:
+        return new
+    keys = list(tree) if isinstance(tree, dict) else list(range(len(tree)))
+    key = keys[path[0] % len(keys)]
+    copy = dict(tree) if isinstance(tree, dict) else list(tree)
+    copy[key] = _replaced(tree[key], path[1:], new)
+    return copy
+
+
+def _containers_held(nb: Any, deepest: int) -> set[int]:
+    """The ids of the containers ``nb`` holds from depth 1 to ``deepest``."""
+    held: set[int] = set()
+    stack = [(nb, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth:
+            held.add(id(value))
+        if depth < deepest:
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return held
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=12), JSON_TREE, st.booleans()),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(0, 10),
+)
+def test_the_encoders_cache_forgets_exactly_what_the_notebook_no_longer_holds(
+    changes: list[tuple[list[int], Any, bool]], nested: int
+) -> None:
+    """After a pruning the serializer keeps the text of every container the notebook holds
+    down to its cache's depth and of nothing else (a container replaced is released, not
+    kept alive by the cache), and the next saves write what json.dumps writes: anything
+    replaced anywhere, and a long list and a long object that grow (a plan's steps, the
+    log's bucket), whose text is kept across a pruning while the notebook holds them."""
+    from planbook.documents.serializer import _CACHE_DEPTH
+
+    deep: Any = {"leaf": [1, {"x": "y"}]}
+    for _ in range(nested):  # a branch deeper than the cache, as a cell's nested metadata
+        deep = {"d": [deep]}
+    steps = [{"n": i} for i in range(40)]
+    log = {f"{i:04d}": {"e": i} for i in range(40)}
+    nb: Any = {
+        "cells": [{"id": "a", "source": "s", "deep": deep}],
+        "metadata": {"m": [[]], "planbook": {"steps": steps, "log": log}},
+    }
+    encoder = Encoder(JUPYTER)
+
+    def written() -> str:
+        return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+    for path, new, grow in changes:
+        assert "".join(encoder.pieces(nb)) == written()
+        encoder._prune(nb)
+        held = _containers_held(nb, _CACHE_DEPTH)
+        assert set(encoder._cache) == held
+        kept = [*encoder._lists.values(), *encoder._dicts.values()]
+        assert {id(entry[0]) for entry in kept} <= held
+        nb = _replaced(nb, path, new)
+        record = nb["metadata"].get("planbook") if isinstance(nb.get("metadata"), dict) else None
+        if grow and isinstance(record, dict) and isinstance(record.get("steps"), list):
+            n = len(record["steps"])
+            record = {**record, "steps": [*record["steps"], {"n": n}]}
+            if isinstance(record.get("log"), dict):
+                record["log"] = {**record["log"], f"{9000 + n:04d}": {"e": n}}
+            nb = {**nb, "metadata": {**nb["metadata"], "planbook": record}}
+    assert encoder.encode(nb) == written()
