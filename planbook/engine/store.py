@@ -26,6 +26,7 @@ import getpass
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from itertools import compress
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
@@ -255,12 +256,14 @@ class _Saved:
                 del self.plans[gone]
                 dropped.add(gone)
             self.plan_order = order
-        for plan in state.plans:
-            dumped = self.dumps.plan(plan)
-            old = self.plans.get(plan.id)
-            if dumped != old:  # parts unchanged since the last save are the same objects
-                changes[("plans", plan.id)] = dumped
-            self.plans[plan.id] = dumped  # equal or new: the next look compares by identity
+        # an unchanged plan's dump is the very one saved (found in C: a notebook keeps every
+        # plan it ran); a changed one's unchanged parts are the same objects
+        dumps = self.dumps.plans(state.plans)
+        before = list(map(self.plans.get, order))
+        for i in compress(range(len(dumps)), map(operator.is_not, dumps, before)):
+            if dumps[i] != before[i]:
+                changes[("plans", order[i])] = dumps[i]
+            self.plans[order[i]] = dumps[i]  # equal or new: the next look compares by identity
         self.dumps.prune()
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list

@@ -8,8 +8,10 @@ the step pending (or, once its code ran, settled in memory until the room is bac
 
 from __future__ import annotations
 
+import operator
 import time
 from contextlib import suppress
+from itertools import compress
 from typing import Literal
 
 from planbook.documents.base import make_durable
@@ -22,6 +24,9 @@ from planbook.errors import ConflictError
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import McpCall, RunCell, Shell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step, StepResult
+
+#: A plan's state (``recover`` looks for the executing ones).
+_STATE = operator.attrgetter("state")
 
 
 class Recovery(StepRecords):
@@ -221,9 +226,9 @@ class Recovery(StepRecords):
         """Settle runs that a dead process left mid-way (call with the notebook locked); the
         one-line notes say what was found. Steps a live process runs are left to it."""
         notes = []
-        for plan in self.store.state.plans:
-            if plan.state != "executing":
-                continue
+        plans = self.store.state.plans
+        # found in C: this runs before every operation, and a notebook keeps every plan it ran
+        for plan in compress(plans, map("executing".__eq__, map(_STATE, plans))):
             dead = {
                 s.id
                 for s in plan.steps
