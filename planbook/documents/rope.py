@@ -137,15 +137,18 @@ def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:
     return Rope(out, sum(map(len, out)), tail=ends_in_run)
 
 
-def in_long_runs(pieces: list[str], *, first_short: bool = False) -> tuple[list[str], bool]:
+def in_long_runs(
+    pieces: list[str], *, first_short: bool = False, long: int = LONG_STRING
+) -> tuple[list[str], bool]:
     """``pieces`` with each run of short ones joined into pieces of up to ``GROWN_PIECE``, a
-    long one (an image's string) left alone; ``first_short``: take the first as short
-    whatever its length (a run joined before). Also whether the last piece is such a run."""
+    long one (``long`` characters or more: an image's string) left alone; ``first_short``:
+    take the first as short whatever its length (a run joined before). Also whether the last
+    piece is such a run."""
     out: list[str] = []
     run: list[str] = []
     size = 0
     for i, piece in enumerate(pieces):
-        short = len(piece) < LONG_STRING or (i == 0 and first_short)
+        short = len(piece) < long or (i == 0 and first_short)
         if short and size + len(piece) <= GROWN_PIECE:
             run.append(piece)
             size += len(piece)

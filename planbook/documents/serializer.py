@@ -48,6 +48,15 @@ _GROWN_MIN = 32
 #: items, each kept while it holds the same items (``Encoder._in_blocks``).
 _BLOCKED_MIN = 256
 _BLOCK = 64
+#: Objects with at least this many entries are put together from blocks of
+#: ``_DICT_BLOCK`` entries the same way (``Encoder._dict_in_blocks``): a notebook's plans,
+#: one of which changes at every step, and its blobs.
+_BLOCKED_DICT_MIN = 64
+_DICT_BLOCK = 16
+#: In a block of entries, texts shorter than this are joined into runs (copying a plan's few
+#: KB costs less than carrying it as a piece through every container above and the write);
+#: longer ones (an image's, a blob's) stay pieces of their own.
+_JOINED_BELOW = 8192
 #: A cache entry's container (the entry is (container, its text)).
 _container_of = operator.itemgetter(0)
 #: Mime types whose text nbformat splits into lines besides text/*.
@@ -96,6 +105,12 @@ class Encoder:
         #: (id of its first item, depth) -> (a block of a very long list, its pieces, their
         #: length): see ``_in_blocks``.
         self._blocks: dict[tuple[int, int], tuple[list[Any], list[str], int]] = {}
+        #: (id of its first value, depth) -> (a block of a long object's keys and values, its
+        #: pieces, their length): see ``_dict_in_blocks``.
+        self._dict_blocks: dict[
+            tuple[int, int], tuple[tuple[str, ...], list[Any], list[str], int]
+        ] = {}
+        self._dict_blocks_used: set[tuple[int, int]] = set()
 
     def prepare(self, nb: dict[str, Any]) -> None:
         """Encode what changed and keep it, without joining the file's text: a change the file
@@ -152,6 +167,11 @@ class Encoder:
         self._lists = {k: v for k, v in self._lists.items() if id(v[0]) in keep}
         self._dicts = {k: v for k, v in self._dicts.items() if id(v[0]) in keep}
         self._blocks = {k: b for k, b in self._blocks.items() if id(b[0][0]) in keep}
+        # a block of an object's entries stays while it was met since the last pruning: its
+        # values may be strings (blobs), whose holder it cannot tell apart
+        used = self._dict_blocks_used
+        self._dict_blocks = {k: b for k, b in self._dict_blocks.items() if k in used}
+        self._dict_blocks_used = set()
         self._live = len(keep)
         self._added = 0
 
@@ -207,6 +227,10 @@ class Encoder:
             if text is not None:
                 return text
         items = sorted(value.items()) if self.style.sort_keys else value.items()
+        if len(value) >= _BLOCKED_DICT_MIN:
+            text = self._dict_in_blocks(list(items), depth, inner, cache)
+            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+            return text
         string = self._string
         kept_apart: list[int] = []  # where a long text follows its key as a piece of its own
         for k, v in items:
@@ -344,6 +368,75 @@ class Encoder:
         end = f"\n{outer}]"
         pieces.append(end)  # a line of its own: the list may grow (``grown``)
         return Rope(pieces, size + len(end))
+
+    def _dict_in_blocks(
+        self,
+        items: list[tuple[str, Any]],
+        depth: int,
+        inner: str,
+        cache: dict[int, tuple[object, Text]],
+    ) -> Text:
+        """A long object's text (``items``: its entries in the file's order) from blocks of
+        ``_DICT_BLOCK`` entries, a block's pieces kept while it holds the same keys and the same
+        values: a plan changed among 100 puts one block together again, where every entry's
+        key was encoded and its text carried as pieces through each container above (a
+        save grew by about 5 µs of CPU per plan the notebook ever ran)."""
+        sep = "," + inner
+        pieces = ["{" + inner]
+        size = len(pieces[0])
+        for at in range(0, len(items), _DICT_BLOCK):
+            block = items[at : at + _DICT_BLOCK]
+            keys = tuple(map(_key_of, block))
+            values = list(map(_value_of, block))
+            where = (id(values[0]), depth)
+            self._dict_blocks_used.add(where)
+            found = self._dict_blocks.get(where)
+            if found is None or not (
+                found[0] == keys and all(map(operator.is_, found[1], values))  # in C
+            ):
+                parts = [self._entry(k, v, depth, cache) for k, v in block]
+                joined: list[str] = []
+                append_parts(joined, parts, sep)
+                found = (
+                    keys,
+                    values,
+                    in_long_runs(joined, long=_JOINED_BELOW)[0],
+                    sum(map(len, parts)) + len(sep) * (len(block) - 1),
+                )
+                self._dict_blocks[where] = found
+            if at:
+                pieces.append(sep)
+                size += len(sep)
+            pieces += found[2]
+            size += found[3]
+        end = f"\n{self.style.indent * depth}}}"
+        pieces.append(end)
+        size += len(end)
+        if size < ROPE_MIN and not any(len(p) >= LONG_STRING for p in pieces):
+            return "".join(pieces)  # short after all: one string, as any short container
+        return Rope(pieces, size)
+
+    def _entry(
+        self, key: str, value: Any, depth: int, cache: dict[int, tuple[object, Text]]
+    ) -> Text:
+        """``"key": value`` as an object's entry at ``depth`` + 1: a Rope when the value's
+        text is one (its first piece joined to the key)."""
+        hit = cache.get(id(value))
+        text = hit[1] if hit is not None and hit[0] is value else self._value(value, depth + 1)
+        keyed = self._string(key) + ": "
+        if isinstance(text, Rope):
+            pieces = [keyed]
+            push(pieces, text.pieces[0])
+            pieces += text.pieces[1:]
+            return Rope(pieces, len(keyed) + text.size)
+        if len(text) >= _JOINED_BELOW:
+            return Rope([keyed, text], len(keyed) + len(text))
+        return keyed + text
+
+
+#: An object's entry's key and value (``items()``'s pairs).
+_key_of = operator.itemgetter(0)
+_value_of = operator.itemgetter(1)
 
 
 def _join_short(parts: list[Text], kept_apart: list[int]) -> None:
