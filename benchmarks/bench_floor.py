@@ -303,6 +303,44 @@ def conversation_staging(folder: Path, rounds: int) -> list[Row]:
     ]
 
 
+def past_plans_staging(folder: Path, rounds: int) -> list[Row]:
+    """A staged step on a notebook that has run 100 plans (each one approved edit; a
+    notebook keeps every plan it ran unless ``keep_plans`` is set), beside the same step on a
+    copy that has run one, as many bytes in an output instead: what the plans behind a step
+    cost beyond their bytes. CPU time, rounds interleaved."""
+    past = 100
+    paths = {"100 past plans": folder / "past-100.ipynb", "one": folder / "past-1.ipynb"}
+    for name, count in (("100 past plans", past), ("one", 1)):
+        session = open_session(notebook(paths[name], 2000))
+        for k in range(count):
+            session.propose.edit_cell(f"c{k % 10}", f"p = {k}", reason="bench")
+            assert session.approve().ok
+        session.close()
+    nb = nbformat.read(paths["one"], as_version=4)
+    missing = paths["100 past plans"].stat().st_size - paths["one"].stat().st_size
+    nb.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="o" * missing)]
+    nbformat.write(nb, paths["one"])
+    sessions = {name: open_session(path) for name, path in paths.items()}
+    assert len(sessions["100 past plans"].store.state.plans) == past
+    times = staging_cpu(sessions, rounds)
+    sizes = {n: p.stat().st_size // 1000 for n, p in paths.items()}
+    for session in sessions.values():
+        session.close()
+    print(f"2d. staging, 2,000 cells, beside {past} past plans or one: CPU ms a step")
+    print(f"   (the files: {sizes['100 past plans']} KB and {sizes['one']} KB)")
+    for name, values in times.items():
+        print(f"   {name:<14}: {text(values)}")
+    return [
+        row(
+            f"staging one step, 2,000 cells, beside {past} past plans, CPU time",
+            times["100 past plans"],
+            times["one"],
+            "the same step beside one, as many bytes in an output instead, CPU time",
+            1.2,
+        )
+    ]
+
+
 def staging(folder: Path, rounds: int) -> list[Row]:
     """Each configuration (10 or 2,000 cells, cells named by id or by position) keeps a plan
     at each mark; a round takes one sample of every plan, configurations and marks
@@ -675,6 +713,8 @@ def main() -> list[Row]:
             rows += trusted_staging(folder, 5 if QUICK else 11)
         if wanted("conversation_staging"):
             rows += conversation_staging(folder, 5 if QUICK else 11)
+        if wanted("past_plans_staging"):
+            rows += past_plans_staging(folder, 5 if QUICK else 11)
         if wanted("load_ext"):
             rows += load_ext(folder, 3 if QUICK else 5)
         if wanted("fifty_steps"):
