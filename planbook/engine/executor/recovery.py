@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import time
 from contextlib import suppress
-from itertools import compress
+from itertools import compress, repeat
 from typing import Literal
 
 from planbook.documents.base import make_durable
@@ -228,7 +228,7 @@ class Recovery(StepRecords):
         notes = []
         plans = self.store.state.plans
         # found in C: this runs before every operation, and a notebook keeps every plan it ran
-        for plan in compress(plans, map("executing".__eq__, map(_STATE, plans))):
+        for plan in compress(plans, map(operator.eq, map(_STATE, plans), repeat("executing"))):
             dead = {
                 s.id
                 for s in plan.steps
