@@ -178,7 +178,9 @@ class Store:
         )
 
     def plan_by_id(self, plan_id: str) -> Plan:
-        for plan in self.state.plans:
+        # from the newest: the plan a run or a proposal works on is the last one, and a
+        # notebook keeps every plan it ran (ids are keys of the stored plans: each is once)
+        for plan in reversed(self.state.plans):
             if plan.id == plan_id:
                 return plan
         raise MetadataError(f"plan {plan_id} disappeared from the notebook metadata")
@@ -371,7 +373,8 @@ def dump_checkpoint(
             if k in dumped or k == "at"
         }
     if cp.step is not None and cp.plan is not None:
-        plan = next((p for p in plans if p.id == cp.plan), None)
+        # from the newest: a step's checkpoint is made by the plan being run (ids are unique)
+        plan = next((p for p in reversed(plans) if p.id == cp.plan), None)
         index = StepIndex() if numbers is None else numbers.setdefault(cp.plan, StepIndex())
         number = None if plan is None else _number_of(plan, cp.step, index)
         if plan is not None and number is not None:

@@ -35,6 +35,8 @@ StepStatus = Literal[
 PlanState = Literal[
     "idle", "drafting", "awaiting_approval", "reviewing", "executing", "completed", "cancelled"
 ]
+#: A plan in one of these states is over: no step of it is staged or run any more.
+CLOSED_STATES: frozenset[PlanState] = frozenset({"completed", "cancelled"})
 PlanEvent = Literal[
     "stage",
     "present",
@@ -355,7 +357,7 @@ class Plan(PlanbookModel):
 
     @property
     def is_open(self) -> bool:
-        return self.state not in ("completed", "cancelled")
+        return self.state not in CLOSED_STATES
 
 
 class StepIndex:
