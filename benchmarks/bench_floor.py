@@ -283,15 +283,13 @@ def conversation_staging(folder: Path, rounds: int) -> list[Row]:
     plain = folder / "talk-none.ipynb"
     nbformat.write(nb, plain)
     sessions["none"] = open_session(plain)
-    times = staging_cpu(sessions, rounds)
-    sizes = {n: (folder / f"talk-{n}.ipynb").stat().st_size // 1000 for n in sessions}
-    for session in sessions.values():
-        session.close()
     kb = round(size * 1000)
-    print(f"2c. staging, 2,000 cells, with a {kb} KB conversation or none: CPU ms a step")
-    print(f"   (the files: {sizes['conversation']} KB and {sizes['none']} KB)")
-    for name, values in times.items():
-        print(f"   {name:<12}: {text(values)}")
+    times = _side_by_side(
+        f"2c. staging, 2,000 cells, with a {kb} KB conversation or none: CPU ms a step",
+        sessions,
+        {n: folder / f"talk-{n}.ipynb" for n in sessions},
+        rounds,
+    )
     return [
         row(
             f"staging one step, 2,000 cells, beside a {kb} KB agent conversation, CPU time",
@@ -301,6 +299,23 @@ def conversation_staging(folder: Path, rounds: int) -> list[Row]:
             1.2,
         )
     ]
+
+
+def _side_by_side(
+    title: str, sessions: dict[str, Any], paths: dict[str, Path], rounds: int
+) -> dict[str, list[float]]:
+    """``staging_cpu`` of ``sessions``, which are closed after; printed under ``title`` with
+    the sizes of their files (``paths``), which the rows compare at the same bytes."""
+    times = staging_cpu(sessions, rounds)
+    sizes = [f"{p.stat().st_size // 1000} KB" for p in paths.values()]
+    for session in sessions.values():
+        session.close()
+    print(title)
+    print(f"   (the files: {' and '.join(sizes)})")
+    width = max(map(len, times))
+    for name, values in times.items():
+        print(f"   {name:<{width}}: {text(values)}")
+    return times
 
 
 def past_plans_staging(folder: Path, rounds: int) -> list[Row]:
@@ -322,14 +337,12 @@ def past_plans_staging(folder: Path, rounds: int) -> list[Row]:
     nbformat.write(nb, paths["one"])
     sessions = {name: open_session(path) for name, path in paths.items()}
     assert len(sessions["100 past plans"].store.state.plans) == past
-    times = staging_cpu(sessions, rounds)
-    sizes = {n: p.stat().st_size // 1000 for n, p in paths.items()}
-    for session in sessions.values():
-        session.close()
-    print(f"2d. staging, 2,000 cells, beside {past} past plans or one: CPU ms a step")
-    print(f"   (the files: {sizes['100 past plans']} KB and {sizes['one']} KB)")
-    for name, values in times.items():
-        print(f"   {name:<14}: {text(values)}")
+    times = _side_by_side(
+        f"2d. staging, 2,000 cells, beside {past} past plans or one: CPU ms a step",
+        sessions,
+        paths,
+        rounds,
+    )
     return [
         row(
             f"staging one step, 2,000 cells, beside {past} past plans, CPU time",

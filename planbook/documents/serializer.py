@@ -351,14 +351,7 @@ class Encoder:
             if found is None or not (
                 len(found[0]) == len(items) and all(map(operator.is_, found[0], items))
             ):
-                parts = self._items(items, depth, cache)
-                block: list[str] = []
-                append_parts(block, parts, sep)
-                found = (
-                    items,
-                    in_long_runs(block)[0],
-                    sum(map(len, parts)) + len(sep) * (len(items) - 1),
-                )
+                found = (items, *_block_text(self._items(items, depth, cache), sep))
                 self._blocks[(id(items[0]), depth)] = found
             if at:
                 pieces.append(sep)
@@ -395,14 +388,7 @@ class Encoder:
                 found[0] == keys and all(map(operator.is_, found[1], values))  # in C
             ):
                 parts = [self._entry(k, v, depth, cache) for k, v in block]
-                joined: list[str] = []
-                append_parts(joined, parts, sep)
-                found = (
-                    keys,
-                    values,
-                    in_long_runs(joined, long=_JOINED_BELOW)[0],
-                    sum(map(len, parts)) + len(sep) * (len(block) - 1),
-                )
+                found = (keys, values, *_block_text(parts, sep, _JOINED_BELOW))
                 self._dict_blocks[where] = found
             if at:
                 pieces.append(sep)
@@ -432,6 +418,14 @@ class Encoder:
         if len(text) >= _JOINED_BELOW:
             return Rope([keyed, text], len(keyed) + len(text))
         return keyed + text
+
+
+def _block_text(parts: list[Text], sep: str, long: int = LONG_STRING) -> tuple[list[str], int]:
+    """A block of a long list's or object's ``parts``, ``sep`` between them: its pieces, each
+    run of those shorter than ``long`` joined, and their length."""
+    pieces: list[str] = []
+    append_parts(pieces, parts, sep)
+    return in_long_runs(pieces, long=long)[0], sum(map(len, parts)) + len(sep) * (len(parts) - 1)
 
 
 #: An object's entry's key and value (``items()``'s pairs).
