@@ -70,7 +70,7 @@ class PlanDumps:
         fields and lists hold the same items (``_looks``)."""
         then = self._then
         # read before any dump: a step assigned to after this is looked at next time
-        now, assigned = Step.assigned_since(then) if then is not None else (0, None)
+        now, assigned = Step.assigned_since(then) if then is not None else (Step.changes, None)
         touched = None if assigned is None else frozenset(map(id, assigned))
         kept_plans, lists_used = self._plans, self._lists_used
         out = []
@@ -97,7 +97,7 @@ class PlanDumps:
     def plan(self, plan: Plan, then: int | None = None) -> dict[str, Any]:
         """``plan.model_dump(mode="json")`` from the parts' dumps; ``then``: ``Step.changes``
         read before it (``plans``)."""
-        looks = _looks(plan)
+        looks = _looks(plan) if then is not None else ()  # read before the dump, kept below
         head = plan.model_dump(mode="json", exclude={"revisions", "approvals", "results"})
         lists = {
             "revisions": [self._revision(r) for r in plan.revisions],

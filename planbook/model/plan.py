@@ -35,8 +35,6 @@ StepStatus = Literal[
 PlanState = Literal[
     "idle", "drafting", "awaiting_approval", "reviewing", "executing", "completed", "cancelled"
 ]
-#: A plan in one of these states is over: no step of it is staged or run any more.
-CLOSED_STATES: frozenset[PlanState] = frozenset({"completed", "cancelled"})
 PlanEvent = Literal[
     "stage",
     "present",
@@ -357,7 +355,7 @@ class Plan(PlanbookModel):
 
     @property
     def is_open(self) -> bool:
-        return self.state not in CLOSED_STATES
+        return self.state not in ("completed", "cancelled")
 
 
 class StepIndex:

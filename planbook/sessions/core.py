@@ -6,11 +6,9 @@ it; reading.py the views of it.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +32,6 @@ from planbook.engine.store import Store
 from planbook.errors import NothingToDo, PlanbookError, TransactionFailed, UsageMistake
 from planbook.model.events import Event, EventBus, EventKind, Listener
 from planbook.model.plan import (
-    CLOSED_STATES,
     Plan,
     Step,
 )
@@ -42,9 +39,6 @@ from planbook.model.store import Mode
 from planbook.sessions.mcp_client import McpClient
 from planbook.sessions.page_advice import PageAdvice
 from planbook.workspace.files import Workspace
-
-#: A plan's state (``current_plan`` looks for an open one, from the newest).
-_STATE = operator.attrgetter("state")
 
 Attached = TypeVar("Attached")
 
@@ -321,10 +315,10 @@ class SessionCore:
         if self._settled_in != threading.get_ident():  # (else read again as ``_editing`` began)
             self._catch_up_record()
         plans = self.store.state.plans
-        # found in C from the newest: a notebook keeps every plan it ran, most of them closed
-        closed = map(CLOSED_STATES.__contains__, map(_STATE, reversed(plans)))
-        opened = next(compress(reversed(plans), map(operator.not_, closed)), None)
-        return opened if opened is not None else (plans[-1] if plans else None)
+        for plan in reversed(plans):
+            if plan.is_open:
+                return plan
+        return plans[-1] if plans else None
 
     def _require_plan(self) -> Plan:
         plan = self.current_plan()
