@@ -784,3 +784,38 @@ def test_a_long_object_changed_anywhere_is_written_as_json_would_write_it(
         assert "".join(encoder.pieces(nb)) == expected
         if kind == "prune":
             encoder._prune(nb)
+
+
+def test_a_long_log_is_not_joined_again_at_every_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside a log of more than 64 buckets (its object is put together from blocks), the
+    bucket that gains an entry at every step is a block of its own: a save makes afresh
+    that bucket's text and the runs around the new step, not the full buckets of its block
+    before it (up to 15 of them, about 140 KB of text again at every save)."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    with session.document.transaction():
+        session.store.sync()
+        for i in range(70 * BUCKET):
+            session.store.log("note", f"entry {i} " + "x" * 40)
+        session.store.save()
+    fresh: list[int] = []
+    last: list[str] = []
+    real = Encoder.pieces
+
+    def counting(self: Encoder, nb: dict[str, Any]) -> list[str]:
+        pieces = real(self, nb)
+        before = set(map(id, last))
+        fresh.append(sum(len(p) for p in pieces if id(p) not in before))
+        last[:] = pieces  # held: an id is not reused while the next save compares
+        return pieces
+
+    monkeypatch.setattr(Encoder, "pieces", counting)
+    for k in range(6):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    saved = json.loads(path.read_text())["metadata"]["planbook"]["log"]
+    assert len(saved) > 70  # the buckets, all written
+    # a bucket (up to 64 entries, about 11 KB) and the runs around the new step: 2 to 4 KB
+    # here; the block of buckets before it made 71 KB again at every save
+    assert max(fresh[2:]) < 16_000, fresh
