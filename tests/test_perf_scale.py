@@ -505,16 +505,9 @@ def test_a_save_during_a_run_looks_again_at_the_steps_assigned_to_alone(
     assert statuses == ["done"] * 5 + ["pending"] * 295
 
 
-def test_a_save_makes_afresh_the_text_that_changed_not_the_log_behind_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A save's pieces of text are the very strings of the last save where nothing changed;
-    what is made afresh (copied, then hashed and compared to find its bytes) is the change:
-    the new step, the log's last bucket, the runs of text around them. Each of the log's
-    full buckets (about 10 KB) was copied behind its key at every save, so a staged step
-    made 88 KB more text at step 612 than at step 100 (the same place of their log bucket)."""
-    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
-    session = open_session(path)
+def fresh_text_per_save(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The characters of text each save makes afresh from now on: its pieces that are not
+    the very strings of the save before (appended to the list returned, a save at a time)."""
     fresh: list[int] = []
     last: list[str] = []
     real = Encoder.pieces
@@ -527,6 +520,20 @@ def test_a_save_makes_afresh_the_text_that_changed_not_the_log_behind_it(
         return pieces
 
     monkeypatch.setattr(Encoder, "pieces", counting)
+    return fresh
+
+
+def test_a_save_makes_afresh_the_text_that_changed_not_the_log_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save's pieces of text are the very strings of the last save where nothing changed;
+    what is made afresh (copied, then hashed and compared to find its bytes) is the change:
+    the new step, the log's last bucket, the runs of text around them. Each of the log's
+    full buckets (about 10 KB) was copied behind its key at every save, so a staged step
+    made 88 KB more text at step 612 than at step 100 (the same place of their log bucket)."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    fresh = fresh_text_per_save(monkeypatch)
     for k in range(100 + 8 * BUCKET + 1):
         session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
     early, late = fresh[100], fresh[100 + 8 * BUCKET]
@@ -800,18 +807,7 @@ def test_a_long_log_is_not_joined_again_at_every_save(
         for i in range(70 * BUCKET):
             session.store.log("note", f"entry {i} " + "x" * 40)
         session.store.save()
-    fresh: list[int] = []
-    last: list[str] = []
-    real = Encoder.pieces
-
-    def counting(self: Encoder, nb: dict[str, Any]) -> list[str]:
-        pieces = real(self, nb)
-        before = set(map(id, last))
-        fresh.append(sum(len(p) for p in pieces if id(p) not in before))
-        last[:] = pieces  # held: an id is not reused while the next save compares
-        return pieces
-
-    monkeypatch.setattr(Encoder, "pieces", counting)
+    fresh = fresh_text_per_save(monkeypatch)
     for k in range(6):
         session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
     saved = json.loads(path.read_text())["metadata"]["planbook"]["log"]
