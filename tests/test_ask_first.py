@@ -88,6 +88,23 @@ def test_the_question_and_its_answer_are_kept_in_the_notebook(
         restarted.answer_step(2, "stop here")
 
 
+def test_an_answer_given_where_the_run_paused_is_in_the_file(
+    session: Session, nb_path: Path
+) -> None:
+    """The usual case: the person answers in the kernel that paused. The question was changed
+    in place, and a save kept the step's earlier dump: the file said the question still
+    waited, and a restarted kernel asked it again."""
+    session.propose.insert_cell("a = 1", reason="a")
+    session.propose.insert_cell("b = 2", reason="b")
+    session.ask_before(2, "Really?")
+    session.approve()
+    assert session.answer_step(2, "stop here") is None
+    reopened = reopen(nb_path)
+    assert reopened.waiting_questions() == []
+    asked = reopened.current_plan().steps[1].ask_first  # type: ignore[union-attr]
+    assert asked is not None and asked.answer == "stop here" and asked.held_back == []
+
+
 def test_only_a_pending_step_asks_first(session: Session) -> None:
     session.propose.insert_cell("a = 1", reason="a")
     session.propose.insert_cell("b = 1", reason="b")

@@ -21,8 +21,9 @@ def test_a_huge_preview_reaches_the_page_bounded_and_counted(tmp_path: Path) -> 
         PreviewChange(path=f"out/{n}.txt", kind="created", diff="+" + "y" * 100_000 + "\n")
         for n in range(MOST_CHANGES + 150)
     ]
-    preview = ShellPreview(command="python make_many.py", exit_code=0, output="z" * 1_000_000)
-    preview.changes = changes
+    preview = ShellPreview(
+        command="python make_many.py", exit_code=0, output="z" * 1_000_000, changes=changes
+    )
     session.current_plan().steps[0].preview = preview  # type: ignore[union-attr]
 
     (shell,) = [s for s in plan_message(session)["steps"] if s["id"] == step.id]

@@ -36,7 +36,9 @@ def pause(plan: Plan, step: Step, number: int) -> str | None:
     asked = step.ask_first
     if asked is None or asked.answer is not None:
         return None
-    asked.held_back = [s.id for s in plan.steps if s.status == "approved"]
+    step.ask_first = asked.model_copy(
+        update={"held_back": [s.id for s in plan.steps if s.status == "approved"]}
+    )
     return (
         f"paused before step {number}: {asked.question} — answer it "
         f"({' / '.join(asked.options)}) with `%answer`, in the panel or with "
@@ -62,15 +64,15 @@ def answer(plan: Plan, number: int, choice: str | int) -> tuple[str, list[int]]:
     held back that are to be approved again (none for ``STOP_HERE``)."""
     if not 1 <= number <= len(plan.steps):
         raise UsageMistake(f"there is no step {number} (the plan has {len(plan.steps)})")
-    asked = plan.steps[number - 1].ask_first
+    asking = plan.steps[number - 1]
+    asked = asking.ask_first
     if asked is None:
         raise UsageMistake(f"step {number} asks nothing before it runs; see `%plan`")
     if asked.answer is not None:
         raise UsageMistake(f"step {number}'s question was answered already: {asked.answer}")
     chosen = _option(asked, number, choice)
     held_back = set(asked.held_back)
-    asked.answer = chosen
-    asked.held_back = []
+    asking.ask_first = asked.model_copy(update={"answer": chosen, "held_back": []})
     if chosen == STOP_HERE:
         return chosen, []
     again = [

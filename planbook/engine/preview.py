@@ -128,11 +128,10 @@ def preview_shell(workspace: Workspace, op: Shell) -> ShellPreview:
             )
             for c in changes.changes
         ]
-    preview = ShellPreview(**base, changes=shown)  # type: ignore[arg-type]
     notebook = protected_in(changes, root, workspace.protected_paths, settings=False)
     if notebook:
-        preview.problem = (
+        base["problem"] = (
             f"refused: it changes {notebook[0]}, the notebook (cell steps only): approving it "
             "would apply nothing"
         )
-    return preview
+    return ShellPreview(**base, changes=shown)  # type: ignore[arg-type]

@@ -113,7 +113,10 @@ class AskFirst(PlanbookModel):
     (engine/approval.py): like a step's status, it says when the step runs, not what it does.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # frozen: a change is a new question assigned to the step, which a save sees (a step's
+    # dump is kept while its fields hold the same objects: engine/plan_dumps.py); an answer
+    # set in place never reached the file
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     question: str = Field(description="What to ask just before the step runs, one line.")
     options: list[str] = Field(description="The answers offered; the last is always STOP_HERE.")

@@ -37,7 +37,8 @@ class PreviewChange(PlanbookModel):
 class ShellPreview(PlanbookModel):
     """A preview of a shell step: its changes, exit code and bounded output, or why none."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # frozen, as a step's other fields' values: see AskFirst (model/plan.py)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     command: str
     #: "" when the preview ran; else one line: "preview not possible: ..." or "refused: ...".

@@ -137,7 +137,7 @@ class ShellLayers(StepRecords):
             )
         matched = compare_with_preview(step.preview, changes)
         if matched is not None and step.preview is not None:
-            step.preview.after_run = matched
+            step.preview = step.preview.model_copy(update={"after_run": matched})
             lines.append(matched)
         lines.append(OUTSIDE_ANY_LAYER)
         return "; ".join(lines)
