@@ -1,5 +1,7 @@
 """Saves reuse the dumps of steps nobody assigned to since the last save, told by a count of
-assignments kept for all steps together (``Step.changes``, ``Step.assigned``): several
+assignments kept for all steps together (``Step.changes``, ``Step.assigned``), and the dumps
+of plans nothing in which changed, told by a journal of the changes of plans, revisions and
+their lists (``model/tracked.py``): several
 sessions at once (an MCP endpoint serving many notebooks, a preview on its own thread) assign
 to their steps from several threads, and a save must still hold every status of its own plan.
 """
@@ -7,15 +9,19 @@ to their steps from several threads, and a save must still hold every status of 
 from __future__ import annotations
 
 import json
+import operator
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from planbook.documents.file import FileNotebook
-from planbook.model.plan import ASSIGNED, Step
+from planbook.engine.plan_dumps import PlanDumps
+from planbook.model.plan import ASSIGNED, Plan, Revision, Step, StepResult
+from planbook.model.tracked import HOLDERS, KEPT, TrackedList
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
@@ -94,3 +100,124 @@ def test_a_save_holds_every_status_while_another_notebook_assigns_from_a_thread(
     (plan,) = saved.values()
     statuses = [s["status"] for s in plan["revisions"][-1]["steps"]]
     assert statuses == [s.status for s in mine.current_plan().steps] == ["done"] * 60
+
+
+#: Each way to change a list in place, with what it leaves (from [1, 2, 3]).
+IN_PLACE: list[tuple[str, Any, list[int]]] = [
+    ("append", lambda xs: xs.append(4), [1, 2, 3, 4]),
+    ("extend", lambda xs: xs.extend([4, 5]), [1, 2, 3, 4, 5]),
+    ("insert", lambda xs: xs.insert(0, 0), [0, 1, 2, 3]),
+    ("pop", lambda xs: xs.pop(), [1, 2]),
+    ("pop(0)", lambda xs: xs.pop(0), [2, 3]),
+    ("remove", lambda xs: xs.remove(2), [1, 3]),
+    ("clear", lambda xs: xs.clear(), []),
+    ("sort", lambda xs: xs.sort(reverse=True), [3, 2, 1]),
+    ("reverse", lambda xs: xs.reverse(), [3, 2, 1]),
+    ("item set", lambda xs: xs.__setitem__(1, 9), [1, 9, 3]),
+    ("slice set", lambda xs: xs.__setitem__(slice(None), [7]), [7]),
+    ("item deleted", lambda xs: xs.__delitem__(0), [2, 3]),
+    ("slice deleted", lambda xs: xs.__delitem__(slice(1, None)), [1]),
+    ("+=", lambda xs: xs.__iadd__([4]), [1, 2, 3, 4]),
+    ("*=", lambda xs: xs.__imul__(2), [1, 2, 3, 1, 2, 3]),
+]
+
+
+@pytest.mark.parametrize(("how", "change", "left"), IN_PLACE, ids=[c[0] for c in IN_PLACE])
+def test_every_change_in_place_of_a_plans_list_is_noted(
+    how: str, change: Callable[[list[int]], object], left: list[int]
+) -> None:
+    """A save writes again only the plans whose parts noted a change (model/tracked.py): a
+    list of a plan's that changed without a note would leave the file behind memory."""
+    items = TrackedList([1, 2, 3])
+    then = HOLDERS.count
+    change(items)
+    now, changed = HOLDERS.since(then)
+    assert items == left and type(items) is TrackedList
+    assert changed is not None and now > then and all(c is items for c in changed), how
+
+
+def test_a_plans_lists_are_tracked_however_they_are_set() -> None:
+    """Made, validated from a stored dump, assigned, or copied deep: each list a plan's
+    dump is made of notes its changes."""
+    plan = Plan()
+    loaded = Plan.model_validate(plan.model_dump(mode="json"))
+    assigned = Plan()
+    assigned.results = []
+    assigned.revisions = [Revision(number=1, steps=[])]
+    copied = plan.model_copy(deep=True)
+    for each in (plan, loaded, assigned, copied):
+        lists = [each.revisions, each.approvals, each.results, each.revisions[0].steps]
+        assert [type(x) for x in lists] == [TrackedList] * 4
+
+
+def test_the_latest_changes_of_plans_are_the_latest_objects_changed_while_threads_change() -> None:
+    """As for steps: a reader asking which plans' parts changed since then, while another
+    thread changes them, gets exactly those objects, never a count ahead of them."""
+    lists = [TrackedList[int]() for _ in range(20_000)]
+    base = HOLDERS.count
+    done = threading.Event()
+
+    def change() -> None:
+        for i, items in enumerate(lists):
+            items.append(i)
+        done.set()
+
+    thread = threading.Thread(target=change)
+    thread.start()
+    wrong = 0
+    try:
+        while not done.is_set():
+            then = HOLDERS.count - 1
+            now, window = HOLDERS.since(then)
+            if then < base:
+                continue
+            expected = lists[then - base : now - base][::-1] if now - then <= KEPT else None
+            if window is None or expected is None:
+                wrong += window is not expected
+            elif len(window) != len(expected) or not all(map(operator.is_, window, expected)):
+                wrong += 1
+    finally:
+        thread.join()
+    assert wrong == 0
+    assert HOLDERS.count - base == len(lists)
+
+
+def test_a_save_holds_every_plan_while_another_notebook_changes_its_plans_from_a_thread(
+    tmp_path: Path,
+) -> None:
+    """Another notebook's plans changing without a pause fill the journal of changes (more
+    than it keeps between two saves here): each save still writes what this notebook's
+    plans hold, past plans and the one being run."""
+    path = make_notebook(tmp_path / "mine.ipynb", [f"v{i} = {i}" for i in range(10)])
+    other = make_notebook(tmp_path / "other.ipynb", ["w = 1"])
+    mine, theirs = open_session(path), open_session(other)
+    for k in range(5):  # past plans
+        mine.propose.edit_cell(f"c{k + 1}", f"p = {k}", reason="r")
+        assert mine.approve().ok
+    for k in range(30):
+        mine.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+    theirs.propose.edit_cell("c1", "w = 2", reason="r")
+    busy = theirs.current_plan()
+    assert busy is not None
+    stop = threading.Event()
+
+    def elsewhere() -> None:
+        i = 0
+        while not stop.is_set():
+            busy.task = f"t{i}"
+            busy.results.append(StepResult(step_id=f"s{i}", status="done"))
+            busy.results.pop()
+            i += 1
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    try:
+        for _ in range(3):
+            assert mine.approve(first=10).ok
+    finally:
+        stop.set()
+        thread.join()
+    saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
+    plans = mine.store.state.plans
+    assert len(plans) == 6 and [s.status for s in plans[-1].steps] == ["done"] * 30
+    assert saved == {p.id: PlanDumps().plan(p) for p in plans}  # as a fresh dump of each

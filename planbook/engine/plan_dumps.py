@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from itertools import chain
-from typing import Any
+from itertools import chain, compress, repeat
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from planbook.model.plan import Approval, Plan, Revision, Step, StepResult
-
-#: A model's fields' values, a revision's steps (for ``_looks``).
-_FIELDS = operator.attrgetter("__dict__")
-_STEPS = operator.attrgetter("steps")
-#: A kept list's items (``PlanDumps._lists``: the list, its items, their dumps, a count).
-_HELD = operator.itemgetter(1)
+from planbook.model.tracked import HOLDERS, TrackedList
 
 
 class PlanDumps:
@@ -34,15 +29,18 @@ class PlanDumps:
         self._parts: dict[int, tuple[BaseModel, tuple[Any, ...], Any]] = {}
         #: id -> (the part, what it was loaded from): its dump, where equal
         self._seeds: dict[int, tuple[BaseModel, Any]] = {}
-        #: ids of the parts dumped since the last ``prune``
-        self._used: set[int] = set()
         #: id -> (a list of frozen parts, the parts it held, their dumps); see ``_grown``
         self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any], int]] = {}
-        self._lists_used: set[int] = set()
-        #: id -> a plan's whole dump and what it was made from; see ``plan``
-        self._plans: dict[int, _PlanDump] = {}
-        #: ``Step.changes`` read as the last ``plans`` began (None: never called)
-        self._then: int | None = None
+        #: id of a plan -> (the plan, its dump): dumps that held at the last ``plans``
+        self._valid: dict[int, tuple[Plan, dict[str, Any]]] = {}
+        #: id of a plan's holder or step -> (it, the id of the plan whose dump holds it)
+        self._owner: dict[int, tuple[object, int]] = {}
+        #: the plan being dumped (``_grown`` notes its new steps as the plan's)
+        self._dumping = 0
+        #: (``Step.changes``, ``HOLDERS.count``) as the last ``plans`` began (None: never)
+        self._then: tuple[int, int] | None = None
+        #: the sizes of ``_parts``, ``_lists`` and ``_owner`` after the last ``_prune``
+        self._sizes = (0, 0, 0)
 
     def seed(self, plan: Plan, raw: Any) -> None:
         """``plan`` was parsed from ``raw`` (the stored plan)."""
@@ -63,41 +61,40 @@ class PlanDumps:
 
     def plans(self, plans: Sequence[Plan]) -> list[dict[str, Any]]:
         """Each plan's ``model_dump(mode="json")``: the very dump of the last call for a plan
-        in which nothing changed since. A notebook keeps every plan it ran, and each save
-        dumped all of them: with 100 past plans a staged step cost 2.3 ms of CPU, 0.8 with
-        one. A plan holds when it was dumped or found to hold at the last call, none of its
-        steps was assigned to since (``Step.assigned_since``, read once a call) and its
-        fields and lists hold the same items (``_looks``)."""
+        nothing in which changed since. What changed is told by the parts themselves (steps'
+        assignments, and plans', revisions' and their lists' changes: model/tracked.py), so
+        the plans nothing happened to cost nothing each: beside 1,000 past plans a look at
+        each made a staged step cost 12 ms of CPU, 0.7 beside one."""
         then = self._then
-        # read before any dump: a step assigned to after this is looked at next time
-        now, assigned = Step.assigned_since(then) if then is not None else (Step.changes, None)
-        touched = None if assigned is None else frozenset(map(id, assigned))
-        kept_plans, lists_used = self._plans, self._lists_used
-        out = []
-        for plan in plans:
-            kept = kept_plans.get(id(plan))
-            if (
-                touched is not None
-                and kept is not None
-                and kept.plan is plan
-                and kept.changes == then
-                and (not touched or kept.step_ids().isdisjoint(touched))
-                and kept.looks == _looks(plan)
-            ):
-                kept.changes = now
-                lists_used.update(kept.list_ids)  # its parts stay held (``prune``)
-                out.append(kept.dumped)
-            else:
-                out.append(self.plan(plan, now))
-        self._then = now
-        if len(kept_plans) > 2 * len(plans) + 16:  # plans dropped (gc): forget them
-            self._plans = {id(p): kept_plans[id(p)] for p in plans if id(p) in kept_plans}
-        return out
+        # read before any dump: a change made after this is seen next time
+        now_steps, steps = (Step.changes, None) if then is None else Step.assigned_since(then[0])
+        now_holders, holders = (HOLDERS.count, None) if then is None else HOLDERS.since(then[1])
+        valid, owner = self._valid, self._owner
+        if steps is None or holders is None:
+            valid.clear()  # more changed than the journals keep: every plan is dumped again
+        else:
+            for changed in chain(steps, holders):
+                hit = owner.get(id(changed))
+                if hit is not None and hit[0] is changed:
+                    valid.pop(hit[1], None)
+        found: list[tuple[Plan, dict[str, Any]] | None] = list(map(valid.get, map(id, plans)))
+        for i in compress(range(len(found)), map(operator.is_, found, repeat(None))):  # in C
+            plan = plans[i]
+            dumped = (plan, self.plan(plan))
+            if _all_tracked(plan):  # else (a list not tracked) it is dumped at every call
+                valid[id(plan)] = dumped
+            found[i] = dumped
+        self._then = (now_steps, now_holders)
+        if len(valid) > 2 * len(plans) + 16:  # plans dropped: forget them
+            self._valid = {id(p): valid[id(p)] for p in plans if id(p) in valid}
+        self._prune(plans)
+        return list(map(_DUMPED, cast("list[tuple[Plan, dict[str, Any]]]", found)))
 
-    def plan(self, plan: Plan, then: int | None = None) -> dict[str, Any]:
-        """``plan.model_dump(mode="json")`` from the parts' dumps; ``then``: ``Step.changes``
-        read before it (``plans``)."""
-        looks = _looks(plan) if then is not None else ()  # read before the dump, kept below
+    def plan(self, plan: Plan) -> dict[str, Any]:
+        """``plan.model_dump(mode="json")`` from the parts' dumps."""
+        key = self._dumping = id(plan)
+        for holder in (plan, plan.revisions, plan.approvals, plan.results):
+            self._own(holder, key)
         head = plan.model_dump(mode="json", exclude={"revisions", "approvals", "results"})
         lists = {
             "revisions": [self._revision(r) for r in plan.revisions],
@@ -105,18 +102,20 @@ class PlanDumps:
             "results": self._grown(plan.results),
         }
         # the order model_dump gives (a notebook kept with keys in their own order keeps it)
-        dumped = {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
-        if then is not None:
-            self._plans[id(plan)] = _PlanDump(
-                plan,
-                looks,
-                then,
-                dumped,
-                (id(plan.approvals), id(plan.results), *(id(r.steps) for r in plan.revisions)),
-            )
-        return dumped
+        return {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
+
+    def _own(self, part: object, plan_id: int) -> None:
+        """``part`` (a holder or a step) is in the plan whose id is ``plan_id``: a change of
+        it makes that plan's dump be made again. A part in two plans (no engine path makes
+        one) makes the other plan's dump be made again at each call: slow, but right."""
+        hit = self._owner.get(id(part))
+        if hit is not None and hit[0] is part and hit[1] != plan_id:
+            self._valid.pop(hit[1], None)
+        self._owner[id(part)] = (part, plan_id)
 
     def _revision(self, revision: Revision) -> dict[str, Any]:
+        self._own(revision, self._dumping)
+        self._own(revision.steps, self._dumping)
         head = revision.model_dump(mode="json", exclude={"steps"})
         # a step changes in place (its status): its dump is reused as is only while no step
         # was assigned to since (Step.changes), which is how staging a step leaves them
@@ -131,7 +130,6 @@ class PlanDumps:
         the dumps of the items it held last time, in the same places, are reused without a look
         at each (a plan's results grow with every step, its steps with every staged one)."""
         hit = self._lists.get(id(items))
-        self._lists_used.add(id(items))
         if hit is not None and hit[0] is items:
             seen, dumps = hit[1], hit[2]
             n = len(seen)
@@ -148,17 +146,24 @@ class PlanDumps:
                 if len(items) > n or assigned:
                     dumps = dumps + [self._part(x) for x in items[n:]]
                     self._lists[id(items)] = (items, list(items), dumps, now)
+                    if tracked:
+                        self._own_steps(items[n:])
                 return dumps
         else:
             now = Step.changes if tracked else 0
         dumps = [self._part(x) for x in items]
         self._lists[id(items)] = (items, list(items), dumps, now)
+        if tracked:
+            self._own_steps(items)
         return dumps
 
+    def _own_steps(self, steps: Sequence[Step | Approval | StepResult]) -> None:
+        for step in steps:
+            self._own(step, self._dumping)
+
     def _part(self, part: Step | Approval | StepResult) -> Any:
-        """A step, approval or result: every field holds an immutable value (steps' operations
-        are frozen models), so equal field values mean an equal dump."""
-        self._used.add(id(part))
+        """A step, approval or result: every field holds an immutable value (steps' operations,
+        questions and previews are frozen models), so equal field values mean an equal dump."""
         values = tuple(part.__dict__.values())
         hit = self._parts.get(id(part))
         if hit is not None and hit[0] is part and hit[1] == values:
@@ -174,28 +179,48 @@ class PlanDumps:
         self._parts[id(part)] = (part, values, dumped)
         return dumped
 
-    def prune(self) -> None:
-        """Forget the parts no plan held in this round (now and then: when they are many);
-        the items of a list reused whole count as held."""
-        lists = self._lists
-        held = sum(
-            map(
-                len,
-                map(_HELD, map(lists.__getitem__, filter(lists.__contains__, self._lists_used))),
-            )
-        )
-        if len(self._parts) > 2 * (len(self._used) + held) + 64:
-            # the items of a list reused whole stay: a later change of one of them looks at
-            # each item again, and finds the others' dumps (the saved objects) here
-            used = self._used.union(
-                *(map(id, self._lists[k][1]) for k in self._lists_used if k in self._lists)
-            )
-            self._parts = {k: v for k, v in self._parts.items() if k in used}
-            self._seeds = {k: v for k, v in self._seeds.items() if k in used}
-        if len(self._lists) > 2 * len(self._lists_used) + 16:
-            self._lists = {k: v for k, v in self._lists.items() if k in self._lists_used}
-        self._used = set()
-        self._lists_used = set()
+    def _prune(self, plans: Sequence[Plan]) -> None:
+        """Forget the parts, lists and owners no plan holds any more, once they doubled since
+        the last time (so the walk over every plan's parts is spread over many calls)."""
+        parts, lists, owners = self._sizes
+        if (
+            len(self._parts) <= 2 * parts + 64
+            and len(self._lists) <= 2 * lists + 16
+            and len(self._owner) <= 2 * owners + 256
+        ):
+            return
+        held_lists: list[Sequence[BaseModel]] = []
+        self._owner = {}
+        for plan in plans:
+            key = self._dumping = id(plan)
+            steps = [r.steps for r in plan.revisions]
+            for holder in (plan, plan.revisions, plan.approvals, plan.results, *plan.revisions):
+                self._own(holder, key)
+            for kept in steps:
+                self._own(kept, key)
+                self._own_steps(kept)
+            held_lists += [plan.approvals, plan.results, *steps]
+        held = set(map(id, chain.from_iterable(held_lists)))
+        self._parts = {k: v for k, v in self._parts.items() if k in held}
+        self._seeds = {k: v for k, v in self._seeds.items() if k in held}
+        held = set(map(id, held_lists))
+        self._lists = {k: v for k, v in self._lists.items() if k in held}
+        self._sizes = (len(self._parts), len(self._lists), len(self._owner))
+
+
+#: The dump of a (plan, dump) pair.
+_DUMPED = operator.itemgetter(1)
+
+
+def _all_tracked(plan: Plan) -> bool:
+    """Whether every list the plan's dump is made of notes its changes (one assigned without
+    validation, by ``model_construct`` or ``model_copy(update=...)``, does not)."""
+    return (
+        type(plan.revisions) is TrackedList
+        and type(plan.approvals) is TrackedList
+        and type(plan.results) is TrackedList
+        and all(type(r.steps) is TrackedList for r in plan.revisions)
+    )
 
 
 #: A step's fields that its stored form leaves out at these values (their defaults, which
@@ -236,50 +261,3 @@ def share(old: Any, new: Any) -> Any:
     if isinstance(new, list):
         return [share(old[i], b) if i < len(old) else b for i, b in enumerate(new)]
     return new
-
-
-class _PlanDump:
-    """A plan's dump, and what says it still holds: the plan's fields and its lists' items
-    as they were (the same objects: approvals, results and steps' operations are frozen, a
-    step's own fields are counted by ``Step.changes``), ``Step.changes`` when it was made or
-    last found to hold, and the ids of the plan's lists."""
-
-    __slots__ = ("_step_ids", "changes", "dumped", "list_ids", "looks", "plan")
-
-    def __init__(
-        self,
-        plan: Plan,
-        looks: tuple[Any, ...],
-        changes: int,
-        dumped: dict[str, Any],
-        list_ids: tuple[int, ...],
-    ) -> None:
-        self.plan = plan
-        self.looks = looks
-        self.changes = changes
-        self.dumped = dumped
-        self.list_ids = list_ids
-        self._step_ids: frozenset[int] | None = None
-
-    def step_ids(self) -> frozenset[int]:
-        """The ids of the plan's steps (as it was dumped: its looks say it holds the same
-        steps), gathered the first time they are asked for, so the plan a save dumps again at
-        every step (the one being staged) never gathers them."""
-        if self._step_ids is None:
-            self._step_ids = frozenset(map(id, chain.from_iterable(self.looks[4])))
-        return self._step_ids
-
-
-def _looks(plan: Plan) -> tuple[Any, ...]:
-    """What a plan's dump is made of, but its steps' own fields: its fields' values, the
-    items of its lists, and each revision's fields and steps, each made and compared in C
-    (item by item, the same objects first): a list changed in place, a step moved or
-    replaced, an approval, a result or a revision added, shows."""
-    revisions = plan.revisions
-    return (
-        tuple(plan.__dict__.values()),
-        tuple(plan.approvals),
-        tuple(plan.results),
-        tuple(map(tuple, map(dict.values, map(_FIELDS, revisions)))),
-        tuple(map(tuple, map(_STEPS, revisions))),
-    )

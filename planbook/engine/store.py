@@ -51,6 +51,7 @@ from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
 
 METADATA_KEY = "planbook"
+_PLAN_ID = operator.attrgetter("id")
 
 
 class Store:
@@ -248,7 +249,7 @@ class _Saved:
 
     def changes(self, state: PlanbookState) -> dict[MetadataPath, Any]:
         changes: dict[MetadataPath, Any] = {}
-        order = [p.id for p in state.plans]
+        order = list(map(_PLAN_ID, state.plans))  # in C: a notebook keeps every plan it ran
         #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
         dropped: set[str] = set()
         if order != self.plan_order:
@@ -266,7 +267,6 @@ class _Saved:
             if dumps[i] != before[i]:
                 changes[("plans", order[i])] = dumps[i]
             self.plans[order[i]] = dumps[i]  # equal or new: the next look compares by identity
-        self.dumps.prune()
 
         # Saved checkpoints change only when one is assigned to (a rollback) or the list
         # changes (a new one, gc): otherwise there is nothing to look at in them.

@@ -11,14 +11,21 @@ import uuid
 from collections import deque
 from datetime import UTC, datetime
 from itertools import islice
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
 from planbook.model.preview import ShellPreview
+from planbook.model.tracked import HOLDERS, TrackedList, tracked
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
@@ -247,11 +254,15 @@ class Step(PlanbookModel):
 class Revision(PlanbookModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        HOLDERS.note(self)  # a save dumps the plan holding it again (model/tracked.py)
+
     number: int
     parent: int | None = None
     summary: str = ""
     feedback: str | None = Field(default=None, description="What the person asked to change.")
-    steps: list[Step] = Field(default_factory=list)
+    steps: Annotated[list[Step], AfterValidator(tracked)] = Field(default_factory=TrackedList)
     created: datetime = Field(default_factory=now)
 
 
@@ -316,12 +327,23 @@ class StepResult(PlanbookModel):
 class Plan(PlanbookModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        HOLDERS.note(self)  # a save dumps it again (model/tracked.py)
+
     id: str = Field(default_factory=new_id)
     task: str = ""
     state: PlanState = "idle"
-    revisions: list[Revision] = Field(default_factory=lambda: [Revision(number=1)])
-    approvals: list[Approval] = Field(default_factory=list)
-    results: list[StepResult] = Field(default_factory=list)
+    # tracked lists: a change in place is noted too (an approval or a result appended)
+    revisions: Annotated[list[Revision], AfterValidator(tracked)] = Field(
+        default_factory=lambda: TrackedList([Revision(number=1)])
+    )
+    approvals: Annotated[list[Approval], AfterValidator(tracked)] = Field(
+        default_factory=TrackedList
+    )
+    results: Annotated[list[StepResult], AfterValidator(tracked)] = Field(
+        default_factory=TrackedList
+    )
     created: datetime = Field(default_factory=now)
 
     @property
