@@ -18,6 +18,7 @@ from planbook.documents.serializer import JUPYTER, Encoder, detect
 from planbook.errors import MetadataError, UsageMistake
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.store import PlanbookState
+from planbook.model.tracked import TrackedList
 from planbook.model.words import count
 
 DEFAULT_KEEP_CHECKPOINTS = 50
@@ -99,12 +100,12 @@ def gc(state: PlanbookState, retention: Retention) -> GcReport:
         by_age = sorted(state.checkpoints, key=lambda c: c.seq)
         old = by_age[: max(0, len(by_age) - retention.keep_checkpoints)]
         drop = {c.id for c in old if c.id not in running}
-        state.checkpoints = [c for c in state.checkpoints if c.id not in drop]
+        state.checkpoints = TrackedList(c for c in state.checkpoints if c.id not in drop)
         report.checkpoints = len(drop)
     if retention.keep_plans is not None:
         closed = [p for p in state.plans if not p.is_open]
         drop_plans = {p.id for p in closed[: max(0, len(closed) - retention.keep_plans)]}
-        state.plans = [p for p in state.plans if p.id not in drop_plans]
+        state.plans = TrackedList(p for p in state.plans if p.id not in drop_plans)
         report.plans = len(drop_plans)
     needed: set[str] = set()
     for cp in state.checkpoints:

@@ -26,7 +26,7 @@ import getpass
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
@@ -49,6 +49,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
+from planbook.model.tracked import HOLDERS
 
 METADATA_KEY = "planbook"
 _PLAN_ID = operator.attrgetter("id")
@@ -215,6 +216,10 @@ class _Saved:
         self.log: list[Any] = []
         self.checkpoint_objects: list[Checkpoint] = []
         self.checkpoint_changes = -1
+        #: the checkpoints' list at the last save, and ``HOLDERS.count`` then: a save that
+        #: finds it unchanged (model/tracked.py) and no checkpoint assigned to skips them
+        self.checkpoint_list: list[Checkpoint] | None = None
+        self.holders_then = -1
         #: plan id -> where its steps stand, to number a checkpoint's step (``dump_checkpoint``)
         self.numbers: dict[str, StepIndex] = {}
         #: The conversation's messages list, its length and its dump (``_with_messages``).
@@ -249,55 +254,21 @@ class _Saved:
 
     def changes(self, state: PlanbookState) -> dict[MetadataPath, Any]:
         changes: dict[MetadataPath, Any] = {}
-        order = list(map(_PLAN_ID, state.plans))  # in C: a notebook keeps every plan it ran
-        #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
-        dropped: set[str] = set()
-        if order != self.plan_order:
-            changes[("plan_order",)] = order
-            for gone in self.plans.keys() - set(order):
-                changes[("plans", gone)] = DELETE
-                del self.plans[gone]
-                dropped.add(gone)
-            self.plan_order = order
-        # an unchanged plan's dump is the very one saved (found in C: a notebook keeps every
-        # plan it ran); a changed one's unchanged parts are the same objects
-        dumps = self.dumps.plans(state.plans)
-        before = list(map(self.plans.get, order))
-        for i in compress(range(len(dumps)), map(operator.is_not, dumps, before)):
-            if dumps[i] != before[i]:
-                changes[("plans", order[i])] = dumps[i]
-            self.plans[order[i]] = dumps[i]  # equal or new: the next look compares by identity
-
-        # Saved checkpoints change only when one is assigned to (a rollback) or the list
-        # changes (a new one, gc): otherwise there is nothing to look at in them.
-        saved = self.checkpoint_objects
-        if (
-            len(state.checkpoints) >= len(saved)
-            and all(map(operator.is_, state.checkpoints, saved))  # a C loop, not one per item
-            and (Checkpoint.changes == self.checkpoint_changes)
+        # read first: a change after this is seen next time
+        now, holders = HOLDERS.since(self.holders_then)
+        dropped = self._plan_changes(state, changes)
+        cps = state.checkpoints
+        if not (
+            # the same list, unchanged, and no checkpoint assigned to: nothing to look at
+            holders is not None
+            and cps is self.checkpoint_list
+            and not any(map(operator.is_, holders, repeat(cps)))
+            and Checkpoint.changes == self.checkpoint_changes
             and not dropped
         ):
-            fresh = state.checkpoints[len(saved) :]
-        else:
-            fresh = state.checkpoints
-        present = {cp.id for cp in state.checkpoints} if fresh is state.checkpoints else set()
-        for gone in (self.checkpoints.keys() - present) if fresh is state.checkpoints else ():
-            changes[("checkpoints", bucket(self.checkpoints[gone][1].get("seq", 1)), gone)] = DELETE
-            del self.checkpoints[gone]
-        for cp in fresh:
-            if cp._made_here:
-                sign_checkpoint(state, cp)  # its content is final once saved with its step
-            looks = _looks(cp)
-            seen = self.checkpoints.get(cp.id)
-            if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
-                continue
-            dumped = dump_checkpoint(cp, state.plans, self.numbers)
-            if seen is None or seen[1] != dumped:
-                changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
-            self.checkpoints[cp.id] = (looks, dumped)
-            cp._saved = True
-        # Held, not just their ids: a dropped checkpoint's id could be reused by a new one.
-        self.checkpoint_objects = list(state.checkpoints)
+            self._checkpoint_changes(state, changes, dropped)
+        self.holders_then = now
+        self.checkpoint_list = cps
         self.checkpoint_changes = Checkpoint.changes
 
         blobs = state.blobs.keys()
@@ -335,6 +306,72 @@ class _Saved:
                 changes[(name,)] = value
         self.rest = rest
         return changes
+
+    def _plan_changes(self, state: PlanbookState, changes: dict[MetadataPath, Any]) -> set[str]:
+        """The plans' changes into ``changes``; the ids of the plans dropped (gc)."""
+        fresh = self.dumps.changed(state.plans)
+        if fresh is not None:  # the same plans: those something changed in, by id
+            for plan_id, dumped in fresh.items():
+                before = self.plans.get(plan_id)
+                if dumped is not before:
+                    if dumped != before:
+                        changes[("plans", plan_id)] = dumped
+                    self.plans[plan_id] = dumped
+            return set()
+        order = list(map(_PLAN_ID, state.plans))  # in C: a notebook keeps every plan it ran
+        #: Plans dropped (gc): their checkpoints are written again with what the plan gave.
+        dropped: set[str] = set()
+        if order != self.plan_order:
+            changes[("plan_order",)] = order
+            for gone in self.plans.keys() - set(order):
+                changes[("plans", gone)] = DELETE
+                del self.plans[gone]
+                dropped.add(gone)
+            self.plan_order = order
+        # an unchanged plan's dump is the very one saved (found in C: a notebook keeps every
+        # plan it ran); a changed one's unchanged parts are the same objects
+        dumps = self.dumps.plans(state.plans)
+        before = list(map(self.plans.get, order))
+        for i in compress(range(len(dumps)), map(operator.is_not, dumps, before)):
+            if dumps[i] != before[i]:
+                changes[("plans", order[i])] = dumps[i]
+            self.plans[order[i]] = dumps[i]  # equal or new: the next look compares by identity
+        return dropped
+
+    def _checkpoint_changes(
+        self, state: PlanbookState, changes: dict[MetadataPath, Any], dropped: set[str]
+    ) -> None:
+        """The checkpoints' changes into ``changes``."""
+        # Saved checkpoints change only when one is assigned to (a rollback) or the list
+        # changes (a new one, gc): otherwise there is nothing to look at in them.
+        saved = self.checkpoint_objects
+        if (
+            len(state.checkpoints) >= len(saved)
+            and all(map(operator.is_, state.checkpoints, saved))  # a C loop, not one per item
+            and (Checkpoint.changes == self.checkpoint_changes)
+            and not dropped
+        ):
+            fresh = state.checkpoints[len(saved) :]
+        else:
+            fresh = state.checkpoints
+        present = {cp.id for cp in state.checkpoints} if fresh is state.checkpoints else set()
+        for gone in (self.checkpoints.keys() - present) if fresh is state.checkpoints else ():
+            changes[("checkpoints", bucket(self.checkpoints[gone][1].get("seq", 1)), gone)] = DELETE
+            del self.checkpoints[gone]
+        for cp in fresh:
+            if cp._made_here:
+                sign_checkpoint(state, cp)  # its content is final once saved with its step
+            looks = _looks(cp)
+            seen = self.checkpoints.get(cp.id)
+            if seen is not None and _same_looks(seen[0], looks) and cp.plan not in dropped:
+                continue
+            dumped = dump_checkpoint(cp, state.plans, self.numbers)
+            if seen is None or seen[1] != dumped:
+                changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
+            self.checkpoints[cp.id] = (looks, dumped)
+            cp._saved = True
+        # Held, not just their ids: a dropped checkpoint's id could be reused by a new one.
+        self.checkpoint_objects = list(state.checkpoints)
 
     def _with_messages(self, dumped: dict[str, Any], conversation: Conversation) -> dict[str, Any]:
         """``dumped`` (the conversation without its messages) with them, in the fields' order.

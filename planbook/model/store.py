@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -19,6 +20,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import AskFirst, Plan
 from planbook.model.questions import MAX_KEPT, PersonQuestion
+from planbook.model.tracked import TrackedList, tracked
 
 #: 2: plans, checkpoints and log entries stored by id (see planbook.engine.store); 1 is read too.
 SCHEMA_VERSION: Final = 2
@@ -55,8 +57,11 @@ class PlanbookState(PlanbookModel):
 
     schema_version: Literal[1, 2] = SCHEMA_VERSION
     mode: Mode = "plan"
-    plans: list[Plan] = Field(default_factory=list)
-    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    # tracked (model/tracked.py): a save that finds neither list changed looks at neither
+    plans: Annotated[list[Plan], AfterValidator(tracked)] = Field(default_factory=TrackedList)
+    checkpoints: Annotated[list[Checkpoint], AfterValidator(tracked)] = Field(
+        default_factory=TrackedList
+    )
     blobs: dict[str, str] = Field(default_factory=dict)
     log: list[LogEntry] = Field(default_factory=list)
     #: The agent's conversation (messages, todos, open questions, activity); absent once the

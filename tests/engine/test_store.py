@@ -229,3 +229,31 @@ def test_the_conversation_is_saved_as_it_changes_and_kept_as_it_was_otherwise(
         store.save()
     assert saved_conversation() == json.loads(text)["metadata"]["planbook"]["conversation"]
     assert reopened(path).state.conversation == store.state.conversation
+
+
+def test_what_changes_in_place_in_a_saved_record_reaches_the_file_whatever_else_does_not(
+    tmp_path: Path,
+) -> None:
+    """A save looks only at the plans and checkpoints whose parts noted a change since the
+    last one (model/tracked.py): each kind of change in place, made alone after a save, is
+    in the file after the next one."""
+    bench = Bench(tmp_path, ["x = 1", "y = 2"])
+    bench.edit("c1", "x = 2")
+    bench.edit("c2", "y = 3")
+    store = bench.store
+    first, last = store.state.plans[0], store.state.plans[-1]
+    changes = [
+        lambda: setattr(store.state.checkpoints[0], "label", "renamed in place"),
+        lambda: setattr(first, "task", "a task given later"),
+        lambda: setattr(first.revisions[0], "summary", "a summary given later"),
+        lambda: setattr(first.steps[0], "reason", "a reason given later"),
+        lambda: last.results.pop(),
+        lambda: store.state.plans.reverse(),
+        lambda: store.state.checkpoints.pop(),  # (the order is by number: kept so)
+    ]
+    for change in changes:
+        with store.document.transaction():
+            change()
+            store.save()
+        again = reopened(bench.path).state
+        assert again.model_dump() == store.state.model_dump()
