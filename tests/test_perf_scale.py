@@ -794,9 +794,15 @@ def test_a_saved_plan_is_dumped_again_whatever_changed_in_it(
         assert dumps.plans(plans) == [PlanDumps().plan(p) for p in plans], kind
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
-    changes_of(replace=(0, 400), insert=(0, 400), drop=(0, 400), prune=(0, 1)),
+    changes_of(
+        replace=(0, 400),
+        replace_at_an_end=(0, 1),
+        insert=(0, 400),
+        drop=(0, 400),
+        prune=(0, 1),
+    ),
     st.sampled_from([" ", "  "]),
     st.booleans(),
     st.sampled_from([10, 3000, 9000]),
@@ -819,6 +825,9 @@ def test_a_long_object_changed_anywhere_is_written_as_json_would_write_it(
         keys = list(entries)
         if kind == "replace":
             entries[keys[n % len(keys)]] = {"replaced": n, "text": "r" * (width // 2)}
+        elif kind == "replace at an end":  # the first or the last in the file's order
+            at = (sorted(keys) if sort_keys else keys)[-n]
+            entries[at] = {"at an end": n, "text": "e" * (width // 3)}
         elif kind == "insert":
             entries[f"k{n:04d}x"] = {"inserted": n}
         elif kind == "drop" and len(entries) > 1:
@@ -826,6 +835,9 @@ def test_a_long_object_changed_anywhere_is_written_as_json_would_write_it(
         nb = {"cells": [], "metadata": {"planbook": {"plans": entries}}}
         expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False) + "\n"
         assert "".join(encoder.pieces(nb)) == expected
+        # the length each text is kept with is its own (a Rope's decides what joins it above)
+        text = encoder._value(nb, 0)
+        assert len(text) == len(expected) - 1
         if kind == "prune":
             encoder._prune(nb)
 
