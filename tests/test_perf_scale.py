@@ -864,3 +864,21 @@ def test_a_long_log_is_not_joined_again_at_every_save(
     # a bucket (up to 64 entries, about 11 KB) and the runs around the new step: 2 to 4 KB
     # here; the block of buckets before it made 71 KB again at every save
     assert max(fresh[2:]) < 16_000, fresh
+
+
+def test_what_plans_dropped_by_gc_held_is_let_go_at_the_next_save(tmp_path: Path) -> None:
+    """A save keeps the dumps of every plan's parts between saves, and which plan holds each
+    part; the parts of the plans ``gc`` dropped are forgotten at the next save, not kept until
+    the notebook grows twice as big again."""
+    path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
+    session = open_session(path)
+    for k in range(60):
+        session.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
+        assert session.approve().ok
+    dumps = session.store._saved.dumps
+    before = len(dumps._owner), len(dumps._parts)
+    session.gc(keep_plans=1)
+    session.propose.edit_cell("c1", "x = 1", reason="r")
+    after = len(dumps._owner), len(dumps._parts)
+    assert len(session.store.state.plans) == 2
+    assert after[0] < 20 < before[0] and after[1] < 20 < before[1], (before, after)

@@ -39,8 +39,9 @@ class PlanDumps:
         self._dumping = 0
         #: (``Step.changes``, ``HOLDERS.count``) as the last ``plans`` began (None: never)
         self._then: tuple[int, int] | None = None
-        #: the sizes of ``_parts``, ``_lists`` and ``_owner`` after the last ``_prune``
-        self._sizes = (0, 0, 0)
+        #: the sizes of ``_parts``, ``_lists`` and ``_owner``, and the number of plans, after
+        #: the last ``_prune``
+        self._sizes = (0, 0, 0, 0)
         #: the list of plans of the last call, and its plans whose lists are not all tracked
         self._list: Sequence[Plan] | None = None
         self._untracked: list[tuple[Plan, str]] = []  # (the plan, its id when dumped)
@@ -221,12 +222,14 @@ class PlanDumps:
 
     def _prune(self, plans: Sequence[Plan]) -> None:
         """Forget the parts, lists and owners no plan holds any more, once they doubled since
-        the last time (so the walk over every plan's parts is spread over many calls)."""
-        parts, lists, owners = self._sizes
+        the last time or the plans halved (gc), so the walk over every plan's parts is spread
+        over many calls and what dropped plans held is let go."""
+        parts, lists, owners, count = self._sizes
         if (
             len(self._parts) <= 2 * parts + 64
             and len(self._lists) <= 2 * lists + 16
             and len(self._owner) <= 2 * owners + 256
+            and 2 * len(plans) >= count
         ):
             return
         held_lists: list[Sequence[BaseModel]] = []
@@ -245,7 +248,7 @@ class PlanDumps:
         self._seeds = {k: v for k, v in self._seeds.items() if k in held}
         held = set(map(id, held_lists))
         self._lists = {k: v for k, v in self._lists.items() if k in held}
-        self._sizes = (len(self._parts), len(self._lists), len(self._owner))
+        self._sizes = (len(self._parts), len(self._lists), len(self._owner), len(plans))
 
 
 #: The dump of a (plan, dump) pair.
