@@ -318,35 +318,35 @@ def _side_by_side(
     return times
 
 
-def past_plans_staging(folder: Path, rounds: int) -> list[Row]:
-    """A staged step on a notebook that has run 100 plans (each one approved edit; a
+def past_plans_staging(folder: Path, rounds: int, past: int = 100) -> list[Row]:
+    """A staged step on a notebook that has run ``past`` plans (each one approved edit; a
     notebook keeps every plan it ran unless ``keep_plans`` is set), beside the same step on a
     copy that has run one, as many bytes in an output instead: what the plans behind a step
     cost beyond their bytes. CPU time, rounds interleaved."""
-    past = 100
-    paths = {"100 past plans": folder / "past-100.ipynb", "one": folder / "past-1.ipynb"}
-    for name, count in (("100 past plans", past), ("one", 1)):
+    many = f"{past:,} past plans"
+    paths = {many: folder / f"past-{past}.ipynb", "one": folder / f"past-1-{past}.ipynb"}
+    for name, count in ((many, past), ("one", 1)):
         session = open_session(notebook(paths[name], 2000))
         for k in range(count):
             session.propose.edit_cell(f"c{k % 10}", f"p = {k}", reason="bench")
             assert session.approve().ok
         session.close()
     nb = nbformat.read(paths["one"], as_version=4)
-    missing = paths["100 past plans"].stat().st_size - paths["one"].stat().st_size
+    missing = paths[many].stat().st_size - paths["one"].stat().st_size
     nb.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="o" * missing)]
     nbformat.write(nb, paths["one"])
     sessions = {name: open_session(path) for name, path in paths.items()}
-    assert len(sessions["100 past plans"].store.state.plans) == past
+    assert len(sessions[many].store.state.plans) == past
     times = _side_by_side(
-        f"2d. staging, 2,000 cells, beside {past} past plans or one: CPU ms a step",
+        f"2d. staging, 2,000 cells, beside {many} or one: CPU ms a step",
         sessions,
         paths,
         rounds,
     )
     return [
         row(
-            f"staging one step, 2,000 cells, beside {past} past plans, CPU time",
-            times["100 past plans"],
+            f"staging one step, 2,000 cells, beside {many}, CPU time",
+            times[many],
             times["one"],
             "the same step beside one, as many bytes in an output instead, CPU time",
             1.2,
@@ -728,6 +728,7 @@ def main() -> list[Row]:
             rows += conversation_staging(folder, 5 if QUICK else 11)
         if wanted("past_plans_staging"):
             rows += past_plans_staging(folder, 5 if QUICK else 11)
+            rows += past_plans_staging(folder, 5 if QUICK else 11, past=1000)
         if wanted("load_ext"):
             # 9 rounds: with 5, the 50 MB / 10 KB row (two medians of about 6 ms) read 0.61x,
             # 1.08x and 1.23x in three runs; %load_ext reads nothing of the notebook
