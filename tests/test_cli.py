@@ -399,12 +399,20 @@ def test_ctrl_c_interrupts_the_running_step_and_leaves_the_rest_pending(tmp_path
     pb = open_session(path)
     pb.propose.insert_cell("import time\ntime.sleep(120)", after="load", run=True, reason="slow")
     pb.propose.edit_cell("title", "# Never", reason="after the slow one")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "planbook", "approve", str(path), "--no-rerun"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # As a terminal starts it: a process started in the background (`pytest ... &` in a
+    # script, without job control) has Ctrl-C ignored, and its children inherit that, so the
+    # CLI never saw the signal and the step slept its 120 s (xdist workers where a test had
+    # set a handler of their own passed: it depended on the order of the files).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "planbook", "approve", str(path), "--no-rerun"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         # The executor saves "running" before it runs a step: wait for that, then press Ctrl-C.
         while state_of_step(path, 0) != "running":
