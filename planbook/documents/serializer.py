@@ -416,7 +416,7 @@ class Encoder:
         ``_DICT_BLOCK`` entries, a block's pieces kept while it holds the same keys and the same
         values: a plan changed among 100 puts one block together again, where every entry's
         key was encoded and its text carried as pieces through each container above (a
-        save grew by about 5 us of CPU per plan the notebook ever ran). The last entry is a
+        save grew by about 5 µs of CPU per plan the notebook ever ran). The last entry is a
         block of its own: an object that grows at its end (the log, whose last bucket gains
         an entry at every step) then puts that entry together again, not the 15 before it.
         Returns the text's layout (its opening, each block's pieces with a separator between,
