@@ -483,7 +483,7 @@ def test_a_save_during_a_run_looks_again_at_the_steps_assigned_to_alone(
     """A save during a run wrote the steps whose status changed: it compared every step of
     the revision with its last dump (a status was assigned since), 300 looks per save on a
     300-step plan. The steps assigned to since the last save are now told by the steps
-    (``Step.assigned``), and the file holds every status as it is."""
+    (``ASSIGNMENTS``), and the file holds every status as it is."""
     path = make_notebook(tmp_path / "n.ipynb", [f"v{i} = {i}" for i in range(10)])
     session = open_session(path)
     for k in range(300):

@@ -1,9 +1,9 @@
 """Saves reuse the dumps of steps nobody assigned to since the last save, told by a count of
-assignments kept for all steps together (``Step.changes``, ``Step.assigned``), and the dumps
-of plans nothing in which changed, told by a journal of the changes of plans, revisions and
-their lists (``model/tracked.py``): several
-sessions at once (an MCP endpoint serving many notebooks, a preview on its own thread) assign
-to their steps from several threads, and a save must still hold every status of its own plan.
+assignments kept for all steps together (``ASSIGNMENTS``), and the dumps of plans nothing in
+which changed, told by a journal of the changes of plans, revisions and their lists
+(``HOLDERS``; both are a ``Journal``, model/tracked.py): several sessions at once (an MCP
+endpoint serving many notebooks, a preview on its own thread) assign to their steps from
+several threads, and a save must still hold every status of its own plan.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import operator
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ import pytest
 
 from planbook.documents.file import FileNotebook
 from planbook.engine.plan_dumps import PlanDumps
-from planbook.model.plan import ASSIGNED, Plan, Revision, Step, StepResult
-from planbook.model.tracked import HOLDERS, KEPT, TrackedList
+from planbook.model.plan import ASSIGNMENTS, Plan, Revision, Step, StepResult
+from planbook.model.tracked import HOLDERS, KEPT, Journal, TrackedList
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
@@ -41,34 +42,25 @@ def open_session(path: Path) -> Session:
     return Session(FileNotebook(path), Workspace(path.parent))
 
 
-def test_the_latest_assignments_are_the_latest_steps_assigned_to_while_threads_assign() -> None:
-    """A reader asking "which steps were assigned to since then?" while another thread
-    assigns gets exactly those steps: never a count that is ahead of the steps kept."""
-    steps = [Step.model_construct(reason="r") for _ in range(20_000)]
-    base = Step.changes
-    done = threading.Event()
+@contextmanager
+def changing_elsewhere(change: Callable[[int], object]) -> Iterator[None]:
+    """``change(0)``, ``change(1)``, ... on another thread, without a pause, until the block
+    ends (another notebook's session changing its own plans)."""
+    stop = threading.Event()
 
-    def assign() -> None:
-        for i, step in enumerate(steps):
-            step.reason = str(i)
-        done.set()
+    def elsewhere() -> None:
+        i = 0
+        while not stop.is_set():
+            change(i)
+            i += 1
 
-    thread = threading.Thread(target=assign)
+    thread = threading.Thread(target=elsewhere)
     thread.start()
-    wrong = 0
     try:
-        while not done.is_set():
-            then = Step.changes - 1
-            now, window = Step.assigned_since(then)
-            if then < base:
-                continue
-            # None: more than ASSIGNED since then, no longer all kept (a save looks at all)
-            if window != (steps[then - base : now - base] if now - then <= ASSIGNED else None):
-                wrong += 1
+        yield
     finally:
+        stop.set()
         thread.join()
-    assert wrong == 0
-    assert Step.changes - base == len(steps)
 
 
 def test_a_save_holds_every_status_while_another_notebook_assigns_from_a_thread(
@@ -80,22 +72,10 @@ def test_a_save_holds_every_status_while_another_notebook_assigns_from_a_thread(
     for k in range(60):
         mine.propose.edit_cell(f"c{k % 10 + 1}", f"v = {k}", reason="r")
     busy = theirs.propose.edit_cell("c1", "w = 2", reason="r")
-    stop = threading.Event()
-
-    def elsewhere() -> None:  # another notebook's steps, assigned to without a pause
-        i = 0
-        while not stop.is_set():
-            busy.reason = f"r{i}"
-            i += 1
-
-    thread = threading.Thread(target=elsewhere)
-    thread.start()
-    try:
+    # another notebook's steps, assigned to without a pause
+    with changing_elsewhere(lambda i: setattr(busy, "reason", f"r{i}")):
         for _ in range(6):
             assert mine.approve(first=10).ok
-    finally:
-        stop.set()
-        thread.join()
     saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
     (plan,) = saved.values()
     statuses = [s["status"] for s in plan["revisions"][-1]["steps"]]
@@ -150,28 +130,61 @@ def test_a_plans_lists_are_tracked_however_they_are_set() -> None:
         assert [type(x) for x in lists] == [TrackedList] * 4
 
 
-def test_the_latest_changes_of_plans_are_the_latest_objects_changed_while_threads_change() -> None:
-    """As for steps: a reader asking which plans' parts changed since then, while another
-    thread changes them, gets exactly those objects, never a count ahead of them."""
-    lists = [TrackedList[int]() for _ in range(20_000)]
-    base = HOLDERS.count
+def _set_reason(i: int, step: Step) -> None:
+    step.reason = str(i)
+
+
+def _holders_oldest_first(then: int) -> tuple[int, list[object] | None]:
+    now, window = HOLDERS.since(then)  # the latest first: a save looks at each of them
+    return now, None if window is None else window[::-1]
+
+
+#: The two journals a save reads: the objects one thread changes, how, and how a save asks
+#: what changed since then (the objects each once, oldest first).
+JOURNALS: dict[str, tuple[Journal[Any], Callable[[], Any], Callable[[int, Any], object], Any]] = {
+    "steps' assignments": (
+        ASSIGNMENTS,
+        lambda: Step.model_construct(reason="r"),
+        _set_reason,
+        Step.assigned_since,
+    ),
+    "plans' holders": (
+        HOLDERS,
+        TrackedList,
+        lambda i, items: items.append(i),
+        _holders_oldest_first,
+    ),
+}
+
+
+@pytest.mark.parametrize("journal", list(JOURNALS))
+def test_a_reader_gets_exactly_the_objects_changed_while_a_thread_changes_them(
+    journal: str,
+) -> None:
+    """A reader asking "which objects changed since then?" (a save: which steps were
+    assigned to, which plans' lists changed) while another thread changes them gets exactly
+    those: never a count that is ahead of the objects kept."""
+    kept, make, change, since = JOURNALS[journal]
+    objects = [make() for _ in range(20_000)]
+    base = kept.count
     done = threading.Event()
 
-    def change() -> None:
-        for i, items in enumerate(lists):
-            items.append(i)
+    def changing() -> None:
+        for i, each in enumerate(objects):
+            change(i, each)
         done.set()
 
-    thread = threading.Thread(target=change)
+    thread = threading.Thread(target=changing)
     thread.start()
     wrong = 0
     try:
         while not done.is_set():
-            then = HOLDERS.count - 1
-            now, window = HOLDERS.since(then)
+            then = kept.count - 1
+            now, window = since(then)
             if then < base:
                 continue
-            expected = lists[then - base : now - base][::-1] if now - then <= KEPT else None
+            # None: more than KEPT since then, no longer all kept (a save looks at all)
+            expected = objects[then - base : now - base] if now - then <= KEPT else None
             if window is None or expected is None:
                 wrong += window is not expected
             elif len(window) != len(expected) or not all(map(operator.is_, window, expected)):
@@ -179,7 +192,7 @@ def test_the_latest_changes_of_plans_are_the_latest_objects_changed_while_thread
     finally:
         thread.join()
     assert wrong == 0
-    assert HOLDERS.count - base == len(lists)
+    assert kept.count - base == len(objects)
 
 
 def test_a_save_holds_every_plan_while_another_notebook_changes_its_plans_from_a_thread(
@@ -199,24 +212,15 @@ def test_a_save_holds_every_plan_while_another_notebook_changes_its_plans_from_a
     theirs.propose.edit_cell("c1", "w = 2", reason="r")
     busy = theirs.current_plan()
     assert busy is not None
-    stop = threading.Event()
 
-    def elsewhere() -> None:
-        i = 0
-        while not stop.is_set():
-            busy.task = f"t{i}"
-            busy.results.append(StepResult(step_id=f"s{i}", status="done"))
-            busy.results.pop()
-            i += 1
+    def change(i: int) -> None:
+        busy.task = f"t{i}"
+        busy.results.append(StepResult(step_id=f"s{i}", status="done"))
+        busy.results.pop()
 
-    thread = threading.Thread(target=elsewhere)
-    thread.start()
-    try:
+    with changing_elsewhere(change):
         for _ in range(3):
             assert mine.approve(first=10).ok
-    finally:
-        stop.set()
-        thread.join()
     saved = json.loads(path.read_text())["metadata"]["planbook"]["plans"]
     plans = mine.store.state.plans
     assert len(plans) == 6 and [s.status for s in plans[-1].steps] == ["done"] * 30

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from planbook.model.plan import Approval, Plan, Revision, Step, StepResult
+from planbook.model.plan import ASSIGNMENTS, Approval, Plan, Revision, Step, StepResult
 from planbook.model.tracked import HOLDERS, TrackedList
 
 
@@ -37,7 +37,7 @@ class PlanDumps:
         self._owner: dict[int, tuple[object, int]] = {}
         #: the plan being dumped (``_grown`` notes its new steps as the plan's)
         self._dumping = 0
-        #: (``Step.changes``, ``HOLDERS.count``) as the last ``plans`` began (None: never)
+        #: (``ASSIGNMENTS.count``, ``HOLDERS.count``) as the last ``plans`` began (None: never)
         self._then: tuple[int, int] | None = None
         #: the sizes of ``_parts``, ``_lists`` and ``_owner``, and the number of plans, after
         #: the last ``_prune``
@@ -71,7 +71,9 @@ class PlanDumps:
         each made a staged step cost 12 ms of CPU, 0.7 beside one."""
         then = self._then
         # read before any dump: a change made after this is seen next time
-        now_steps, steps = (Step.changes, None) if then is None else Step.assigned_since(then[0])
+        now_steps, steps = (
+            (ASSIGNMENTS.count, None) if then is None else Step.assigned_since(then[0])
+        )
         now_holders, holders = (HOLDERS.count, None) if then is None else HOLDERS.since(then[1])
         valid, owner = self._valid, self._owner
         if steps is None or holders is None:
@@ -159,7 +161,7 @@ class PlanDumps:
         self._own(revision.steps, self._dumping)
         head = revision.model_dump(mode="json", exclude={"steps"})
         # a step changes in place (its status): its dump is reused as is only while no step
-        # was assigned to since (Step.changes), which is how staging a step leaves them
+        # was assigned to since (``ASSIGNMENTS``), which is how staging a step leaves them
         steps = self._grown(revision.steps, tracked=True)
         return {name: steps if name == "steps" else head[name] for name in Revision.model_fields}
 
@@ -167,7 +169,7 @@ class PlanDumps:
         self, items: Sequence[Step | Approval | StepResult], tracked: bool = False
     ) -> list[Any]:
         """A plan's approvals or results (frozen), or a revision's steps (``tracked``: their
-        assignments are counted by ``Step.changes``): appended to (or cut back at the end), so
+        assignments are noted in ``ASSIGNMENTS``): appended to (or cut back at the end), so
         the dumps of the items it held last time, in the same places, are reused without a look
         at each (a plan's results grow with every step, its steps with every staged one)."""
         hit = self._lists.get(id(items))
@@ -191,7 +193,7 @@ class PlanDumps:
                         self._own_steps(items[n:])
                 return dumps
         else:
-            now = Step.changes if tracked else 0
+            now = ASSIGNMENTS.count if tracked else 0
         dumps = [self._part(x) for x in items]
         self._lists[id(items)] = (items, list(items), dumps, now)
         if tracked:

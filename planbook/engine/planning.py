@@ -24,7 +24,7 @@ from planbook.model.operations import (
     anchors_of,
     target_of,
 )
-from planbook.model.plan import OPEN_STATUSES, Plan, Revision, Step, StepStatus
+from planbook.model.plan import ASSIGNMENTS, OPEN_STATUSES, Plan, Revision, Step, StepStatus
 from planbook.workspace.files import Workspace
 
 _STATUS = operator.attrgetter("status")
@@ -61,7 +61,7 @@ class ProjectionCache:
         self._workspace: Workspace | None = None
         self._steps: list[Step] = []
         self._statuses: list[StepStatus] = []
-        #: ``Step.changes`` when the statuses were read: unchanged, no step was assigned to
+        #: ``ASSIGNMENTS.count`` when the statuses were read: unchanged, no step was assigned to
         #: since, so they are not read again (a loop over the plan at every staged step).
         self._changes = -1
         self._cells: list[CellText] = []
@@ -86,7 +86,8 @@ class ProjectionCache:
             or len(steps) < done
             or not all(map(operator.is_, steps[:done], self._steps))
             or (
-                Step.changes != self._changes and list(map(_STATUS, steps[:done])) != self._statuses
+                ASSIGNMENTS.count != self._changes
+                and list(map(_STATUS, steps[:done])) != self._statuses
             )
             or seen != self._cells
         ):
@@ -99,7 +100,7 @@ class ProjectionCache:
         self._proj, self._revision, self._workspace = proj, plan.current, workspace
         self._steps = list(steps)
         self._statuses += map(_STATUS, steps[done:])
-        self._changes = Step.changes
+        self._changes = ASSIGNMENTS.count
         self._cells = seen
         return proj
 

@@ -6,12 +6,9 @@ two revisions can always be diffed and an approval always names what it approved
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import deque
 from datetime import UTC, datetime
-from itertools import islice
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +22,7 @@ from planbook.errors import PlanStateError
 from planbook.model.base import PlanbookModel
 from planbook.model.operations import EditCell, InsertCell, Operation, RunCell
 from planbook.model.preview import ShellPreview
-from planbook.model.tracked import HOLDERS, TrackedList, tracked
+from planbook.model.tracked import HOLDERS, Journal, TrackedList, tracked
 
 Risk = Literal["low", "medium", "high"]
 StepStatus = Literal[
@@ -144,13 +141,10 @@ class AskFirst(PlanbookModel):
 _DROPPED_WHEN_ABSENT = ("ask_first", "origin", "runs_later", "preview")
 
 
-#: How many of the latest step assignments ``Step.assigned`` keeps.
-ASSIGNED = 1024
-#: Held while ``Step.changes`` and ``Step.assigned`` change together and while they are read
-#: together: a save takes "the last k assignments" as the last k entries, which is only true
-#: when no thread (another notebook's session, a preview) is between the two updates, and
-#: ``+=`` on a class attribute can lose a count between threads.
-_ASSIGNING = threading.Lock()
+#: The steps' assignments, all steps together (model/tracked.py): a save reuses the dumps of a
+#: revision's steps without a look at each when none was assigned to, and during a run looks
+#: again at the steps assigned to alone, not at every step of the plan.
+ASSIGNMENTS: Journal[Step] = Journal()
 
 
 class Step(PlanbookModel):
@@ -158,32 +152,17 @@ class Step(PlanbookModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    #: How many assignments steps have had, all steps together: lets a save reuse the dumps
-    #: of a revision's steps without a look at each when none changed (ClassVar: not stored).
-    changes: ClassVar[int] = 0
-    #: The steps of the latest assignments, one entry per assignment (the last ``ASSIGNED``):
-    #: a save during a run looks again at those steps alone, not at every step of the plan.
-    assigned: ClassVar[deque[Step]] = deque(maxlen=ASSIGNED)
-
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        with _ASSIGNING:
-            Step.changes += 1
-            Step.assigned.append(self)
+        ASSIGNMENTS.note(self)
 
     @classmethod
     def assigned_since(cls, then: int) -> tuple[int, list[Step] | None]:
-        """``Step.changes`` now, and the steps assigned to since it was ``then`` (each once),
-        or None when they are no longer all kept."""
-        with _ASSIGNING:
-            now, kept = cls.changes, cls.assigned
-            if now == then:
-                return now, []
-            if not 0 < now - then <= len(kept):
-                return now, None
-            # from the right end: islice from the left walked the whole deque (1,024 steps)
-            # at every save to reach the last few
-            window = list(islice(reversed(kept), now - then))
+        """``ASSIGNMENTS.count`` now, and the steps assigned to since it was ``then`` (each
+        once), or None when they are no longer all kept."""
+        now, window = ASSIGNMENTS.since(then)
+        if not window:
+            return now, window
         # a step assigned to twice is looked at once (steps do not hash: by identity), in the
         # order they were assigned to
         return now, list({id(s): s for s in reversed(window)}.values())

@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
-from typing import Any, SupportsIndex, TypeVar
+from typing import Any, Generic, SupportsIndex, TypeVar
 
 _T = TypeVar("_T")
 
@@ -23,23 +23,25 @@ _T = TypeVar("_T")
 KEPT = 1024
 
 
-class Journal:
-    """How many changes plans' holders (a plan, a revision, a tracked list) have had, all
-    together, and which objects changed last (one entry per change, the last ``KEPT``)."""
+class Journal(Generic[_T]):
+    """How many changes some objects have had, all together, and which objects changed last
+    (one entry per change, the last ``KEPT``): the steps' assignments (``ASSIGNMENTS`` in
+    model/plan.py), the changes of plans' holders (``HOLDERS``)."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._recent: deque[object] = deque(maxlen=KEPT)
+        self._recent: deque[_T] = deque(maxlen=KEPT)
         # ``count`` and ``_recent`` change together: a reader takes the last k entries as the
-        # changes since k ago, which holds only when no thread is between the two updates
+        # changes since k ago, which holds only when no thread (another notebook's session, a
+        # preview) is between the two updates; and ``+=`` alone can lose a count between threads
         self._lock = threading.Lock()
 
-    def note(self, changed: object) -> None:
+    def note(self, changed: _T) -> None:
         with self._lock:
             self.count += 1
             self._recent.append(changed)
 
-    def since(self, then: int) -> tuple[int, list[object] | None]:
+    def since(self, then: int) -> tuple[int, list[_T] | None]:
         """The count now, and the objects changed since it was ``then`` (an object may be
         named more than once), or None when they are no longer all kept."""
         with self._lock:
@@ -48,12 +50,13 @@ class Journal:
                 return now, []
             if not 0 < now - then <= len(self._recent):
                 return now, None
-            # from the right end: the last few, not a walk over the whole deque
+            # from the right end: islice from the left walked the whole deque (1,024 entries)
+            # at every save to reach the last few
             return now, list(islice(reversed(self._recent), now - then))
 
 
-#: The one journal of the plans' holders.
-HOLDERS = Journal()
+#: The one journal of the plans' holders (a plan, a revision, a tracked list).
+HOLDERS: Journal[object] = Journal()
 
 
 class TrackedList(list[_T]):

@@ -15,7 +15,7 @@ from planbook.engine import planning
 from planbook.engine.projection import Projection
 from planbook.errors import UsageMistake
 from planbook.model.operations import AnyOperation, DeleteCell, InsertCell, MoveCell
-from planbook.model.plan import Plan, Step
+from planbook.model.plan import ASSIGNMENTS, Plan, Step
 
 Numbered = tuple[int, Step]
 
@@ -25,7 +25,7 @@ class OpenSteps:
     delete, kept between proposals and extended by the steps staged since: each proposal
     looked at every step of the plan three times (staging step 500 compared 500 operations).
     Reused only while certain to equal a fresh look: the same list of steps, the steps it saw
-    still the first ones, and no step assigned to since (``Step.changes``: a status)."""
+    still the first ones, and no step assigned to since (``ASSIGNMENTS``: a status)."""
 
     def __init__(self) -> None:
         self._steps: list[Step] | None = None
@@ -48,7 +48,7 @@ class OpenSteps:
         done = len(self._seen)
         if not (
             steps is self._steps
-            and self._changes == Step.changes
+            and self._changes == ASSIGNMENTS.count
             and len(steps) >= done
             and all(map(operator.is_, steps[:done], self._seen))  # a C loop, not one per step
         ):
@@ -57,7 +57,7 @@ class OpenSteps:
         for number, step in enumerate(steps[done:], start=done + 1):
             if step.status in planning.PROJECTED:
                 self._add(number, step)
-        self._steps, self._seen, self._changes = steps, list(steps), Step.changes
+        self._steps, self._seen, self._changes = steps, list(steps), ASSIGNMENTS.count
         return self
 
     def _add(self, number: int, step: Step) -> None:

@@ -4,13 +4,13 @@ while none of the plan's steps changed since the last check.
 A run checks, before each step, that the approved steps still hash to what was approved
 (``engine/approval.py``). Done in full, that check reads every approved step: a run of n
 steps reads n x n steps, so step 500 of a run paid ten times what step 50 did. A check that
-held is remembered with the plan's list of steps (the very objects) and ``Step.changes``; the
-next one is taken as holding only when the list holds the same objects and every step
-assigned to since (``Step.assigned_since``) still has the id, operation, base and
-``run_at_approval`` it was hashed with (those are all a step's hash is made of; an operation
-is frozen, so the same object dumps the same). Anything else (a step added, removed or
-replaced, more assignments than are kept, a record read again from the file: new objects)
-is checked in full again.
+held is remembered with the plan's list of steps (the very objects) and
+``ASSIGNMENTS.count``; the next one is taken as holding only when the list holds the same
+objects and every step assigned to since (``Step.assigned_since``) still has the id,
+operation, base and ``run_at_approval`` it was hashed with (those are all a step's hash is
+made of; an operation is frozen, so the same object dumps the same). Anything else (a step
+added, removed or replaced, more assignments than are kept, a record read again from the
+file: new objects) is checked in full again.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import operator
 from dataclasses import dataclass
 
 from planbook.engine.approval import approval_hash, steps_for
-from planbook.model.plan import Approval, Plan, Step
+from planbook.model.plan import ASSIGNMENTS, Approval, Plan, Step
 
 #: What a step's approval hash is made of: its operation (compared by identity), id, base
 #: and ``run_at_approval``.
@@ -41,7 +41,7 @@ class _Held:
     #: the plan's list of steps when the check held, and the objects it held
     listed: list[Step]
     steps: tuple[Step, ...]
-    #: ``Step.changes`` when it held
+    #: ``ASSIGNMENTS.count`` when it held
     changes: int
     #: id(step) -> what its hash was made of, for every step of the list
     made: dict[int, _MadeOf]
@@ -76,7 +76,7 @@ class ApprovalCheck:
     def _full(self, plan: Plan, approval: Approval) -> bool:
         self._held = None
         self.full_checks += 1
-        changes = Step.changes  # before the hash: an assignment after it is looked at next
+        changes = ASSIGNMENTS.count  # before the hash: an assignment after it is looked at next
         listed = plan.steps
         if approval_hash(steps_for(plan, approval.step_ids)) != approval.sha256:
             return False
