@@ -98,7 +98,7 @@ def changes_of(**kinds: tuple[int, int]) -> st.SearchStrategy[list[tuple[str, in
 
 @settings(max_examples=60, deadline=None)
 @given(
-    changes_of(append=(1, 3), cut=(1, 3), replace=(0, 60)),
+    changes_of(append=(1, 3), cut=(1, 3), replace=(0, 60), replace_several=(2, 15)),
     st.sampled_from([" ", "  "]),
     st.sampled_from([1, 500, 1500]),
 )
@@ -106,10 +106,12 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
     changes: list[tuple[str, int]], indent: str, width: int
 ) -> None:
     """The serializer reuses a long list's text when the next list starts with the same
-    items: appended to, cut back, changed in the middle or at its head, it writes what
-    json.dumps writes (with items of 500 characters the list and everything above it are long
-    enough to be kept in pieces, as a plan's checkpoints are; with 1,500 each item holds a
-    long string, a piece of its own that the short pieces around it are never joined to)."""
+    items: appended to, cut back, changed in the middle or at its head, or in several places
+    at once (a few: only those are encoded again; more than a quarter: the whole list), it
+    writes what json.dumps writes (with items of 500 characters the list and everything
+    above it are long enough to be kept in pieces, as a plan's checkpoints are; with 1,500
+    each item holds a long string, a piece of its own that the short pieces around it are
+    never joined to)."""
     encoder = Encoder(with_fields(JUPYTER, indent=indent))
     items: list[Any] = [{"n": i, "text": ["a\n", "b" * width]} for i in range(40)]
     serial = 40
@@ -119,6 +121,11 @@ def test_a_list_grown_between_saves_is_written_as_json_would_write_it(
             serial += n
         elif kind == "cut":
             items = items[: max(1, len(items) - n)]
+        elif kind == "replace several":
+            items = list(items)
+            for j in range(n):  # spread over the list after its head (its lineage)
+                at = 1 + j * (len(items) - 1) // n
+                items[at] = {"n": -at, "several": n}
         else:
             items = list(items)
             items[n % len(items)] = {"n": -n, "replaced": True}
@@ -176,6 +183,28 @@ def test_a_cell_replaced_among_many_puts_one_block_together_again() -> None:
     # one block of 64 cells: its short text joined again (about 40 characters a cell), its
     # long strings kept as they were; every cell's short text was made again (about 48,000)
     assert 0 < fresh < 64 * 60, fresh
+
+
+def test_an_item_replaced_in_a_list_encodes_that_item_not_the_list() -> None:
+    """A list of 40 or of 200 items (the cells, a plan's steps) with one item replaced: the
+    save encodes that item and puts the list together from the texts it kept for the others,
+    in C, so it runs as many Python lines at 200 items as at 40 (it went through every
+    item, about five lines each: three times per step that runs a cell)."""
+
+    def replaced_one(n: int) -> int:
+        encoder = Encoder(JUPYTER)
+        items: list[Any] = [{"n": i, "status": "pending"} for i in range(n)]
+        encoder.pieces({"cells": [], "metadata": {"steps": items}})
+        items = list(items)
+        items[n // 2] = {"n": n // 2, "status": "done"}
+        nb = {"cells": [], "metadata": {"steps": items}}
+        lines = lines_of(lambda: encoder.pieces(nb))
+        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        assert "".join(encoder.pieces(nb)) == expected
+        return lines
+
+    short, long = replaced_one(40), replaced_one(200)
+    assert long - short < 20, (short, long)
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,7 +21,7 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, compress, islice
+from itertools import chain, compress, count, islice
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
@@ -34,7 +34,7 @@ from planbook.documents.rope import (
     append_parts,
     grown,
     in_long_runs,
-    in_runs,
+    listed,
     push,
     wrap,
 )
@@ -96,9 +96,10 @@ class Encoder:
         self._string = encode_basestring_ascii if style.ensure_ascii else _utf8_string
         #: How many containers the last ``encode`` had to encode afresh (for tests, benchmarks).
         self.encoded = 0
-        #: (id of its first item, depth) -> (a long list, its text): a list that is appended
-        #: to (a plan's results grow by one at every step) starts with the same items.
-        self._lists: dict[tuple[int, int], tuple[list[Any], Text]] = {}
+        #: (id of its first item, depth) -> (a long list, its text, its items' texts unless it
+        #: is in blocks): a list that is appended to (a plan's results grow by one at every
+        #: step) starts with the same items; one of the same length differs in a few.
+        self._lists: dict[tuple[int, int], tuple[list[Any], Text, list[Text] | None]] = {}
         #: (id of its first value, depth) -> (a long object, its largest key, its text): an
         #: object that gains entries after its last key (the log's bucket) starts the same.
         self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
@@ -296,29 +297,50 @@ class Encoder:
     ) -> Text:
         """A long list: when it starts with every item of one encoded before at this depth
         (the same objects), that text is reused and only the items after them are encoded, so
-        a list that grows by one item per step costs one item per step, not its length."""
+        a list that grows by one item per step costs one item per step, not its length. When
+        it has that one's length and first item, and other items in a few places (a step's
+        status, a cell's outputs), only those are encoded: the others' texts are the ones
+        kept (50 steps that each ran a cell listed the cells and the plan's steps three times
+        a step, a third of their serializer's lines)."""
         key = (id(value[0]), depth)
         hit = self._lists.get(key)
         outer = self.style.indent * depth
         start = 0
-        if hit is not None and len(hit[0]) <= len(value):
+        changed: list[int] = []
+        if hit is not None and len(hit[0]) <= len(value) and hit[0] and hit[0][0] is value[0]:
             old = hit[0]
-            if old and old[0] is value[0] and all(map(operator.is_, old, value)):
-                start = len(old)
+            if len(old) < len(value) or hit[2] is None:
+                if all(map(operator.is_, old, value)):
+                    start = len(old)
+            else:  # the same length: the items that are other objects, found in C
+                changed = list(compress(count(), map(operator.is_not, old, value)))
+                start = 0 if changed else len(value)
+        parts: list[Text] | None
         if hit is not None and start == len(value):
-            text = hit[1]
+            text, parts = hit[1], hit[2]
+        elif hit is not None and hit[2] is not None and 0 < len(changed) <= len(value) // 4:
+            parts = list(hit[2])
+            for i in changed:
+                found = cache.get(id(value[i]))
+                parts[i] = (
+                    found[1]
+                    if found is not None and found[0] is value[i]
+                    else self._value(value[i], depth + 1)
+                )
+            text = listed(parts, inner, outer)
         elif not start and len(value) >= _BLOCKED_MIN:
             # before any item is looked at: the blocks look at their own
-            text = self._in_blocks(value, depth, inner, outer, cache)
+            text, parts = self._in_blocks(value, depth, inner, outer, cache), None
         else:
-            parts = self._items(value[start:], depth, cache)
+            new = self._items(value[start:], depth, cache)
             if hit is not None and start:
-                text = grown(hit[1], inner, parts, outer)
+                text = grown(hit[1], inner, new, outer)
+                parts = None if hit[2] is None else hit[2] + new
             else:
-                text = wrap("[", inner, parts, outer, "]")
-                if isinstance(text, Rope) and Rope not in map(type, parts):  # in C
-                    text = in_runs(cast("list[str]", parts), inner, outer, text.size)
-        self._lists[key] = (value, text)  # never changed in place, as every container here
+                text, parts = listed(new, inner, outer), new
+        # never changed in place, as every container here; the items' texts are kept for a
+        # list short enough to be put together from them (longer ones are in blocks)
+        self._lists[key] = (value, text, parts if len(value) < _BLOCKED_MIN else None)
         return text
 
     def _items(
