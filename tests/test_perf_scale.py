@@ -24,6 +24,7 @@ from planbook.documents.file_stat import Look
 from planbook.documents.rope import GROWN_PIECE
 from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.plan_dumps import PlanDumps
+from planbook.engine.runner import CellRun
 from planbook.engine.stored_record import BUCKET
 from planbook.model.events import Event
 from planbook.sessions.session import Session
@@ -911,3 +912,62 @@ def test_what_plans_dropped_by_gc_held_is_let_go_at_the_next_save(tmp_path: Path
     after = len(dumps._owner), len(dumps._parts)
     assert len(session.store.state.plans) == 2
     assert after[0] < 20 < before[0] and after[1] < 20 < before[1], (before, after)
+
+
+class _EditsTheNextCell:
+    """A code step's run that also changes the next step's cell, as someone editing it
+    while the code ran would: the next step then meets a changed cell (a conflict)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def run(self, source: str) -> CellRun:
+        found = self.session.executor.document.find_cell("c2")
+        assert found is not None
+        self.session.executor.document.replace_cell(
+            found.cell.model_copy(update={"source": "y = 'theirs'"})
+        )
+        return CellRun(
+            outputs=[{"output_type": "stream", "name": "stdout", "text": "ran\n"}],
+            execution_count=1,
+        )
+
+
+def test_a_code_steps_result_waits_for_the_next_save_and_survives_its_failure(
+    tmp_path: Path,
+) -> None:
+    """A step that runs code records its result in memory: the next save carries it into the
+    same write, so the record's changes are made once for the step, not at its end too.
+    The next step meets a cell changed while the code ran, a conflict raised before any
+    save: the file still says the code step done, with its result and outputs, and the next
+    one a conflict (the failure reads the record again and puts the waiting result back)."""
+    from planbook.engine import store as store_module
+
+    path = make_notebook(tmp_path / "n.ipynb", ["x = 1", "y = 2", "z = 3"])
+    session = open_session(path)
+    session.executor.runner = lambda: _EditsTheNextCell(session)
+    session.propose.run_cell("c1", reason="r")
+    session.propose.edit_cell("c2", "y = 20", reason="r")
+    changes = store_module._Saved.changes
+    made: list[int] = []
+
+    def counted(saved: Any, state: Any) -> Any:
+        made.append(1)
+        return changes(saved, state)
+
+    store_module._Saved.changes = counted  # type: ignore[method-assign]
+    try:
+        report = session.approve()
+    finally:
+        store_module._Saved.changes = changes  # type: ignore[method-assign]
+    assert not report.ok
+    reader = open_session(path)
+    plan = reader.store.state.plans[-1]
+    assert [s.status for s in plan.steps] == ["done", "conflict"]
+    assert [r.status for r in plan.results] == ["done", "conflict"]
+    saved = json.loads(path.read_text())
+    assert saved["cells"][0]["outputs"][0]["text"] == ["ran\n"]
+    assert "".join(saved["cells"][1]["source"]) == "y = 'theirs'"
+    # the record's changes: step 1 "running" with its checkpoint, the edit of c2 made while
+    # it ran, step 2's conflict with step 1's result, the run's end (and none at step 1's end)
+    assert len(made) == 4, made

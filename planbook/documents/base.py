@@ -156,6 +156,12 @@ def save_kept(document: NotebookDocument) -> bool:
     return bool(getattr(document, "save_kept", False))
 
 
+def keeps_saves(document: NotebookDocument) -> bool:
+    """Saves are kept in memory now (``coalesced_saves``) and written together later:
+    what is recorded meanwhile reaches the file with that write, whichever save carries it."""
+    return bool(getattr(document, "keeps_saves", False))
+
+
 def saves_dropped(document: NotebookDocument) -> int:
     """How many kept saves the document dropped unwritten (a write failed, someone else's
     save won): what was news of theirs when this count was lower is not on disk."""

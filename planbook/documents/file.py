@@ -227,6 +227,11 @@ class FileNotebook(NodeNotebook):
         """A save is kept in memory, not written yet (see ``coalesced``)."""
         return self._pending
 
+    @property
+    def keeps_saves(self) -> bool:
+        """Inside ``coalesced``: a transaction's save is kept in memory until written."""
+        return self._coalescing > 0
+
     def write_pending(self) -> None:
         """Write the save kept in memory, if any, and let go of the hold it kept."""
         if not self._pending:

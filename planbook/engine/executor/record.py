@@ -84,6 +84,11 @@ class StepRecords:
         #: ``saves_dropped`` of the document when the first of them was held: a kept save
         #: dropped since took their records with it.
         self._held_since = 0
+        #: The run's code steps whose result was recorded in memory alone, for the next save
+        #: to carry (``keeps_saves``): (plan id, step id, status, error, result). A failure
+        #: reloads the record from the document before that save, and puts them back
+        #: (``_put_back_awaiting``); kept for the run, as they are few.
+        self._awaiting_save: list[tuple[str, str, str, str | None, StepResult]] = []
         #: The approval-hash check before each step of the run under way.
         self._approval_check = ApprovalCheck()
         #: The code runner of the run under way and the factory that made it (``_code_runner``).
@@ -222,8 +227,11 @@ class StepRecords:
         message: str,
         started: float,
         checkpoint: str | None = None,
+        *,
+        save: bool = True,
     ) -> StepOutcome:
-        """Set the step's result and save it (inside the caller's transaction, if any)."""
+        """Set the step's result and save it (inside the caller's transaction, if any);
+        ``save`` False: in memory alone, for the next save to carry."""
         step.status = status  # type: ignore[assignment]
         step.error = message if status != "done" else None
         step.run_by = None
@@ -237,9 +245,24 @@ class StepRecords:
                 seconds=time.monotonic() - started,
             )
         )
-        self.store.save()
+        if save:
+            self.store.save()
         number = self._steps.number(plan, step)
         return StepOutcome(number, step.id, step.operation.kind, status, message)
+
+    def _put_back_awaiting(self) -> None:
+        """After the record was read again from the document (a failure drops what its
+        transaction left in memory): the results that were waiting in memory for a save, put
+        back on their steps the document still has running."""
+        for plan_id, step_id, status, error, result in self._awaiting_save:
+            plan = next((p for p in self.store.state.plans if p.id == plan_id), None)
+            step = None if plan is None else plan.find_step(step_id)
+            if plan is None or step is None or step.status != "running":
+                continue  # a save held it, or the record is another one now
+            step.status = status  # type: ignore[assignment]
+            step.error = error
+            step.run_by = None
+            plan.results.append(result)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
         """Tell the surfaces, once what the step did is saved: at once when its transaction

@@ -86,6 +86,7 @@ class Recovery(StepRecords):
                 # noticed a moment later): memory stays, the run stops and reconciles
                 self.store.state = memory
                 self.store.rewinds += 1
+            self._put_back_awaiting()  # earlier steps' results no save held yet
             plan, step = self._mine(plan_id, step_id)
             if step.status not in ("approved", "running") and not getattr(exc, "landed", False):
                 number = plan.steps.index(step) + 1

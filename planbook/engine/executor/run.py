@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from planbook.documents.base import make_durable
+from planbook.documents.base import keeps_saves, make_durable
 from planbook.engine import ask_first, owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -65,6 +65,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
         self.stop_requested = False
         own = tuple(approval.step_ids)
         self._held = []
+        self._awaiting_save = []
         self._made_runner = None
         self._approval_check = ApprovalCheck()
         self._tell(Event(kind="run_started", plan_id=plan_id, data={"steps": list(own)}))
@@ -284,6 +285,11 @@ class Executor(Recovery, LateMerges, ShellLayers):
     def _finish_code(
         self, plan_id: str, step_id: str, cell_id: str, run: CellRun, started: float
     ) -> StepOutcome:
+        # A file's saves are kept in memory until the next step's code, file or the run's
+        # end writes them: the result waits in memory for the save made there, which carries
+        # it into the same write (the record's changes made once a step that runs code, not
+        # twice). A room saves right after such a step (``_durable_step``): it takes it now.
+        save = not keeps_saves(self.document)
         with self._saved_state(), self.document.transaction():
             plan, step = self._mine(plan_id, step_id)
             found = self.document.find_cell(cell_id)
@@ -297,7 +303,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                     )
                 )
             if run.error is None:
-                outcome = self._record(plan, step, "done", "", started, step.checkpoint)
+                outcome = self._record(plan, step, "done", "", started, step.checkpoint, save=save)
             else:
                 reason = "interrupted (KeyboardInterrupt)" if run.interrupted else run.error
                 outcome = self._record(
@@ -308,7 +314,11 @@ class Executor(Recovery, LateMerges, ShellLayers):
                     "its outputs hold the traceback; later steps stay pending",
                     started,
                     step.checkpoint,
+                    save=save,
                 )
+            awaiting = (plan.id, step.id, step.status, step.error, plan.results[-1])
+        if not save:  # its outputs are committed: the result waits for the next save
+            self._awaiting_save.append(awaiting)
         return self._announce(plan_id, outcome, step.checkpoint)
 
     def _finish_shell(
