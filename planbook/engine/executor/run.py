@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from planbook.documents.base import keeps_saves, make_durable
+from planbook.documents.base import keeps_saves, make_durable, saves_dropped
 from planbook.engine import ask_first, owner
 from planbook.engine.apply import (
     apply_cell_op,
@@ -316,7 +316,15 @@ class Executor(Recovery, LateMerges, ShellLayers):
                     step.checkpoint,
                     save=save,
                 )
-            awaiting = (plan.id, step.id, step.status, step.error, plan.results[-1])
+            result = plan.results[-1]
+            awaiting = (
+                plan.id,
+                step.id,
+                step.status,
+                step.error,
+                result,
+                saves_dropped(self.document),
+            )
         if not save:  # its outputs are committed: the result waits for the next save
             self._awaiting_save.append(awaiting)
         return self._announce(plan_id, outcome, step.checkpoint)
