@@ -320,13 +320,9 @@ class Encoder:
             text, parts = hit[1], hit[2]
         elif hit is not None and hit[2] is not None and 0 < len(changed) <= len(value) // 4:
             parts = list(hit[2])
-            for i in changed:
-                found = cache.get(id(value[i]))
-                parts[i] = (
-                    found[1]
-                    if found is not None and found[0] is value[i]
-                    else self._value(value[i], depth + 1)
-                )
+            texts = self._items([value[i] for i in changed], depth, cache)
+            for i, item in zip(changed, texts, strict=True):
+                parts[i] = item
             text = listed(parts, inner, outer)
         elif not start and len(value) >= _BLOCKED_MIN:
             # before any item is looked at: the blocks look at their own

@@ -85,10 +85,10 @@ class StepRecords:
         #: dropped since took their records with it.
         self._held_since = 0
         #: The run's code steps whose result was recorded in memory alone, for the next save
-        #: to carry (``keeps_saves``): (plan id, step id, status, error, result,
-        #: ``saves_dropped`` then). A failure reloads the record from the document before
-        #: that save, and puts them back (``_put_back_awaiting``); kept for the run (few).
-        self._awaiting_save: list[tuple[str, str, str, str | None, StepResult, int]] = []
+        #: to carry (``keeps_saves``): (status, error, result, ``saves_dropped`` then). A
+        #: failure reloads the record from the document before that save, and puts them back
+        #: (``_put_back_awaiting``); kept for the run (few).
+        self._awaiting_save: list[tuple[str, str | None, StepResult, int]] = []
         #: The approval-hash check before each step of the run under way.
         self._approval_check = ApprovalCheck()
         #: The code runner of the run under way and the factory that made it (``_code_runner``).
@@ -256,11 +256,10 @@ class StepRecords:
         back on their steps the document still has running, while it holds their outputs (no
         kept save was dropped since: a failed write or someone else's save takes them)."""
         dropped = saves_dropped(self.document)
-        for plan_id, step_id, status, error, result, dropped_then in self._awaiting_save:
+        for status, error, result, dropped_then in self._awaiting_save:
             if dropped != dropped_then:
                 continue  # the outputs went with the dropped save: the step stays running
-            plan = next((p for p in self.store.state.plans if p.id == plan_id), None)
-            step = None if plan is None else plan.find_step(step_id)
+            plan, step = _find(self.store.state.plans, result.step_id)
             if plan is None or step is None or step.status != "running":
                 continue  # a save held it, or the record is another one now
             step.status = status  # type: ignore[assignment]

@@ -316,15 +316,7 @@ class Executor(Recovery, LateMerges, ShellLayers):
                     step.checkpoint,
                     save=save,
                 )
-            result = plan.results[-1]
-            awaiting = (
-                plan.id,
-                step.id,
-                step.status,
-                step.error,
-                result,
-                saves_dropped(self.document),
-            )
+            awaiting = (step.status, step.error, plan.results[-1], saves_dropped(self.document))
         if not save:  # its outputs are committed: the result waits for the next save
             self._awaiting_save.append(awaiting)
         return self._announce(plan_id, outcome, step.checkpoint)
