@@ -75,7 +75,7 @@ class NotebookDocument(Protocol):
         per object), which keeps a step's cost independent of the size of the plan."""
         ...
 
-    def locked(self) -> AbstractContextManager[None]:
+    def locked(self) -> AbstractContextManager[object]:
         """Hold this notebook exclusively across several transactions (reentrant): other
         threads, and for a file other processes, wait until it is released. Inside, a
         transaction starts from the saved state, so nobody's update is lost."""

@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -157,13 +157,11 @@ class FileNotebook(NodeNotebook):
             self._encoder = found
         self.style = self._encoder.style
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> AbstractContextManager[object]:
         """Exclusive across processes (an OS lock beside the file, see documents/lock.py) and
         threads; reentrant. Every read compares the file's bytes, so the first read under the
         lock sees what another process saved just before."""
-        with self._lock.hold():
-            yield
+        return self._lock.hold()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -14,7 +14,7 @@ import operator
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from planbook.documents.base import CellPlace, MetadataPath, apply_metadata_changes
@@ -283,11 +283,9 @@ class NodeNotebook:
             self._nb["metadata"] = meta
             self._dirty = True
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> AbstractContextManager[object]:
         """In one process a re-entrant lock; the file backend adds a lock across processes."""
-        with self._mutex:
-            yield
+        return self._mutex
 
     def _set_cells(self, cells: list[Tree]) -> None:
         self._nb["cells"] = cells
