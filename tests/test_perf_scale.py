@@ -249,6 +249,75 @@ def test_an_object_grown_between_saves_is_written_as_json_would_write_it(
         assert encoder.encode(nb) == expected
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    changes_of(add=(0, 10**6), replace=(0, 60), replace_several=(2, 6), drop=(0, 60)),
+    st.sampled_from([" ", "  "]),
+    st.booleans(),
+    st.sampled_from([1, 300, 1500]),
+    st.booleans(),
+)
+def test_an_object_changed_in_a_few_entries_is_written_as_json_would_write_it(
+    changes: list[tuple[str, int]], indent: str, sort_keys: bool, width: int, named: bool
+) -> None:
+    """The serializer keeps the entries' texts of an object of 6 to 63 entries (a step, a
+    plan, a checkpoints' bucket) and, for the next one of its lineage (the same "id", else
+    the same first value), encodes only the entries that are other objects: with a key added
+    anywhere (a checkpoint's random id), one or several replaced, one dropped, keys sorted or
+    in their own order, it writes what json.dumps writes. Two sibling objects share their
+    first value, so their lineages meet, and the record's short ones are kept as well; with
+    entries of 300 characters the bucket is long enough to be kept in pieces, with 1,500
+    each entry holds a long string."""
+    encoder = Encoder(with_fields(JUPYTER, indent=indent, sort_keys=sort_keys))
+    shared = "pending"  # the same string first in both siblings: the same lineage
+    bucket: dict[str, Any] = {"first": shared}
+    if named:
+        bucket["id"] = "bucket-1"
+    bucket |= {f"cp-{i * 7919 % 10007:05d}": {"v": "x" * width} for i in range(12)}
+    sibling: dict[str, Any] = {"first": shared, **{f"k{i}": i for i in range(8)}}
+    for kind, n in changes:
+        bucket = dict(bucket)  # never changed in place, as the store's objects
+        keys = [k for k in bucket if k.startswith("cp-")]
+        if kind == "add" and len(bucket) < 63:
+            bucket[f"cp-{n % 100000:05d}"] = {"v": "y" * width, "n": n}
+        elif kind == "replace several":
+            for j in range(min(n, len(keys))):
+                bucket[keys[j * len(keys) // n]] = {"several": j}
+        elif kind == "drop" and len(keys) > 6:
+            del bucket[keys[n % len(keys)]]
+        elif kind == "replace":
+            bucket[keys[n % len(keys)]] = "z" * (n % 3 * width)
+        sibling = {**sibling, "k0": n}
+        nb = {"cells": [], "metadata": {"planbook": {"a": sibling, "b": bucket}}}
+        expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+        assert encoder.encode(nb) == expected + "\n"
+        assert "".join(encoder.pieces(nb)) == expected + "\n"
+
+
+def test_a_checkpoint_added_to_its_bucket_encodes_that_checkpoint_alone() -> None:
+    """A checkpoints' bucket (up to 64, keyed by random ids) that gains one checkpoint: the
+    save encodes that checkpoint, and takes the others' texts as it kept them, so it runs as
+    many Python lines beside 60 as beside 10 (every checkpoint's key and text were put
+    together again, about 13 lines each, at every step that ran code)."""
+
+    def adding_one(n: int) -> int:
+        encoder = Encoder(JUPYTER)
+        ids = [f"cp-{i * 7919 % 10007:08x}" for i in range(n + 1)]
+        bucket = {k: {"at": "t", "cells": [{"cell_id": k, "source": "s"}]} for k in ids[:n]}
+        for version in range(2):  # the lineage met twice: its entries are kept from here
+            bucket = {**bucket, "cp-ffffffff": {"version": version}}
+            encoder.pieces({"cells": [], "metadata": {"planbook": {"checkpoints": bucket}}})
+        bucket = {**bucket, ids[n]: {"at": "t", "cells": []}}
+        nb = {"cells": [], "metadata": {"planbook": {"checkpoints": bucket}}}
+        lines = lines_of(lambda: encoder.pieces(nb))
+        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        assert "".join(encoder.pieces(nb)) == expected
+        return lines
+
+    few, many = adding_one(10), adding_one(60)
+    assert many - few < 20, (few, many)
+
+
 def test_a_log_bucket_that_gains_an_entry_encodes_that_entry_alone() -> None:
     """A save of the log after one more entry encodes that entry and the containers above
     it, not the keys of the bucket's other entries again (a loop of up to 64 at every step)."""

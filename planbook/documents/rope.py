@@ -68,19 +68,21 @@ def wrap(opening: str, inner: str, parts: list[Text], outer: str, closing: str) 
     return Rope(pieces, start + size + len(sep) * (len(parts) - 1) + len(end))
 
 
-def listed(parts: list[Text], inner: str, outer: str) -> Text:
-    """A list's text as ``wrap`` makes it, but a long list of short items (a plan's steps,
-    the cells) is put in runs (``in_runs``) at once: wrapping it first went through its
-    items one by one, in Python, only to be thrown away (50 steps that each ran a cell spent
-    a seventh of their serializer's lines there)."""
+def listed(parts: list[Text], inner: str, outer: str, brackets: str = "[]") -> Text:
+    """A list's text (``brackets`` "{}": an object's, its parts its entries) as ``wrap``
+    makes it, but a long list of short items (a plan's steps, the cells) is put in runs
+    (``in_runs``) at once: wrapping it first went through its items one by one, in Python,
+    only to be thrown away (50 steps that each ran a cell spent a seventh of their
+    serializer's lines there)."""
+    opening, closing = brackets[0], brackets[1]
     if Rope in map(type, parts):  # in C
-        return wrap("[", inner, parts, outer, "]")
+        return wrap(opening, inner, parts, outer, closing)
     size = sum(map(len, parts))
     if size < ROPE_MIN:
-        return wrap("[", inner, parts, outer, "]")  # one string
-    # "[", then the items one per line, then the closing line, as ``wrap`` counts them
+        return wrap(opening, inner, parts, outer, closing)  # one string
+    # the opening, then the items one per line, then the closing line, as ``wrap`` counts
     size += 1 + len(inner) + (len(inner) + 1) * (len(parts) - 1) + 2 + len(outer)
-    return in_runs(cast("list[str]", parts), inner, outer, size)
+    return in_runs(cast("list[str]", parts), inner, outer, size, brackets)
 
 
 def grown(old: Text, inner: str, parts: list[Text], outer: str, bracket: str = "]") -> Text:
@@ -123,7 +125,7 @@ def append_parts(pieces: list[str], parts: list[Text], sep: str) -> None:
             pieces.append(part)
 
 
-def in_runs(parts: list[str], inner: str, outer: str, size: int) -> Rope:
+def in_runs(parts: list[str], inner: str, outer: str, size: int, brackets: str = "[]") -> Rope:
     """A long list of short items (no long string among them) as pieces of about
     ``GROWN_PIECE`` each, found and joined in C (``accumulate``, ``bisect``, ``join``): a
     Python loop over 2,000 cells or 1,000 steps would cost more than the pieces save."""
@@ -133,9 +135,9 @@ def in_runs(parts: list[str], inner: str, outer: str, size: int) -> Rope:
     while i < len(parts):
         # the first part is always taken, however long: a run is never empty
         j = max(i + 1, bisect_right(ends, (ends[i - 1] if i else 0) + GROWN_PIECE, lo=i))
-        pieces.append(("[" + inner if i == 0 else sep) + sep.join(parts[i:j]))
+        pieces.append((brackets[0] + inner if i == 0 else sep) + sep.join(parts[i:j]))
         i = j
-    pieces.append(f"\n{outer}]")
+    pieces.append(f"\n{outer}{brackets[1]}")
     return Rope(pieces, size, tail=True)
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import gc
 import json
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, compress, count, islice
+from itertools import chain, compress, count, islice, repeat
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, cast
 
@@ -57,6 +57,12 @@ _DICT_BLOCK = 16
 #: KB costs less than carrying it as a piece through every container above and the write);
 #: longer ones (an image's, a blob's) stay pieces of their own.
 _JOINED_BELOW = 8192
+#: Objects with at least this many entries (and fewer than ``_BLOCKED_DICT_MIN``) keep their
+#: entries' texts, so the next one of their lineage encodes only the entries that changed
+#: (``Encoder._kept_object``): a plan's step, a step's result, a cell, a checkpoints' bucket.
+_KEPT_DICT_MIN = 6
+#: A missing key's value, told apart from every value a notebook holds.
+_MISSING = object()
 #: A cache entry's container (the entry is (container, its text)).
 _container_of = operator.itemgetter(0)
 #: Mime types whose text nbformat splits into lines besides text/*.
@@ -103,6 +109,10 @@ class Encoder:
         #: (id of its first value, depth) -> (a long object, its largest key, its text): an
         #: object that gains entries after its last key (the log's bucket) starts the same.
         self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
+        #: (id of its first value, depth) -> (an object of ``_KEPT_DICT_MIN`` entries or
+        #: more, its entries' texts in the file's order once its lineage was met twice): see
+        #: ``_kept_object``.
+        self._kept: dict[tuple[int, int], tuple[dict[str, Any], list[Text] | None]] = {}
         #: (id of its first item, depth) -> (a block of a very long list, its pieces, their
         #: length): see ``_in_blocks``.
         self._blocks: dict[tuple[int, int], tuple[list[Any], list[str], int]] = {}
@@ -170,6 +180,7 @@ class Encoder:
         # be met again: the plan's steps, the log's bucket, the cells
         self._lists = {k: v for k, v in self._lists.items() if id(v[0]) in keep}
         self._dicts = {k: v for k, v in self._dicts.items() if id(v[0]) in keep}
+        self._kept = {k: v for k, v in self._kept.items() if id(v[0]) in keep}
         self._blocks = {k: b for k, b in self._blocks.items() if id(b[0][0]) in keep}
         # a block of an object's entries stays while it was met since the last pruning: its
         # values may be strings (blobs), whose holder it cannot tell apart
@@ -233,6 +244,11 @@ class Encoder:
                 return text
         if len(value) >= _BLOCKED_DICT_MIN:
             return self._long_object(value, depth, inner, cache)
+        kept = len(value) >= _KEPT_DICT_MIN and depth <= _CACHE_DEPTH
+        if kept:
+            text = self._kept_object(value, depth, inner, cache)
+            if text is not None:
+                return text
         items = sorted(value.items()) if self.style.sort_keys else value.items()
         string = self._string
         kept_apart: list[int] = []  # where a long text follows its key as a piece of its own
@@ -255,6 +271,47 @@ class Encoder:
         text = wrap("{", inner, parts, self.style.indent * depth, "}")
         if len(value) >= _GROWN_MIN:
             self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+        if kept:
+            # an object's entries are kept from its lineage's second text on: one replaced
+            # once (a cell that ran) does not keep a copy of its text for nothing
+            where = _lineage(value, depth)
+            self._kept[where] = (value, None if self._kept.get(where) is None else parts)
+        return text
+
+    def _kept_object(
+        self, value: dict[str, Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
+    ) -> Text | None:
+        """An object that is one encoded before at this depth (the same first value) with a
+        few entries added or replaced (a step's status, a checkpoint added to its bucket, a
+        plan's steps, a cell's outputs): the kept entries' texts, and the others encoded.
+        Which entries differ is found in C; None when more than half of them do. 50 steps
+        that each ran a cell encoded every entry of a dozen such objects per step, a third of
+        their serializer's lines."""
+        where = _lineage(value, depth)
+        hit = self._kept.get(where)
+        if hit is None:
+            return None
+        old, old_parts = hit
+        if old_parts is None:
+            return None
+        keys = sorted(value) if self.style.sort_keys else list(value)
+        values = list(map(value.__getitem__, keys))
+        # an entry is kept when its key held the very same value (never changed in place)
+        olds = map(old.get, keys, repeat(_MISSING))
+        changed = list(compress(count(), map(operator.is_not, values, olds)))
+        if len(changed) * 2 > len(keys):
+            return None
+        old_keys = sorted(old) if self.style.sort_keys else list(old)
+        kept: Callable[[str], Text | None] = dict(zip(old_keys, old_parts, strict=True)).get
+        parts = list(map(kept, keys))  # None where the key is new: it is in ``changed``
+        for i in changed:
+            parts[i] = self._entry(keys[i], values[i], depth, cache)
+        entries = cast("list[Text]", parts)
+        text = listed(entries, inner, self.style.indent * depth, "{}")
+        if len(value) >= _GROWN_MIN:  # as the whole object's text would be (``_grown_dict``)
+            largest = keys[-1] if self.style.sort_keys else max(value)
+            self._dicts[(id(next(iter(value.values()))), depth)] = (value, largest, text)
+        self._kept[where] = (value, entries)
         return text
 
     def _grown_dict(
@@ -493,6 +550,14 @@ class Encoder:
         if len(text) >= _JOINED_BELOW:
             return Rope([keyed, text], len(keyed) + len(text))
         return keyed + text
+
+
+def _lineage(value: dict[str, Any], depth: int) -> tuple[int, int]:
+    """Where an object's kept entries are found (``Encoder._kept_object``): by its "id" (a
+    cell's, a plan's, a step's: its next version holds the same string), else by its first
+    value (a checkpoints' bucket keeps its first checkpoint)."""
+    named = value.get("id")
+    return (id(named if type(named) is str else next(iter(value.values()))), depth)
 
 
 def _block_text(parts: list[Text], sep: str, long: int = LONG_STRING) -> tuple[list[str], int]:
