@@ -294,6 +294,71 @@ def test_an_object_changed_in_a_few_entries_is_written_as_json_would_write_it(
         assert "".join(encoder.pieces(nb)) == expected + "\n"
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    changes_of(replace=(0, 30), replace_last=(0, 0), replace_two=(0, 30), add=(0, 30), same=(0, 0)),
+    st.sampled_from([" ", "  "]),
+    st.booleans(),
+)
+def test_an_object_of_long_entries_changed_after_its_head_is_written_as_json_would_write_it(
+    changes: list[tuple[str, int]], indent: str, sort_keys: bool
+) -> None:
+    """An object of 9 to 40 entries kept in pieces (the log's buckets, each long): the next
+    one with the same keys takes the last one's pieces before its first changed entry as
+    they are. Replaced anywhere (the last one, as the log's, or two), a key added (all put
+    together again) or nothing changed but the object, it writes what json.dumps writes."""
+    encoder = Encoder(with_fields(JUPYTER, indent=indent, sort_keys=sort_keys))
+    buckets: dict[str, Any] = {
+        f"{i:04d}": {"at": "t", "detail": "d" * 1500, "n": i} for i in range(12)
+    }
+    for kind, n in changes:
+        buckets = dict(buckets)  # never changed in place, as the store's objects
+        keys = list(buckets)
+        if kind == "replace":
+            buckets[keys[n % len(keys)]] = {"detail": "r" * 1500, "n": n}
+        elif kind == "replace last":
+            buckets[keys[-1]] = {"detail": "l" * 1500, "more": len(keys)}
+        elif kind == "replace two":
+            for key in (keys[n % len(keys)], keys[(n * 7 + 3) % len(keys)]):
+                buckets[key] = {"detail": "t" * (1500 + n), "n": -n}
+        elif kind == "add" and len(buckets) < 40:
+            buckets[f"{n:04d}a"] = {"detail": "a" * 1500}
+        nb = {"cells": [], "metadata": {"planbook": {"log": buckets}}}
+        expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+        assert "".join(encoder.pieces(nb)) == expected + "\n"
+        assert encoder.encode(nb) == expected + "\n"
+
+
+def test_a_long_log_whose_last_bucket_changed_costs_what_a_short_one_does() -> None:
+    """The log's buckets (64 entries each, kept in pieces) past a long history: a save after
+    one more entry in the last bucket takes the other buckets' pieces as they were, so it
+    runs as many Python lines beside 45 buckets as beside 10 (every bucket's pieces were gone
+    through again, about 10 lines each: a staged step beside 1,000 past plans ran 3,537
+    lines where beside one it ran 2,569)."""
+
+    def one_more_entry(buckets: int) -> int:
+        encoder = Encoder(JUPYTER)
+        entry = {"at": "2026-11-27T21:00:00+00:00", "by": "me", "event": "staged", "detail": "x"}
+        log = {
+            f"{b:04d}": {f"{b * 64 + n:06d}": dict(entry, n=n) for n in range(64)}
+            for b in range(buckets - 1)
+        }
+        last: dict[str, Any] = {}
+        for n in range(4):  # the lineage met a few times: its entries are kept from here
+            last = {**last, f"{(buckets - 1) * 64 + n:06d}": dict(entry, n=n)}
+            log = {**log, f"{buckets - 1:04d}": last}
+            encoder.pieces({"cells": [], "metadata": {"planbook": {"log": log}}})
+        last = {**last, f"{(buckets - 1) * 64 + 9:06d}": dict(entry, n=9)}
+        nb = {"cells": [], "metadata": {"planbook": {"log": {**log, f"{buckets - 1:04d}": last}}}}
+        lines = lines_of(lambda: encoder.pieces(nb))
+        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        assert "".join(encoder.pieces(nb)) == expected
+        return lines
+
+    few, many = one_more_entry(10), one_more_entry(45)
+    assert many - few < 20, (few, many)
+
+
 def test_a_checkpoint_added_to_its_bucket_encodes_that_checkpoint_alone() -> None:
     """A checkpoints' bucket (up to 64, keyed by random ids) that gains one checkpoint: the
     save encodes that checkpoint, and takes the others' texts as it kept them, so it runs as

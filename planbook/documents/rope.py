@@ -126,19 +126,25 @@ def append_parts(pieces: list[str], parts: list[Text], sep: str) -> None:
 
 
 def in_runs(parts: list[str], inner: str, outer: str, size: int, brackets: str = "[]") -> Rope:
-    """A long list of short items (no long string among them) as pieces of about
+    """A long list (or object) of short items (no long string among them) as pieces of about
+    ``GROWN_PIECE`` each (``runs``), its closing line a piece of its own."""
+    pieces = runs(parts, "," + inner, brackets[0] + inner)
+    pieces.append(f"\n{outer}{brackets[1]}")
+    return Rope(pieces, size, tail=True)
+
+
+def runs(parts: list[str], sep: str, head: str = "") -> list[str]:
+    """``head``, then ``parts`` with ``sep`` between them, as pieces of about
     ``GROWN_PIECE`` each, found and joined in C (``accumulate``, ``bisect``, ``join``): a
     Python loop over 2,000 cells or 1,000 steps would cost more than the pieces save."""
-    sep = "," + inner
     ends = list(accumulate(map(len, parts)))  # the text of parts[:i + 1], without separators
     pieces, i = [], 0
     while i < len(parts):
         # the first part is always taken, however long: a run is never empty
         j = max(i + 1, bisect_right(ends, (ends[i - 1] if i else 0) + GROWN_PIECE, lo=i))
-        pieces.append((brackets[0] + inner if i == 0 else sep) + sep.join(parts[i:j]))
+        pieces.append((head if i == 0 else sep) + sep.join(parts[i:j]))
         i = j
-    pieces.append(f"\n{outer}{brackets[1]}")
-    return Rope(pieces, size, tail=True)
+    return pieces
 
 
 def _gathered(pieces: list[str], start: int, tail: bool) -> Rope:

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from planbook.documents.deep_json import KeptJson
 from planbook.documents.rope import (
+    FEW_PARTS,
     LONG_STRING,
     ROPE_MIN,
     Rope,
@@ -36,6 +37,7 @@ from planbook.documents.rope import (
     in_long_runs,
     listed,
     push,
+    runs,
     wrap,
 )
 
@@ -109,10 +111,14 @@ class Encoder:
         #: (id of its first value, depth) -> (a long object, its largest key, its text): an
         #: object that gains entries after its last key (the log's bucket) starts the same.
         self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
+        #: The notebook's keys, its values and its text, as last encoded (``_top_text``).
+        self._top: tuple[list[str], list[Any], Text] | None = None
         #: (id of its first value, depth) -> (an object of ``_KEPT_DICT_MIN`` entries or
         #: more, its entries' texts in the file's order once its lineage was met twice): see
         #: ``_kept_object``.
-        self._kept: dict[tuple[int, int], tuple[dict[str, Any], list[Text] | None]] = {}
+        self._kept: dict[
+            tuple[int, int], tuple[dict[str, Any], list[Text] | None, _Pieces | None]
+        ] = {}
         #: (id of its first item, depth) -> (a block of a very long list, its pieces, their
         #: length): see ``_in_blocks``.
         self._blocks: dict[tuple[int, int], tuple[list[Any], list[str], int]] = {}
@@ -130,13 +136,13 @@ class Encoder:
         """Encode what changed and keep it, without joining the file's text: a change the file
         could not hold (a lone surrogate in UTF-8) raises UnicodeEncodeError here."""
         self.encoded = 0
-        self._value(nb, 0)
+        self._top_text(nb)
 
     def pieces(self, nb: dict[str, Any]) -> list[str]:
         """The file's text in pieces, in order, not joined (long ones are the very strings
         held for unchanged containers)."""
         self.encoded = 0
-        value = self._value(nb, 0)
+        value = self._top_text(nb)
         if self._added > max(1000, self._live):
             self._prune(nb)
         if self.style.newline != "\n":  # rare (a file checked out on Windows): joined
@@ -147,13 +153,25 @@ class Encoder:
     def encode(self, nb: dict[str, Any]) -> str:
         """The file's text."""
         self.encoded = 0
-        value = self._value(nb, 0)
+        value = self._top_text(nb)
         if self._added > max(1000, self._live):
             self._prune(nb)  # now and then, so the cost is spread over many saves
         end = "\n" if self.style.final_newline else ""
         text = "".join([*value.pieces, end]) if isinstance(value, Rope) else value + end
         # JSON text has no raw newline inside a string: every "\n" here is layout.
         return text if self.style.newline == "\n" else text.replace("\n", self.style.newline)
+
+    def _top_text(self, nb: dict[str, Any]) -> Text:
+        """The notebook's text, the last one's when it holds the same entries: the notebook
+        is the one container changed in place, so it is known by its entries, not by its
+        identity, and a save right after its transaction's commit encoded it twice."""
+        keys, values = list(nb), list(nb.values())
+        top = self._top
+        if top is not None and top[0] == keys and all(map(operator.is_, top[1], values)):
+            return top[2]
+        text = self._value(nb, 0)
+        self._top = (keys, values, text)
+        return text
 
     def _prune(self, nb: dict[str, Any]) -> None:
         """Forget the text of containers this notebook no longer holds.
@@ -275,7 +293,7 @@ class Encoder:
             # an object's entries are kept from its lineage's second text on: one replaced
             # once (a cell that ran) does not keep a copy of its text for nothing
             where = _lineage(value, depth)
-            self._kept[where] = (value, None if self._kept.get(where) is None else parts)
+            self._kept[where] = (value, None if self._kept.get(where) is None else parts, None)
         return text
 
     def _kept_object(
@@ -291,7 +309,7 @@ class Encoder:
         hit = self._kept.get(where)
         if hit is None:
             return None
-        old, old_parts = hit
+        old, old_parts, old_layout = hit
         if old_parts is None:
             return None
         keys = sorted(value) if self.style.sort_keys else list(value)
@@ -302,16 +320,29 @@ class Encoder:
         if len(changed) * 2 > len(keys):
             return None
         old_keys = sorted(old) if self.style.sort_keys else list(old)
-        kept: Callable[[str], Text | None] = dict(zip(old_keys, old_parts, strict=True)).get
-        parts = list(map(kept, keys))  # None where the key is new: it is in ``changed``
+        same_keys = keys == old_keys
+        parts: list[Text | None]
+        if same_keys:
+            parts = list(old_parts)
+        else:
+            kept: Callable[[str], Text | None] = dict(zip(old_keys, old_parts, strict=True)).get
+            parts = list(map(kept, keys))  # None where the key is new: it is in ``changed``
         for i in changed:
             parts[i] = self._entry(keys[i], values[i], depth, cache)
         entries = cast("list[Text]", parts)
-        text = listed(entries, inner, self.style.indent * depth, "{}")
+        outer = self.style.indent * depth
+        text: Text
+        layout: _Pieces | None = None
+        if len(entries) > FEW_PARTS and Rope in map(type, entries):  # as ``wrap`` lays it out
+            first = changed[0] if changed else len(entries)
+            layout = _Pieces.of(entries, inner, outer, old_layout if same_keys else None, first)
+            text = layout.rope
+        else:
+            text = listed(entries, inner, outer, "{}")
         if len(value) >= _GROWN_MIN:  # as the whole object's text would be (``_grown_dict``)
             largest = keys[-1] if self.style.sort_keys else max(value)
             self._dicts[(id(next(iter(value.values()))), depth)] = (value, largest, text)
-        self._kept[where] = (value, entries)
+        self._kept[where] = (value, entries, layout)
         return text
 
     def _grown_dict(
@@ -562,10 +593,63 @@ def _lineage(value: dict[str, Any], depth: int) -> tuple[int, int]:
 
 def _block_text(parts: list[Text], sep: str, long: int = LONG_STRING) -> tuple[list[str], int]:
     """A block of a long list's or object's ``parts``, ``sep`` between them: its pieces, each
-    run of those shorter than ``long`` joined, and their length."""
+    run of those shorter than ``long`` joined, and their length. Short strings alone (a
+    block of plans, of log entries) are joined in C (``runs``): going through their pieces
+    one by one cost a staged step beside 1,000 past plans about 250 Python lines."""
+    size = sum(map(len, parts)) + len(sep) * (len(parts) - 1)
+    if Rope not in map(type, parts) and max(map(len, parts)) < long:  # in C
+        return runs(cast("list[str]", parts), sep), size
     pieces: list[str] = []
     append_parts(pieces, parts, sep)
-    return in_long_runs(pieces, long=long)[0], sum(map(len, parts)) + len(sep) * (len(parts) - 1)
+    return in_long_runs(pieces, long=long)[0], size
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """An object's text as ``wrap`` lays out more than ``FEW_PARTS`` entries, one of them a
+    Rope (the log's buckets, the record's parts), with where each entry's pieces start (its
+    separator's piece) and at which character."""
+
+    rope: Rope
+    starts: list[int]
+    offsets: list[int]
+
+    @classmethod
+    def of(
+        cls, entries: list[Text], inner: str, outer: str, kept: _Pieces | None, first: int
+    ) -> _Pieces:
+        """``entries``' text; ``kept``: the last one's, whose entries before ``first`` are
+        these, so its pieces before them are taken as they are (the log's last bucket gains
+        an entry at every step: beside 1,000 past plans, the 48 buckets' pieces before it
+        were gone through again at every save, a third of a staged step's Python lines)."""
+        sep = "," + inner
+        if kept is not None and first >= len(entries):
+            return kept  # the same entries
+        if kept is not None and first >= 1:
+            at = kept.starts[first]
+            pieces = kept.rope.pieces[:at]
+            starts, offsets = kept.starts[:first], kept.offsets[:first]
+            size = kept.offsets[first]
+        else:
+            first, pieces, starts, offsets = 0, ["{" + inner], [0], [0]
+            size = len(pieces[0])
+        for i in range(first, len(entries)):
+            if i:
+                starts.append(len(pieces))
+                offsets.append(size)
+                pieces.append(sep)  # a piece of its own: what comes before it never changes
+                size += len(sep)
+            entry = entries[i]
+            if isinstance(entry, Rope):
+                push(pieces, entry.pieces[0])
+                pieces += entry.pieces[1:]
+                size += entry.size
+            else:
+                pieces.append(entry)
+                size += len(entry)
+        end = f"\n{outer}}}"
+        pieces.append(end)
+        return cls(Rope(pieces, size + len(end)), starts, offsets)
 
 
 @dataclass
