@@ -282,6 +282,31 @@ def test_recovery_settles_a_run_whose_process_died(bench: Bench) -> None:
     assert any(e.event == "recovered" for e in again.store.state.log)
 
 
+def test_recovery_finds_a_run_cut_off_after_it_last_looked(bench: Bench) -> None:
+    """``recover`` runs before every operation and looks again only at the plans changed
+    since its last look: a plan approved since (its runner gone: nothing of this process
+    runs it), one another process left executing in the file (read again), and none once
+    both are settled. Beside the others, each is found, once."""
+    plans = [bench.stage(insert(f"p{n}", f"v{n} = {n}")) for n in range(3)]
+    with bench.document.locked():
+        assert bench.executor.recover() == []  # the first look: nothing executing
+    bench.approve(plans[1])  # executing, run by nobody alive: cut off
+    with bench.document.locked():
+        notes = bench.executor.recover()
+        assert len(notes) == 1 and f"plan {plans[1].id}" in notes[0]
+        assert bench.executor.recover() == []  # settled: not found again
+    other = Bench(bench.path)  # another process, which died after approving
+    other.approve(plans[2])
+    with bench.document.locked():
+        bench.store.sync()  # the file changed: the plans are read again
+        notes = bench.executor.recover()
+        assert len(notes) == 1 and f"plan {plans[2].id}" in notes[0]
+        assert bench.executor.recover() == []
+    states = {p.id: p.state for p in Bench(bench.path).store.state.plans}
+    assert states[plans[0].id] == "drafting"  # never approved: as it was staged
+    assert "executing" not in states.values()
+
+
 KILLED_BETWEEN = (
     CHILD_EXECUTOR
     + """
