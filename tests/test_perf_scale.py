@@ -26,6 +26,7 @@ from planbook.documents.serializer import JUPYTER, Encoder
 from planbook.engine.plan_dumps import PlanDumps
 from planbook.engine.runner import CellRun
 from planbook.engine.stored_record import BUCKET
+from planbook.model.cell import Cell
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
@@ -424,6 +425,25 @@ def counted_saves(then: Callable[[], None] = lambda: None) -> Iterator[list[int]
         yield saves
     finally:
         file_backend.atomic_write = real  # type: ignore[assignment]
+
+
+def test_the_bytes_kept_of_pieces_written_before_stay_within_the_files_size(
+    tmp_path: Path,
+) -> None:
+    """A save looks up each piece's bytes among those it wrote before, and lets go of the
+    pieces the file no longer holds only once they add up to the file's size: after 300
+    saves, each changing a cell of 20 KB, what it keeps is at most twice the file, and the
+    file is what json.dumps writes."""
+    path = make_notebook(tmp_path / "n.ipynb", ["x" * 20_000, "b = 2"])
+    doc = FileNotebook(path)
+    for n in range(300):
+        doc.replace_cell(Cell(id="c1", source=f"{n} " + "y" * 20_000))
+    size = path.stat().st_size
+    kept = doc._encoded_pieces  # private: what a long session holds in memory
+    assert sum(map(len, kept.values())) <= 2 * size + 1000, (size, len(kept))
+    nb = json.loads(path.read_text())
+    assert path.read_text() == json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    assert nb["cells"][0]["source"] == ["299 " + "y" * 20_000]  # a line: a list of one
 
 
 def test_a_run_of_cell_only_steps_is_one_durable_write_of_the_notebook(tmp_path: Path) -> None:
