@@ -200,10 +200,7 @@ def test_an_item_replaced_in_a_list_encodes_that_item_not_the_list() -> None:
         items = list(items)
         items[n // 2] = {"n": n // 2, "status": "done"}
         nb = {"cells": [], "metadata": {"steps": items}}
-        lines = lines_of(lambda: encoder.pieces(nb))
-        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        assert "".join(encoder.pieces(nb)) == expected
-        return lines
+        return lines_of_save(encoder, nb)
 
     short, long = replaced_one(40), replaced_one(200)
     assert long - short < 20, (short, long)
@@ -351,10 +348,7 @@ def test_a_long_log_whose_last_bucket_changed_costs_what_a_short_one_does() -> N
             encoder.pieces({"cells": [], "metadata": {"planbook": {"log": log}}})
         last = {**last, f"{(buckets - 1) * 64 + 9:06d}": dict(entry, n=9)}
         nb = {"cells": [], "metadata": {"planbook": {"log": {**log, f"{buckets - 1:04d}": last}}}}
-        lines = lines_of(lambda: encoder.pieces(nb))
-        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        assert "".join(encoder.pieces(nb)) == expected
-        return lines
+        return lines_of_save(encoder, nb)
 
     few, many = one_more_entry(10), one_more_entry(45)
     assert many - few < 20, (few, many)
@@ -375,10 +369,7 @@ def test_a_checkpoint_added_to_its_bucket_encodes_that_checkpoint_alone() -> Non
             encoder.pieces({"cells": [], "metadata": {"planbook": {"checkpoints": bucket}}})
         bucket = {**bucket, ids[n]: {"at": "t", "cells": []}}
         nb = {"cells": [], "metadata": {"planbook": {"checkpoints": bucket}}}
-        lines = lines_of(lambda: encoder.pieces(nb))
-        expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        assert "".join(encoder.pieces(nb)) == expected
-        return lines
+        return lines_of_save(encoder, nb)
 
     few, many = adding_one(10), adding_one(60)
     assert many - few < 20, (few, many)
@@ -555,6 +546,14 @@ def test_an_approved_step_reads_the_notebook_file_no_more_than_it_saves_it(
     monkeypatch.setattr(Path, "read_bytes", real)
     path.write_text(path.read_text().replace('"v = 2"', '"v = 9"'))
     assert session.cells()[1].source == "v = 9"
+
+
+def lines_of_save(encoder: Encoder, nb: dict[str, Any]) -> int:
+    """Python lines ``encoder`` runs to save ``nb``, which it writes as json.dumps would."""
+    lines = lines_of(lambda: encoder.pieces(nb))
+    expected = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    assert "".join(encoder.pieces(nb)) == expected
+    return lines
 
 
 def lines_of(call: Callable[[], object]) -> int:

@@ -299,8 +299,8 @@ class Encoder:
     def _kept_object(
         self, value: dict[str, Any], depth: int, inner: str, cache: dict[int, tuple[object, Text]]
     ) -> Text | None:
-        """An object that is one encoded before at this depth (the same first value) with a
-        few entries added or replaced (a step's status, a checkpoint added to its bucket, a
+        """An object that is one encoded before at this depth (of its lineage: ``_lineage``)
+        with a few entries added or replaced (a step's status, a checkpoint added to its bucket, a
         plan's steps, a cell's outputs): the kept entries' texts, and the others encoded.
         Which entries differ is found in C; None when more than half of them do. 50 steps
         that each ran a cell encoded every entry of a dozen such objects per step, a third of
