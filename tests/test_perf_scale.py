@@ -290,6 +290,7 @@ def test_an_object_changed_in_a_few_entries_is_written_as_json_would_write_it(
         expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
         assert encoder.encode(nb) == expected + "\n"
         assert "".join(encoder.pieces(nb)) == expected + "\n"
+        assert len(encoder._value(nb, 0)) == len(expected)
 
 
 @settings(max_examples=60, deadline=None)
@@ -325,6 +326,8 @@ def test_an_object_of_long_entries_changed_after_its_head_is_written_as_json_wou
         expected = json.dumps(nb, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
         assert "".join(encoder.pieces(nb)) == expected + "\n"
         assert encoder.encode(nb) == expected + "\n"
+        # the length each text is kept with is its own (a Rope's decides what joins it above)
+        assert len(encoder._value(nb, 0)) == len(expected)
 
 
 def test_a_long_log_whose_last_bucket_changed_costs_what_a_short_one_does() -> None:
