@@ -113,9 +113,9 @@ class Encoder:
         self._dicts: dict[tuple[int, int], tuple[dict[str, Any], str, Text]] = {}
         #: The notebook's keys, its values and its text, as last encoded (``_top_text``).
         self._top: tuple[list[str], list[Any], Text] | None = None
-        #: (id of its first value, depth) -> (an object of ``_KEPT_DICT_MIN`` entries or
-        #: more, its entries' texts in the file's order once its lineage was met twice): see
-        #: ``_kept_object``.
+        #: (its lineage, ``_lineage``) -> (an object of ``_KEPT_DICT_MIN`` entries or more,
+        #: its entries' texts in the file's order once its lineage was met twice, their
+        #: layout when in pieces): see ``_kept_object``.
         self._kept: dict[
             tuple[int, int], tuple[dict[str, Any], list[Text] | None, _Pieces | None]
         ] = {}
@@ -340,8 +340,7 @@ class Encoder:
         else:
             text = listed(entries, inner, outer, "{}")
         if len(value) >= _GROWN_MIN:  # as the whole object's text would be (``_grown_dict``)
-            largest = keys[-1] if self.style.sort_keys else max(value)
-            self._dicts[(id(next(iter(value.values()))), depth)] = (value, largest, text)
+            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
         self._kept[where] = (value, entries, layout)
         return text
 

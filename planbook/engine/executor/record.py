@@ -85,10 +85,10 @@ class StepRecords:
         #: dropped since took their records with it.
         self._held_since = 0
         #: The run's code steps whose result was recorded in memory alone, for the next save
-        #: to carry (``keeps_saves``): (status, error, result, ``saves_dropped`` then). A
-        #: failure reloads the record from the document before that save, and puts them back
+        #: to carry (``keeps_saves``): (result, ``saves_dropped`` then). A failure reloads
+        #: the record from the document before that save, and puts them back
         #: (``_put_back_awaiting``); kept for the run (few).
-        self._awaiting_save: list[tuple[str, str | None, StepResult, int]] = []
+        self._awaiting_save: list[tuple[StepResult, int]] = []
         #: The approval-hash check before each step of the run under way.
         self._approval_check = ApprovalCheck()
         #: The code runner of the run under way and the factory that made it (``_code_runner``).
@@ -148,10 +148,7 @@ class StepRecords:
                 if fresh:
                     del self.unrecorded[step_id]
                 continue
-            step.status = result.status  # type: ignore[assignment]
-            step.error = None if result.status == "done" else result.message
-            step.run_by = None
-            plan.results.append(result.model_copy())
+            settle(plan, step, result.model_copy())
         self.restore_outputs()
 
     #: Writes of the kept outputs, each followed by a save, before a restore leaves them to
@@ -256,16 +253,13 @@ class StepRecords:
         back on their steps the document still has running, while it holds their outputs (no
         kept save was dropped since: a failed write or someone else's save takes them)."""
         dropped = saves_dropped(self.document)
-        for status, error, result, dropped_then in self._awaiting_save:
+        for result, dropped_then in self._awaiting_save:
             if dropped != dropped_then:
                 continue  # the outputs went with the dropped save: the step stays running
             plan, step = _find(self.store.state.plans, result.step_id)
             if plan is None or step is None or step.status != "running":
                 continue  # a save held it, or the record is another one now
-            step.status = status  # type: ignore[assignment]
-            step.error = error
-            step.run_by = None
-            plan.results.append(result)
+            settle(plan, step, result)
 
     def _announce(self, plan_id: str, outcome: StepOutcome, checkpoint: str | None) -> StepOutcome:
         """Tell the surfaces, once what the step did is saved: at once when its transaction
@@ -358,6 +352,16 @@ class StepRecords:
         """The step's checkpoint in the record, saved by the caller's next save."""
         self.store.state.checkpoints.append(checkpoint)
         step.checkpoint = checkpoint.id
+
+
+def settle(plan: Plan, step: Step, result: StepResult) -> None:
+    """``step`` ends as ``result`` says (its status; its message as the error unless done),
+    and the result joins the plan's: a result recorded in memory and given back to a
+    record read again."""
+    step.status = result.status  # type: ignore[assignment]
+    step.error = None if result.status == "done" else result.message
+    step.run_by = None
+    plan.results.append(result)
 
 
 def _find(plans: list[Plan], step_id: str) -> tuple[Plan | None, Step | None]:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from planbook.documents.base import make_durable
 from planbook.engine import owner
-from planbook.engine.executor.record import StepRecords, retryable
+from planbook.engine.executor.record import StepRecords, retryable, settle
 from planbook.engine.executor.report import RunReport, StepOutcome, one_line
 from planbook.engine.reconcile import choose_record, reconcile
 from planbook.engine.runner import CellRun
@@ -176,10 +176,7 @@ class Recovery(StepRecords):
             checkpoint=step.checkpoint,
             seconds=time.monotonic() - started,
         )
-        step.status = status
-        step.error = None if status == "done" else message
-        step.run_by = None
-        plan.results.append(result)
+        settle(plan, step, result)
         # The next read of the record from the room would drop this (it says "running"
         # there): keep it apart until the room has it.
         self.unrecorded[step.id] = result

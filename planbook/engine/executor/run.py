@@ -316,8 +316,8 @@ class Executor(Recovery, LateMerges, ShellLayers):
                     step.checkpoint,
                     save=save,
                 )
-            awaiting = (step.status, step.error, plan.results[-1], saves_dropped(self.document))
-        if not save:  # its outputs are committed: the result waits for the next save
+            awaiting = None if save else (plan.results[-1], saves_dropped(self.document))
+        if awaiting is not None:  # its outputs are committed: the result waits for the save
             self._awaiting_save.append(awaiting)
         return self._announce(plan_id, outcome, step.checkpoint)
 
