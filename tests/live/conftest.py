@@ -65,6 +65,22 @@ def on_disk(server: RunningServer, notebook: str) -> dict[str, Any]:
     return data
 
 
+def read_after_restart(path: Path) -> Path:
+    """The file a server started again loads for the notebook at ``path``. A server killed
+    while it wrote the notebook leaves it cut short, and beside it the copy its atomic write
+    set aside first (``.~name``); when the notebook does not parse, a restarted server moves
+    it aside and loads that copy (jupyter_server's ``_read_notebook``). A server told to stop
+    is killed too here: with a client in a room, jupyter-collaboration never finishes
+    stopping (FIELD-NOTES)."""
+    aside = path.with_name(f".~{path.name}")
+    if aside.exists():
+        try:
+            json.loads(path.read_bytes())
+        except ValueError:
+            return aside
+    return path
+
+
 def run(server: RunningServer, kernel: dict[str, Any], code: str) -> str:
     """Run code in the kernel; fail with the traceback if it raised; return its stdout."""
     result = server.execute(kernel["kernel"]["id"], code, timeout=120)

@@ -251,8 +251,31 @@ def _results(cells: list[dict[str, Any]]) -> dict[str, str | None]:
     return shown
 
 
-def during(delay: float, action: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=lambda: (time.sleep(delay), action()), daemon=True)
+class Strike(threading.Thread):
+    """A fault struck from a thread of its own. What the fault raised is raised again by
+    ``join``: a fault that failed (a server that would not stop, a file it could not read)
+    fails the trial with its own traceback, not with what its absence breaks later."""
+
+    def __init__(self, wait: Callable[[], None], action: Callable[[], None]) -> None:
+        super().__init__(daemon=True)
+        self.wait, self.action = wait, action
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        self.wait()
+        try:
+            self.action()
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        if self.error is not None:
+            raise self.error
+
+
+def during(delay: float, action: Callable[[], None]) -> Strike:
+    thread = Strike(functools.partial(time.sleep, delay), action)
     thread.start()
     return thread
 
@@ -270,15 +293,16 @@ def tally(fault: str, trials: int, total: Audit) -> None:
         print(story)
 
 
-def after_steps(
-    session: Session, steps: int, delay: float, action: Callable[[], None]
-) -> threading.Thread:
+def after_steps(session: Session, steps: int, delay: float, action: Callable[[], None]) -> Strike:
     """Start ``action`` in a thread ``delay`` seconds after the run has finished ``steps``
     steps (0: once it started): a moment in the run's progress, whatever its speed."""
     fired = threading.Event()
-    thread = threading.Thread(
-        target=lambda: (fired.wait(120), time.sleep(delay), action()), daemon=True
-    )
+
+    def wait() -> None:
+        fired.wait(120)
+        time.sleep(delay)
+
+    thread = Strike(wait, action)
     finished = 0
 
     def listen(event: Event) -> None:

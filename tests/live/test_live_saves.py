@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import random
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from planbook.engine.runner import IPythonRunner
 from planbook.engine.store import Store
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
-from tests.live.conftest import disk_sources, on_disk
+from tests.live.conftest import disk_sources, on_disk, read_after_restart
 from tests.live.test_live_faults import SCALE, STEPS, Audit, Trial, after_steps, tally
 from tests.live.yclient import UpdatesSeen, YClient
 from tests.support.jupyter_server import RunningServer
@@ -189,13 +190,16 @@ def test_a_stop_early_in_a_run_of_cell_steps_keeps_the_approval(
 
     def restart(path: Path) -> None:
         server.kill() if crash else server.stop()
-        # what a restarted server loads, and a new kernel finds if this one died too (this
-        # kernel lives on and would write its memory back to the room)
-        on_disk_when_stopped.append(
-            (saved_state(path), len(disk_sources(on_disk(server, path.name))))
-        )
-        time.sleep(0.5)
-        server.start()
+        try:
+            # what a restarted server loads, and a new kernel finds if this one died too (this
+            # kernel lives on and would write its memory back to the room)
+            loaded = read_after_restart(path)
+            on_disk_when_stopped.append(
+                (saved_state(loaded), len(disk_sources(json.loads(loaded.read_bytes()))))
+            )
+            time.sleep(0.5)
+        finally:  # the next trial, and the next test on this server, need it
+            server.start()
 
     trials = SCALE  # PLANBOOK_FAULT_TRIALS=N for a soak
     for _ in range(trials):

@@ -266,7 +266,11 @@ class RunningServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Shut the server down (kernels included): SIGTERM to its process group, SIGKILL
-        after ``timeout``, then kill any kernel that outlived it."""
+        after ``timeout``, then kill any kernel that outlived it. With a client in a room the
+        SIGKILL always comes: jupyter-server-ydoc 3.0 never finishes deleting its rooms
+        (jupyter-collaboration#161, #503; #546 is unreleased), so a stop is a kill ``timeout``
+        seconds later, and may cut a save short as a kill does (``read_after_restart`` in
+        tests/live/conftest.py)."""
         proc = self.proc
         if proc is None:
             return
