@@ -985,8 +985,10 @@ def test_a_saved_plan_is_dumped_again_whatever_changed_in_it(
     changes_of(
         replace=(0, 400),
         replace_at_an_end=(0, 1),
+        replace_several=(2, 40),
         insert=(0, 400),
         drop=(0, 400),
+        reorder=(1, 99),
         prune=(0, 1),
     ),
     st.sampled_from([" ", "  "]),
@@ -998,9 +1000,10 @@ def test_a_long_object_changed_anywhere_is_written_as_json_would_write_it(
 ) -> None:
     """An object of many entries (a notebook's plans, its blobs) is put together from blocks
     of entries kept while they hold the same keys and values: an entry replaced, inserted or
-    dropped anywhere, keys sorted or in their own order, with the encoder's cache pruned
-    between saves, it writes what json.dumps writes (entries of 3,000 characters are joined
-    into runs, of 9,000 stay pieces of their own, as a blob's)."""
+    dropped anywhere, several replaced in blocks far apart, the same entries in another order
+    of their own, keys sorted or in their own order, with the encoder's cache pruned between
+    saves, it writes what json.dumps writes (entries of 3,000 characters are joined into
+    runs, of 9,000 stay pieces of their own, as a blob's)."""
     encoder = Encoder(with_fields(JUPYTER, indent=indent, sort_keys=sort_keys))
     entries: dict[str, Any] = {
         f"k{(i * 7919) % 1000:04d}": {"n": i, "text": "p" * width} if i % 3 else "b" * width
@@ -1014,8 +1017,13 @@ def test_a_long_object_changed_anywhere_is_written_as_json_would_write_it(
         elif kind == "replace at an end":  # the first or the last in the file's order
             at = (sorted(keys) if sort_keys else keys)[-n]
             entries[at] = {"at an end": n, "text": "e" * (width // 3)}
+        elif kind == "replace several":  # in blocks far apart, first or last among them
+            for k in range(0, len(keys), max(1, len(keys) // n)):
+                entries[keys[k]] = {"several": n, "at": k}
         elif kind == "insert":
             entries[f"k{n:04d}x"] = {"inserted": n}
+        elif kind == "reorder":  # the same keys and values in another order of their own
+            entries = {k: entries[k] for k in keys[n % len(keys) :] + keys[: n % len(keys)]}
         elif kind == "drop" and len(entries) > 1:
             del entries[keys[n % len(keys)]]
         nb = {"cells": [], "metadata": {"planbook": {"plans": entries}}}
