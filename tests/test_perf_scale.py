@@ -15,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from planbook.documents import file as file_backend
@@ -904,6 +904,8 @@ PLAN_CHANGES = st.lists(
 
 @settings(max_examples=80, deadline=None)
 @given(PLAN_CHANGES)
+# a plan's shallow copy takes its place, and a step they share changes: hypothesis found it
+@example([("untracked", 0), ("results replaced", 0), ("status", 0)])
 def test_a_saved_plan_is_dumped_again_whatever_changed_in_it(
     changes: list[tuple[str, int]],
 ) -> None:

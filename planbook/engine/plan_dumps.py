@@ -147,18 +147,24 @@ class PlanDumps:
         # the order model_dump gives (a notebook kept with keys in their own order keeps it)
         return {name: lists[name] if name in lists else head[name] for name in Plan.model_fields}
 
-    def _own(self, part: object, plan_id: int) -> None:
+    def _own(self, part: object, plan_id: int) -> bool:
         """``part`` (a holder or a step) is in the plan whose id is ``plan_id``: a change of
         it makes that plan's dump be made again. A part in two plans (no engine path makes
-        one) makes the other plan's dump be made again at each call: slow, but right."""
+        one) makes the other plan's dump be made again at each call: slow, but right. True
+        when the part was another plan's."""
         hit = self._owner.get(id(part))
+        self._owner[id(part)] = (part, plan_id)
         if hit is not None and hit[0] is part and hit[1] != plan_id:
             self._valid.pop(hit[1], None)
-        self._owner[id(part)] = (part, plan_id)
+            return True
+        return False
 
     def _revision(self, revision: Revision) -> dict[str, Any]:
         self._own(revision, self._dumping)
-        self._own(revision.steps, self._dumping)
+        if self._own(revision.steps, self._dumping):
+            # steps another plan held (a shallow copy of it shares them): a status set on
+            # one of them is this plan's change now, though their dumps are reused as they are
+            self._own_steps(revision.steps)
         head = revision.model_dump(mode="json", exclude={"steps"})
         # a step changes in place (its status): its dump is reused as is only while no step
         # was assigned to since (``ASSIGNMENTS``), which is how staging a step leaves them
