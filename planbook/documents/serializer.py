@@ -123,10 +123,10 @@ class Encoder:
         #: (id of its first item, depth) -> (a block of a very long list, its pieces, their
         #: length): see ``_in_blocks``.
         self._blocks: dict[tuple[int, int], tuple[list[Any], list[str], int]] = {}
-        #: (id of its first value, depth) -> (a block of a long object's keys and values, its
-        #: pieces, their length): see ``_dict_in_blocks``.
+        #: (id of its first value, depth) -> (a block of a long object's keys and values, what
+        #: leads it, its pieces, their length): see ``_dict_in_blocks``.
         self._dict_blocks: dict[
-            tuple[int, int], tuple[tuple[str, ...], list[Any], list[str], int]
+            tuple[int, int], tuple[tuple[str, ...], list[Any], str, list[str], int]
         ] = {}
         self._dict_blocks_used: set[tuple[int, int]] = set()
         #: (depth, its first key) -> a long object as last encoded (``_long_object``): the
@@ -500,15 +500,15 @@ class Encoder:
                 at = b * _DICT_BLOCK if b < len(wheres) - 1 else last
                 to = min(at + _DICT_BLOCK, last) if at < last else last + 1
                 held = list(map(value.__getitem__, keys[at:to]))
-                found = self._block(keys[at:to], held, depth, inner, cache)
-                layout[2 * b + 1], wheres[b], sizes[b] = found[2], (id(held[0]), depth), found[3]
+                lead = "," + inner if b else "{" + inner
+                found = self._block(keys[at:to], held, lead, depth, inner, cache)
+                layout[b], wheres[b], sizes[b] = found[3], (id(held[0]), depth), found[4]
         else:
             keys = sorted(value) if self.style.sort_keys else order
             values = list(map(value.__getitem__, keys))
             layout, wheres, sizes = self._dict_in_blocks(keys, values, depth, inner, cache)
-        # the opening, the separators and the closing, and each block
-        size = sum(map(len, layout[0])) + sum(sizes) + len(layout[-1][0])
-        size += (len(sizes) - 1) * (len(inner) + 1)
+        size = sum(sizes) + len(layout[-1][0])  # each block, with what leads it, and the closing
+        # the closing line stays a piece of its own: the object may grow (``_grown_dict``)
         pieces = list(chain.from_iterable(layout))  # in C
         text: Text
         if size < ROPE_MIN and not any(len(p) >= LONG_STRING for p in pieces):
@@ -535,20 +535,18 @@ class Encoder:
         save grew by about 5 µs of CPU per plan the notebook ever ran). The last entry is a
         block of its own: an object that grows at its end (the log, whose last bucket gains
         an entry at every step) then puts that entry together again, not the 15 before it.
-        Returns the text's layout (its opening, each block's pieces with a separator between,
-        its closing), the blocks' places in the cache and their lengths."""
-        sep = "," + inner
-        layout = [["{" + inner]]
-        wheres, sizes = [], []
+        Returns the text's layout (each block's pieces, the first led by the object's opening
+        and the others by their separator, then its closing), the blocks' places in the cache
+        and their lengths."""
+        layout, wheres, sizes = [], [], []
         last = len(keys) - 1
         for at in [*range(0, last, _DICT_BLOCK), last]:
             to = min(at + _DICT_BLOCK, last) if at < last else last + 1
-            found = self._block(keys[at:to], values[at:to], depth, inner, cache)
-            if at:
-                layout.append([sep])
-            layout.append(found[2])
+            lead = "," + inner if at else "{" + inner
+            found = self._block(keys[at:to], values[at:to], lead, depth, inner, cache)
+            layout.append(found[3])
             wheres.append((id(values[at]), depth))
-            sizes.append(found[3])
+            sizes.append(found[4])
         layout.append([f"\n{self.style.indent * depth}}}"])
         return layout, wheres, sizes
 
@@ -556,20 +554,26 @@ class Encoder:
         self,
         keys: list[str],
         held: list[Any],
+        lead: str,
         depth: int,
         inner: str,
         cache: dict[int, tuple[object, Text]],
-    ) -> tuple[tuple[str, ...], list[Any], list[str], int]:
-        """A block of a long object's entries (``keys`` and the values ``held``): their keys,
-        values, pieces and length, kept while a block at the same place holds the same keys
-        and values."""
+    ) -> tuple[tuple[str, ...], list[Any], str, list[str], int]:
+        """A block of a long object's entries (``keys`` and the values ``held``), led by
+        ``lead`` (the object's opening, or the separator after the block before): their
+        keys, values, lead, pieces and length, kept while a block at the same place holds the
+        same keys and values behind the same lead. The lead is joined to the block's first
+        piece: as a piece of its own it was half the pieces of a record beside 1,000 past
+        plans, each looked up and written one by one at every save."""
         kept = tuple(keys)
         where = (id(held[0]), depth)
         self._dict_blocks_used.add(where)
         found = self._dict_blocks.get(where)
-        if found is None or not (found[0] == kept and all(map(operator.is_, found[1], held))):
+        if found is None or not (
+            found[0] == kept and found[2] == lead and all(map(operator.is_, found[1], held))
+        ):
             parts = [self._entry(k, v, depth, cache) for k, v in zip(kept, held, strict=True)]
-            found = (kept, held, *_block_text(parts, "," + inner, _JOINED_BELOW))
+            found = (kept, held, lead, *_block_text(parts, "," + inner, _JOINED_BELOW, lead))
             self._dict_blocks[where] = found
         return found
 
@@ -599,15 +603,18 @@ def _lineage(value: dict[str, Any], depth: int) -> tuple[int, int]:
     return (id(named if type(named) is str else next(iter(value.values()))), depth)
 
 
-def _block_text(parts: list[Text], sep: str, long: int = LONG_STRING) -> tuple[list[str], int]:
-    """A block of a long list's or object's ``parts``, ``sep`` between them: its pieces, each
-    run of those shorter than ``long`` joined, and their length. Short strings alone (a
-    block of plans, of log entries) are joined in C (``runs``): going through their pieces
-    one by one cost a staged step beside 1,000 past plans about 250 Python lines."""
-    size = sum(map(len, parts)) + len(sep) * (len(parts) - 1)
+def _block_text(
+    parts: list[Text], sep: str, long: int = LONG_STRING, lead: str = ""
+) -> tuple[list[str], int]:
+    """A block of a long list's or object's ``parts``, ``sep`` between them, after ``lead``:
+    its pieces, each run of those shorter than ``long`` joined, and their length. Short
+    strings alone (a block of plans, of log entries) are joined in C (``runs``): going
+    through their pieces one by one cost a staged step beside 1,000 past plans about 250
+    Python lines."""
+    size = len(lead) + sum(map(len, parts)) + len(sep) * (len(parts) - 1)
     if Rope not in map(type, parts) and max(map(len, parts)) < long:  # in C
-        return runs(cast("list[str]", parts), sep), size
-    pieces: list[str] = []
+        return runs(cast("list[str]", parts), sep, lead), size
+    pieces: list[str] = [lead] if lead else []
     append_parts(pieces, parts, sep)
     return in_long_runs(pieces, long=long)[0], size
 
@@ -665,8 +672,8 @@ class _LongObject:
     """A long object as last encoded: the object (held: its id is the cache's key), its keys
     in the file's order, its keys and values in its own order (the next one, made from it by
     a copy, holds the same keys in that order: compared as lists, in C), its text's layout
-    (opening, blocks' pieces with a separator between, closing), where its blocks are
-    cached, and their lengths."""
+    (each block's pieces, led by the opening or a separator, then the closing), where its
+    blocks are cached, and their lengths."""
 
     value: dict[str, Any]
     keys: list[str]
