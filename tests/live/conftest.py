@@ -71,7 +71,7 @@ def read_after_restart(path: Path) -> Path:
     set aside first (``.~name``); when the notebook does not parse, a restarted server moves
     it aside and loads that copy (jupyter_server's ``_read_notebook``). A server told to stop
     is killed too here: with a client in a room, jupyter-collaboration never finishes
-    stopping (FIELD-NOTES)."""
+    stopping (``RunningServer.stop``)."""
     aside = path.with_name(f".~{path.name}")
     if aside.exists():
         try:

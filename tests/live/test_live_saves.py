@@ -189,8 +189,8 @@ def test_a_stop_early_in_a_run_of_cell_steps_keeps_the_approval(
     on_disk_when_stopped: list[tuple[list[tuple[str, int]], int]] = []
 
     def restart(path: Path) -> None:
-        server.kill() if crash else server.stop()
         try:
+            server.kill() if crash else server.stop()
             # what a restarted server loads, and a new kernel finds if this one died too (this
             # kernel lives on and would write its memory back to the room)
             loaded = read_after_restart(path)
