@@ -5,6 +5,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -31,6 +32,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="ignored: pytest-xdist is not loaded",
     )
     group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test that fails while this process has Jupyter servers running reports where each
+    stands (CPU taken, the end of its log): CI keeps only the terminal, and a server busy
+    with something else, or gone, shows there as timeouts in whatever test came next."""
+    report = yield
+    if report.failed:
+        from tests.support.jupyter_server import started_servers
+
+        for server in started_servers():
+            report.sections.append((f"jupyter server on port {server.port}", server.state()))
+    return report
 
 
 def make_notebook(path: Path, sources: list[str], *, ids: list[str] | None = None) -> Path:

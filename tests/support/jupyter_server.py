@@ -156,6 +156,15 @@ def _isolated_env(home: Path) -> dict[str, str]:
     return env
 
 
+#: The servers of this test process that are running now (``started_servers``).
+_RUNNING: dict[int, RunningServer] = {}
+
+
+def started_servers() -> list[RunningServer]:
+    """The servers this test process has running now, for a failed test's report."""
+    return list(_RUNNING.values())
+
+
 class RunningServer:
     """A Jupyter server process; stop it with ``stop()`` or use it as a context manager."""
 
@@ -181,6 +190,7 @@ class RunningServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.home / "server.log"
         self._children: set[int] = set()
+        self._started = 0.0  # time.monotonic() at the last start
         if not collaboration:
             page_config = self.home / "config" / "labconfig" / "page_config.json"
             page_config.parent.mkdir(parents=True, exist_ok=True)
@@ -234,8 +244,29 @@ class RunningServer:
             start_new_session=True,
         )
         log.close()
+        self._started = time.monotonic()
+        _RUNNING[id(self)] = self
         self.wait_ready()
         return self
+
+    def state(self) -> str:
+        """Where the server stands, for a failed test's report: its port and process, how
+        long it has run and how much CPU it took (a server busy with something else answers
+        nobody), and the end of its log."""
+        proc = self.proc
+        if proc is None:
+            return f"port {self.port}: not running"
+        ran = time.monotonic() - self._started
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = f"{(int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK'):.1f} s"
+        except (OSError, IndexError, ValueError):
+            cpu = "unknown"
+        alive = "running" if proc.poll() is None else f"exited ({proc.returncode})"
+        return (
+            f"port {self.port}, pid {proc.pid} {alive}, up {ran:.1f} s, CPU {cpu}\n"
+            f"--- the end of its log ---\n{self.log()[-3000:]}"
+        )
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -275,6 +306,7 @@ class RunningServer:
         if proc is None:
             return
         self.proc = None
+        _RUNNING.pop(id(self), None)
         children = _descendants(proc.pid) | self._children
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -303,6 +335,7 @@ class RunningServer:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
         self.proc = None
+        _RUNNING.pop(id(self), None)
 
     def restart(self, *, crash: bool = False) -> None:
         """Stop (or ``crash``: SIGKILL) and start again on the same port, root and state."""
