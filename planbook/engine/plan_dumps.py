@@ -15,7 +15,7 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from planbook.model.plan import ASSIGNMENTS, Approval, Plan, Revision, Step, StepResult
-from planbook.model.tracked import HOLDERS, TrackedList
+from planbook.model.tracked import HOLDERS, TrackedList, holds_itself
 
 
 class PlanDumps:
@@ -105,7 +105,7 @@ class PlanDumps:
             return None
         now_steps, steps = Step.assigned_since(then[0])
         now_holders, holders = HOLDERS.since(then[1])
-        if steps is None or holders is None or any(map(operator.is_, holders, repeat(plans))):
+        if steps is None or holders is None or holds_itself(holders, plans):
             return None
         valid, owner = self._valid, self._owner
         again = self._untracked

@@ -26,7 +26,7 @@ import getpass
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
@@ -49,7 +49,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
-from planbook.model.tracked import HOLDERS
+from planbook.model.tracked import HOLDERS, holds_itself
 
 METADATA_KEY = "planbook"
 _PLAN_ID = operator.attrgetter("id")
@@ -262,7 +262,7 @@ class _Saved:
             # the same list, unchanged, and no checkpoint assigned to: nothing to look at
             holders is not None
             and cps is self.checkpoint_list
-            and not any(map(operator.is_, holders, repeat(cps)))
+            and not holds_itself(holders, cps)
             and Checkpoint.changes == self.checkpoint_changes
             and not dropped
         ):

@@ -10,10 +10,11 @@ the plans that hold them, whatever the number of the others (engine/plan_dumps.p
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import deque
 from collections.abc import Iterable
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any, Generic, SupportsIndex, TypeVar
 
 _T = TypeVar("_T")
@@ -57,6 +58,12 @@ class Journal(Generic[_T]):
 
 #: The one journal of the plans' holders (a plan, a revision, a tracked list).
 HOLDERS: Journal[object] = Journal()
+
+
+def holds_itself(items: Iterable[object], one: object) -> bool:
+    """Whether ``items`` holds ``one`` itself, not an equal object (found in C): a journal
+    names the very objects that changed, and two plans or lists may be equal."""
+    return any(map(operator.is_, items, repeat(one)))
 
 
 class TrackedList(list[_T]):

@@ -24,7 +24,7 @@ from planbook.errors import ConflictError
 from planbook.model.checkpoint import CellSnapshot, Checkpoint, FileSnapshot
 from planbook.model.operations import McpCall, RunCell, Shell
 from planbook.model.plan import OPEN_STATUSES, Plan, Step, StepResult
-from planbook.model.tracked import HOLDERS
+from planbook.model.tracked import HOLDERS, holds_itself
 
 #: A plan's state (``recover`` looks for the executing ones).
 _STATE = operator.attrgetter("state")
@@ -260,12 +260,8 @@ class Recovery(StepRecords):
         plans = self.store.state.plans
         now, changed = HOLDERS.since(self._seen_at)
         seen = self._seen
-        if (
-            seen is None
-            or seen[0] is not plans
-            or changed is None
-            or any(map(operator.is_, changed, repeat(plans)))
-        ):  # found in C
+        if seen is None or seen[0] is not plans or changed is None or holds_itself(changed, plans):
+            # every plan's state, found in C
             found = list(compress(plans, map(operator.eq, map(_STATE, plans), repeat("executing"))))
         else:
             found = [plan for plan in seen[1] if plan.state == "executing"]
@@ -273,12 +269,12 @@ class Recovery(StepRecords):
                 if (
                     isinstance(plan, Plan)
                     and plan.state == "executing"
-                    and not any(map(operator.is_, found, repeat(plan)))
-                    and any(map(operator.is_, plans, repeat(plan)))
+                    and not holds_itself(found, plan)
+                    and holds_itself(plans, plan)
                 ):
                     found.append(plan)
             if len(found) > 1:  # rare: more than one run cut off; in the plans' order
-                found = [plan for plan in plans if any(map(operator.is_, found, repeat(plan)))]
+                found = [plan for plan in plans if holds_itself(found, plan)]
         self._seen, self._seen_at = (plans, found), now
         return found
 
