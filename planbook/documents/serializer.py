@@ -289,7 +289,7 @@ class Encoder:
             _join_short(parts, kept_apart)
         text = wrap("{", inner, parts, self.style.indent * depth, "}")
         if len(value) >= _GROWN_MIN:
-            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+            self._may_grow(value, depth, text, max(value))
         if kept:
             # an object's entries are kept from its lineage's second text on: one replaced
             # once (a cell that ran) does not keep a copy of its text for nothing
@@ -340,8 +340,8 @@ class Encoder:
             text = layout.rope
         else:
             text = listed(entries, inner, outer, "{}")
-        if len(value) >= _GROWN_MIN:  # as the whole object's text would be (``_grown_dict``)
-            self._dicts[(id(next(iter(value.values()))), depth)] = (value, max(value), text)
+        if len(value) >= _GROWN_MIN:  # as the whole object's text would be
+            self._may_grow(value, depth, text, keys[-1] if self.style.sort_keys else max(value))
         self._kept[where] = (value, entries, layout)
         return text
 
@@ -377,7 +377,7 @@ class Encoder:
                 return None  # a long entry: encoded with the whole object, as usual
             parts.append(self._string(k) + ": " + entry)
         out = grown(text, inner, parts, self.style.indent * depth, "}")
-        self._dicts[(id(first), depth)] = (value, max(last, *(k for k, _ in added)), out)
+        self._may_grow(value, depth, out, max(last, *(k for k, _ in added)))
         return out
 
     def _grown_list(
@@ -516,9 +516,13 @@ class Encoder:
         else:
             text = Rope(pieces, size)
         self._objects[lineage] = _LongObject(value, keys, order, inserted, layout, wheres, sizes)
-        largest = keys[-1] if self.style.sort_keys else max(value)
-        self._dicts[(id(inserted[0]), depth)] = (value, largest, text)
+        self._may_grow(value, depth, text, keys[-1] if self.style.sort_keys else max(value))
         return text
+
+    def _may_grow(self, value: dict[str, Any], depth: int, text: Text, largest: str) -> None:
+        """Keep a long object's text for ``_grown_dict``: the next one at this depth may be
+        this one with entries added after its ``largest`` key (the log's bucket)."""
+        self._dicts[(id(next(iter(value.values()))), depth)] = (value, largest, text)
 
     def _dict_in_blocks(
         self,
