@@ -13,6 +13,7 @@ import pytest
 from planbook.documents.file import FileNotebook
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
+from tests.support.jupyter_server import started_servers
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -41,8 +42,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     with something else, or gone, shows there as timeouts in whatever test came next."""
     report = yield
     if report.failed:
-        from tests.support.jupyter_server import started_servers
-
         for server in started_servers():
             report.sections.append((f"jupyter server on port {server.port}", server.state()))
     return report
