@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planbook.documents.file import FileNotebook
 from planbook.engine.plan_dumps import PlanDumps
 from planbook.model.plan import ASSIGNMENTS, Plan, Revision, Step, StepResult
-from planbook.model.tracked import HOLDERS, KEPT, Journal, TrackedList
+from planbook.model.tracked import HOLDERS, KEPT, Journal, Prefix, TrackedList
 from planbook.sessions.session import Session
 from planbook.workspace.files import Workspace
 from tests.conftest import make_notebook
@@ -114,6 +116,104 @@ def test_every_change_in_place_of_a_plans_list_is_noted(
     now, changed = HOLDERS.since(then)
     assert items == left and type(items) is TrackedList
     assert changed is not None and now > then and all(c is items for c in changed), how
+
+
+#: The changes that leave a list's first items where they were: at its end only.
+AT_THE_END = {"append", "extend", "+="}
+
+
+@pytest.mark.parametrize(("how", "change", "left"), IN_PLACE, ids=[c[0] for c in IN_PLACE])
+def test_a_list_seen_still_starts_with_what_was_seen_only_after_changes_at_its_end(
+    how: str, change: Callable[[list[int]], object], left: list[int]
+) -> None:
+    """A reader that saw a plan's steps (the projection, the open steps, the plan's dumps)
+    asks whether they are still the first ones without a look at each (``Prefix``): only an
+    append, an extend or ``+=`` leaves that so, and every other change says no, even one
+    that leaves the same items in the same places (``*=``: a sort of sorted items)."""
+    items = TrackedList([1, 2, 3])
+    seen = Prefix(items)
+    change(items)  # type: ignore[arg-type]
+    assert seen.starts(items) is (how in AT_THE_END), how
+    assert Prefix(items).starts(items)  # seen again: the list as it is now
+    assert not seen.starts(TrackedList(items)), "another list, with the same items"
+
+
+#: What a sequence of changes does to a list: the change and an index (or a count).
+LIST_CHANGES = st.lists(
+    st.tuples(
+        st.sampled_from([c[0] for c in IN_PLACE] + ["look", "sort sorted"]), st.integers(0, 5)
+    ),
+    max_size=30,
+)
+
+
+def _change(xs: list[int], how: str, n: int, made: Iterator[int]) -> None:
+    """``xs`` changed in place the way ``how`` names, new items drawn from ``made``."""
+    if how == "append":
+        xs.append(next(made))
+    elif how == "extend":
+        xs.extend([next(made) for _ in range(n)])
+    elif how == "+=":
+        xs += [next(made)]
+    elif how == "insert":
+        xs.insert(n, next(made))
+    elif how == "pop" and xs:
+        xs.pop()
+    elif how == "pop(0)" and xs:
+        xs.pop(0)
+    elif how == "remove" and xs:
+        xs.remove(xs[n % len(xs)])
+    elif how == "clear":
+        xs.clear()
+    elif how == "sort":
+        xs.sort(reverse=bool(n % 2))
+    elif how == "sort sorted":  # the same order: nothing moves
+        order = [*xs]
+        xs.sort(key=order.index)
+    elif how == "reverse":
+        xs.reverse()
+    elif how == "item set" and xs:
+        xs[n % len(xs)] = next(made)
+    elif how == "slice set":
+        xs[n:] = [next(made)]
+    elif how == "item deleted" and xs:
+        del xs[n % len(xs)]
+    elif how == "slice deleted":
+        del xs[n:]
+    elif how == "*=":
+        xs *= 1 + n % 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(LIST_CHANGES)
+def test_a_prefix_is_never_said_to_stand_when_it_does_not(changes: list[tuple[str, int]]) -> None:
+    """Any sequence of changes, with looks between them: a look that says the first items
+    are those seen is right (the very objects, in order), and after changes at the end
+    alone it says so, on a tracked list in O(1) and on a plain one by comparing."""
+    made = iter(range(10**6))
+    tracked_items: TrackedList[int] = TrackedList([next(made) for _ in range(3)])
+    plain = list(tracked_items)
+    looks = [(Prefix(tracked_items), Prefix(plain), list(tracked_items), True)]
+    for how, n in changes:
+        if how == "look":
+            looks.append((Prefix(tracked_items), Prefix(plain), list(tracked_items), True))
+            continue
+        before = list(tracked_items)
+        _change(tracked_items, how, n, made)
+        plain[:] = tracked_items  # the plain list follows, so both hold the same objects
+        at_end = how in AT_THE_END
+        looks = [
+            (t, p, was, kept and at_end and tracked_items[: len(before)] == before)
+            for t, p, was, kept in looks
+        ]
+        for tracked_look, plain_look, was, only_appended in looks:
+            really = len(tracked_items) >= len(was) and all(
+                a is b for a, b in zip(tracked_items, was, strict=False)
+            )
+            assert not tracked_look.starts(tracked_items) or really, (how, was)
+            assert plain_look.starts(plain) is really, (how, was)
+            if only_appended:
+                assert tracked_look.starts(tracked_items), (how, was)
 
 
 def test_a_plans_lists_are_tracked_however_they_are_set() -> None:

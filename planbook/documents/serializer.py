@@ -76,6 +76,26 @@ _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 Chunk = bytes | memoryview
 
 
+class Appended(list[Any]):
+    """A list made of another one's items and more after them, said so by whoever made it
+    (a revision's steps, a plan's results: engine/plan_dumps.py). The encoder takes the text
+    of that one and encodes the new items alone, with no look at the items the two share
+    (staging step 500 compared 500 steps with the last save's, one by one). ``base`` is that
+    list; its maker lets go of it once it made the next one, so a chain of grown lists does
+    not hold every list before it."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: list[Any], new: Iterable[Any]) -> None:
+        super().__init__(base)
+        self.extend(new)
+        self.base: list[Any] | None = base
+
+    def __reduce__(self) -> tuple[type[list[Any]], tuple[list[Any]]]:
+        # a copy (or a pickle) is a plain list: it vouches for nothing
+        return list, (list(self),)
+
+
 @dataclass(frozen=True)
 class Style:
     """How a notebook file is laid out."""
@@ -398,7 +418,9 @@ class Encoder:
         if hit is not None and len(hit[0]) <= len(value) and hit[0] and hit[0][0] is value[0]:
             old = hit[0]
             if len(old) < len(value) or hit[2] is None:
-                if all(map(operator.is_, old, value)):
+                if (type(value) is Appended and value.base is old) or all(
+                    map(operator.is_, old, value)
+                ):
                     start = len(old)
             else:  # the same length: the items that are other objects, found in C
                 changed = list(compress(count(), map(operator.is_not, old, value)))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
 from typing import Any, cast
 
 from pydantic import BaseModel
 
+from planbook.documents.serializer import Appended
 from planbook.model.plan import ASSIGNMENTS, Approval, Plan, Revision, Step, StepResult
-from planbook.model.tracked import HOLDERS, TrackedList, holds_itself
+from planbook.model.tracked import HOLDERS, Prefix, TrackedList, holds_itself
 
 
 class PlanDumps:
@@ -30,7 +31,7 @@ class PlanDumps:
         #: id -> (the part, what it was loaded from): its dump, where equal
         self._seeds: dict[int, tuple[BaseModel, Any]] = {}
         #: id -> (a list of frozen parts, the parts it held, their dumps); see ``_grown``
-        self._lists: dict[int, tuple[Sequence[BaseModel], list[BaseModel], list[Any], int]] = {}
+        self._lists: dict[int, tuple[Sequence[BaseModel], Prefix[Any], list[Any], int]] = {}
         #: id of a plan -> (the plan, its dump): dumps that held at the last ``plans``
         self._valid: dict[int, tuple[Plan, dict[str, Any]]] = {}
         #: id of a plan's holder or step -> (it, the id of the plan whose dump holds it)
@@ -177,31 +178,43 @@ class PlanDumps:
         """A plan's approvals or results (frozen), or a revision's steps (``tracked``: their
         assignments are noted in ``ASSIGNMENTS``): appended to (or cut back at the end), so
         the dumps of the items it held last time, in the same places, are reused without a look
-        at each (a plan's results grow with every step, its steps with every staged one)."""
+        at each (a plan's results grow with every step, its steps with every staged one).
+        Grown only at its end, its dumps are ``Appended`` to the last ones: the serializer
+        needs no look at them either."""
         hit = self._lists.get(id(items))
         if hit is not None and hit[0] is items:
             seen, dumps = hit[1], hit[2]
             n = len(seen)
             # read before any dump: a step assigned to after this is looked at next time
             now, assigned = Step.assigned_since(hit[3]) if tracked else (0, [])
-            if assigned is not None and len(items) >= n and all(map(operator.is_, items[:n], seen)):
+            if assigned is not None and seen.starts(items):
+                fresh = dumps
                 if assigned:  # steps assigned to since (a status): those are looked at again
-                    dumps = list(dumps)
-                    where = dict(zip(map(id, seen), range(n), strict=True))  # in C
+                    where = dict(zip(map(id, islice(items, n)), range(n), strict=True))  # in C
                     for step in assigned:
                         i = where.get(id(step))
-                        if i is not None and seen[i] is step:
-                            dumps[i] = self._part(step)
-                if len(items) > n or assigned:
-                    dumps = dumps + [self._part(x) for x in items[n:]]
-                    self._lists[id(items)] = (items, list(items), dumps, now)
+                        if i is not None and items[i] is step:
+                            part = self._part(step)
+                            if part is not fresh[i]:
+                                fresh = list(dumps) if fresh is dumps else fresh
+                                fresh[i] = part
+                if len(items) > n:
+                    new = [self._part(x) for x in items[n:]]
+                    if fresh is dumps:
+                        if type(dumps) is Appended:
+                            dumps.base = None  # see ``Appended``
+                        fresh = Appended(dumps, new)
+                    else:
+                        fresh += new
                     if tracked:
                         self._own_steps(items[n:])
-                return dumps
+                if len(items) > n or assigned:
+                    self._lists[id(items)] = (items, Prefix(items), fresh, now)
+                return fresh
         else:
             now = ASSIGNMENTS.count if tracked else 0
         dumps = [self._part(x) for x in items]
-        self._lists[id(items)] = (items, list(items), dumps, now)
+        self._lists[id(items)] = (items, Prefix(items), dumps, now)
         if tracked:
             self._own_steps(items)
         return dumps

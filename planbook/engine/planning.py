@@ -25,6 +25,7 @@ from planbook.model.operations import (
     target_of,
 )
 from planbook.model.plan import ASSIGNMENTS, OPEN_STATUSES, Plan, Revision, Step, StepStatus
+from planbook.model.tracked import Prefix
 from planbook.workspace.files import Workspace
 
 _STATUS = operator.attrgetter("status")
@@ -59,7 +60,7 @@ class ProjectionCache:
         self._proj: Projection | None = None
         self._revision: object = None
         self._workspace: Workspace | None = None
-        self._steps: list[Step] = []
+        self._seen: Prefix[Step] = Prefix([])
         self._statuses: list[StepStatus] = []
         #: ``ASSIGNMENTS.count`` when the statuses were read: unchanged, no step was assigned to
         #: since, so they are not read again (a loop over the plan at every staged step).
@@ -77,14 +78,13 @@ class ProjectionCache:
             if cells and isinstance(cells[0], CellOutline)
             else [CellOutline(c.id, c.cell_type, c.source) for c in cells]
         )
-        done = len(self._steps)
+        done = len(self._seen)
         proj = self._proj
         if (
             proj is None
             or self._revision is not plan.current
             or self._workspace is not workspace
-            or len(steps) < done
-            or not all(map(operator.is_, steps[:done], self._steps))
+            or not self._seen.starts(steps)
             or (
                 ASSIGNMENTS.count != self._changes
                 and list(map(_STATUS, steps[:done])) != self._statuses
@@ -98,7 +98,7 @@ class ProjectionCache:
             if step.status in PROJECTED and _still_applies(proj, step.operation):
                 proj.apply(step.operation, step.id)
         self._proj, self._revision, self._workspace = proj, plan.current, workspace
-        self._steps = list(steps)
+        self._seen = Prefix(steps)
         self._statuses += map(_STATUS, steps[done:])
         self._changes = ASSIGNMENTS.count
         self._cells = seen

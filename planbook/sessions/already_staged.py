@@ -16,6 +16,7 @@ from planbook.engine.projection import Projection
 from planbook.errors import UsageMistake
 from planbook.model.operations import AnyOperation, DeleteCell, InsertCell, MoveCell
 from planbook.model.plan import ASSIGNMENTS, Plan, Step
+from planbook.model.tracked import Prefix
 
 Numbered = tuple[int, Step]
 
@@ -28,8 +29,7 @@ class OpenSteps:
     still the first ones, and no step assigned to since (``ASSIGNMENTS``: a status)."""
 
     def __init__(self) -> None:
-        self._steps: list[Step] | None = None
-        self._seen: list[Step] = []
+        self._seen: Prefix[Step] = Prefix([])
         self._changes = -1
         self._clear()
 
@@ -46,18 +46,13 @@ class OpenSteps:
         """Brought up to date with ``plan``'s steps (as ``%plan`` numbers them)."""
         steps = plan.steps if plan is not None else []
         done = len(self._seen)
-        if not (
-            steps is self._steps
-            and self._changes == ASSIGNMENTS.count
-            and len(steps) >= done
-            and all(map(operator.is_, steps[:done], self._seen))  # a C loop, not one per step
-        ):
+        if not (self._changes == ASSIGNMENTS.count and self._seen.starts(steps)):
             self._clear()
             done = 0
         for number, step in enumerate(steps[done:], start=done + 1):
             if step.status in planning.PROJECTED:
                 self._add(number, step)
-        self._steps, self._seen, self._changes = steps, list(steps), ASSIGNMENTS.count
+        self._seen, self._changes = Prefix(steps), ASSIGNMENTS.count
         return self
 
     def _add(self, number: int, step: Step) -> None:
