@@ -49,7 +49,7 @@ from planbook.model.checkpoint import Checkpoint
 from planbook.model.conversation import Conversation
 from planbook.model.plan import Plan, StepIndex
 from planbook.model.store import SCHEMA_VERSION, LogEntry, PlanbookState
-from planbook.model.tracked import HOLDERS, holds_itself
+from planbook.model.tracked import HOLDERS, Prefix, holds_itself
 
 METADATA_KEY = "planbook"
 _PLAN_ID = operator.attrgetter("id")
@@ -214,7 +214,9 @@ class _Saved:
         self.checkpoints: dict[str, tuple[tuple[Any, ...] | None, Any]] = {}
         self.blobs: set[str] = set()
         self.log: list[Any] = []
-        self.checkpoint_objects: list[Checkpoint] = []
+        #: the checkpoints' list as the last save saw it (held, not just their ids: a
+        #: dropped checkpoint's id could be reused by a new one)
+        self.checkpoint_objects: Prefix[Checkpoint] = Prefix([])
         self.checkpoint_changes = -1
         #: the checkpoints' list at the last save, and ``HOLDERS.count`` then: a save that
         #: finds it unchanged (model/tracked.py) and no checkpoint assigned to skips them
@@ -346,8 +348,7 @@ class _Saved:
         # changes (a new one, gc): otherwise there is nothing to look at in them.
         saved = self.checkpoint_objects
         if (
-            len(state.checkpoints) >= len(saved)
-            and all(map(operator.is_, state.checkpoints, saved))  # a C loop, not one per item
+            saved.starts(state.checkpoints)  # the list only grew: O(1), not one per item
             and (Checkpoint.changes == self.checkpoint_changes)
             and not dropped
         ):
@@ -370,8 +371,7 @@ class _Saved:
                 changes[("checkpoints", bucket(cp.seq), cp.id)] = dumped
             self.checkpoints[cp.id] = (looks, dumped)
             cp._saved = True
-        # Held, not just their ids: a dropped checkpoint's id could be reused by a new one.
-        self.checkpoint_objects = list(state.checkpoints)
+        self.checkpoint_objects = Prefix(state.checkpoints)
 
     def _with_messages(self, dumped: dict[str, Any], conversation: Conversation) -> dict[str, Any]:
         """``dumped`` (the conversation without its messages) with them, in the fields' order.
