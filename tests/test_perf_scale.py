@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace as with_fields
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import pytest
@@ -42,18 +42,40 @@ def open_session(path: Path) -> Session:
 
 
 @contextmanager
+def identity_comparisons(tally: Callable[[], object]) -> Iterator[set[CodeType]]:
+    """While inside, each object compared by identity through ``operator.is_`` or
+    ``operator.is_not`` calls ``tally``: the way a loop over a plan's steps is made in C,
+    without a line of Python each, so a count of lines does not see it. Yields the code of
+    the stand-ins, for a tracer to leave out."""
+    real_is, real_is_not = operator.is_, operator.is_not
+
+    def is_(a: object, b: object) -> bool:
+        tally()
+        return a is b
+
+    def is_not(a: object, b: object) -> bool:
+        tally()
+        return a is not b
+
+    operator.is_, operator.is_not = is_, is_not
+    try:
+        yield {is_.__code__, is_not.__code__}
+    finally:
+        operator.is_, operator.is_not = real_is, real_is_not
+
+
+@contextmanager
 def lines_per_step(
     session: Session, steps: set[int]
 ) -> Iterator[tuple[dict[int, int], dict[int, int]]]:
     """Python lines executed by each of ``steps`` of a run (step n: from its start to the
     next one's; a step's end is announced later, with the save that holds it), counted by a
     trace function in this thread (the executor runs in it), and the objects each compares by
-    identity in C (``comparisons_of``); calls made outside those steps are not traced (that
-    would take seconds)."""
+    identity in C (``identity_comparisons``); calls made outside those steps are not traced
+    (that would take seconds)."""
     counts: dict[int, int] = {}
     compared: dict[int, int] = {}
     step = [1]
-    real_is, real_is_not = operator.is_, operator.is_not
 
     def on_event(event: Event) -> None:
         if event.kind == "step_started":
@@ -61,32 +83,26 @@ def lines_per_step(
         elif event.kind == "run_finished":
             step[0] = 0
 
-    def is_(a: object, b: object) -> bool:
+    def tally() -> None:
         compared[step[0]] = compared.get(step[0], 0) + 1
-        return a is b
-
-    def is_not(a: object, b: object) -> bool:
-        compared[step[0]] = compared.get(step[0], 0) + 1
-        return a is not b
 
     def lines(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line" and step[0] in steps:
             counts[step[0]] = counts.get(step[0], 0) + 1
         return lines
 
-    counters = {is_.__code__, is_not.__code__}  # the counting is not the step's lines
-
-    def calls(frame: FrameType, event: str, arg: Any) -> Any:
-        return lines if step[0] in steps and frame.f_code not in counters else None
-
     session.subscribe(on_event)
-    operator.is_, operator.is_not = is_, is_not
-    sys.settrace(calls)
-    try:
-        yield counts, compared
-    finally:
-        sys.settrace(None)
-        operator.is_, operator.is_not = real_is, real_is_not
+    with identity_comparisons(tally) as counting:
+        counting.add(tally.__code__)  # the counting is not the step's lines
+
+        def calls(frame: FrameType, event: str, arg: Any) -> Any:
+            return lines if step[0] in steps and frame.f_code not in counting else None
+
+        sys.settrace(calls)
+        try:
+            yield counts, compared
+        finally:
+            sys.settrace(None)
 
 
 def test_step_k_of_a_long_plan_costs_what_step_10_costs(tmp_path: Path) -> None:
@@ -603,25 +619,14 @@ def lines_of(call: Callable[[], object]) -> int:
 
 
 def comparisons_of(call: Callable[[], object]) -> int:
-    """Objects ``call`` compares by identity in C (``map(operator.is_, ...)``, the way a loop
-    over a plan's steps is made without a line of Python each): the lines above do not see
-    them."""
+    """Objects ``call`` compares by identity in C (``identity_comparisons``)."""
     count = [0]
-    real_is, real_is_not = operator.is_, operator.is_not
 
-    def is_(a: object, b: object) -> bool:
+    def tally() -> None:
         count[0] += 1
-        return a is b
 
-    def is_not(a: object, b: object) -> bool:
-        count[0] += 1
-        return a is not b
-
-    operator.is_, operator.is_not = is_, is_not
-    try:
+    with identity_comparisons(tally):
         call()
-    finally:
-        operator.is_, operator.is_not = real_is, real_is_not
     return count[0]
 
 
