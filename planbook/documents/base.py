@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
+from planbook.documents.vouched import REPLACED_MIN, Replaced
 from planbook.model.cell import Cell, CellOutline
 
 #: A path below ``notebook.metadata[key]``: ("plans", "p-1") names metadata[key]["plans"]["p-1"].
@@ -197,16 +198,28 @@ def apply_metadata_changes(root: Any, changes: Mapping[MetadataPath, Any]) -> di
                     break
                 child = {}
             elif id(child) not in fresh:
-                child = dict(child)
+                # a long object (the plans) says which entries the copy sets, so the
+                # serializer does not compare its 1,000 values to find them (documents/vouched.py)
+                child = Replaced.copy_of(child) if len(child) >= REPLACED_MIN else dict(child)
             fresh.add(id(child))
-            node[part] = child
+            _put(node, part, child)
             node = child
         else:
             if value is DELETE:
-                node.pop(path[-1], None)
+                if type(node) is Replaced:
+                    node.drop(path[-1])
+                else:
+                    node.pop(path[-1], None)
             else:
-                node[path[-1]] = value
+                _put(node, path[-1], value)
     return out
+
+
+def _put(node: dict[str, Any], key: str, value: Any) -> None:
+    if type(node) is Replaced:
+        node.put(key, value)
+    else:
+        node[key] = value
 
 
 def new_cell_id() -> str:

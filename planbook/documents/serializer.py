@@ -41,6 +41,7 @@ from planbook.documents.rope import (
     runs,
     wrap,
 )
+from planbook.documents.vouched import REPLACED_MIN, Appended, Replaced
 
 #: Containers this deep or shallower have their text cached (0 is the notebook itself, 2 a
 #: cell or a metadata entry, 4 an output, a plan or a checkpoint, 8 a plan's step).
@@ -54,7 +55,7 @@ _BLOCK = 64
 #: Objects with at least this many entries are put together from blocks of
 #: ``_DICT_BLOCK`` entries the same way (``Encoder._dict_in_blocks``): a notebook's plans,
 #: one of which changes at every step, and its blobs.
-_BLOCKED_DICT_MIN = 64
+_BLOCKED_DICT_MIN = REPLACED_MIN
 _DICT_BLOCK = 16
 #: In a block of entries, texts shorter than this are joined into runs (copying a plan's few
 #: KB costs less than carrying it as a piece through every container above and the write);
@@ -74,26 +75,6 @@ _SPLIT_MIMES = frozenset({"image/svg+xml", "application/javascript"})
 
 #: A piece's bytes: its own, or a view of the file's bytes as read (``detect_bytes``).
 Chunk = bytes | memoryview
-
-
-class Appended(list[Any]):
-    """A list made of another one's items and more after them, said so by whoever made it
-    (a revision's steps, a plan's results: engine/plan_dumps.py). The encoder takes the text
-    of that one and encodes the new items alone, with no look at the items the two share
-    (staging step 500 compared 500 steps with the last save's, one by one). ``base`` is that
-    list; its maker lets go of it once it made the next one, so a chain of grown lists does
-    not hold every list before it."""
-
-    __slots__ = ("base",)
-
-    def __init__(self, base: list[Any], new: Iterable[Any]) -> None:
-        super().__init__(base)
-        self.extend(new)
-        self.base: list[Any] | None = base
-
-    def __reduce__(self) -> tuple[type[list[Any]], tuple[list[Any]]]:
-        # a copy (or a pickle) is a plain list: it vouches for nothing
-        return list, (list(self),)
 
 
 @dataclass(frozen=True)
@@ -506,16 +487,27 @@ class Encoder:
         comparing them in the object's own order, as lists."""
         lineage = (depth, next(iter(value)))
         old = self._objects.get(lineage)
-        order, inserted = list(value), list(value.values())
-        if old is not None and order == old.order:  # in C: the very key strings, in turn
+        # the entries that hold other objects, by their place in the file: a key's place
+        # among the sorted keys is found by bisection (a few keys change per save)
+        places: Iterable[int] | None = None
+        if (
+            old is not None
+            and self.style.sort_keys
+            and type(value) is Replaced
+            and value.base is old.value
+        ):  # a copy that says which entries it set: nothing is compared
+            order = old.order
+            places = [bisect_left(old.keys, k) for k in value.replaced]
+        else:
+            order = list(value)
+            if old is not None and order == old.order:  # in C: the very key strings, in turn
+                changes = map(operator.is_not, value.values(), old.value.values())
+                if self.style.sort_keys:
+                    places = [bisect_left(old.keys, k) for k in compress(order, changes)]
+                else:  # the file's order is the object's own
+                    places = compress(count(), changes)
+        if old is not None and places is not None:
             keys = old.keys
-            # the entries that hold other objects, by their place in the file: a key's place
-            # among the sorted keys is found by bisection (a few keys change per save)
-            changes = map(operator.is_not, inserted, old.inserted)
-            if self.style.sort_keys:
-                places: Iterable[int] = [bisect_left(keys, k) for k in compress(order, changes)]
-            else:  # the file's order is the object's own
-                places = compress(count(), changes)
             layout, wheres, sizes = list(old.layout), list(old.wheres), list(old.sizes)
             last = len(keys) - 1
             for b in sorted({i // _DICT_BLOCK if i < last else len(wheres) - 1 for i in places}):
@@ -537,7 +529,7 @@ class Encoder:
             text = "".join(pieces)  # short after all: one string, as any short container
         else:
             text = Rope(pieces, size)
-        self._objects[lineage] = _LongObject(value, keys, order, inserted, layout, wheres, sizes)
+        self._objects[lineage] = _LongObject(value, keys, order, layout, wheres, sizes)
         self._may_grow(value, depth, text, keys[-1] if self.style.sort_keys else max(value))
         return text
 
@@ -695,16 +687,16 @@ class _Pieces:
 
 @dataclass
 class _LongObject:
-    """A long object as last encoded: the object (held: its id is the cache's key), its keys
-    in the file's order, its keys and values in its own order (the next one, made from it by
-    a copy, holds the same keys in that order: compared as lists, in C), its text's layout
+    """A long object as last encoded: the object (held: its id is the cache's key; its values
+    are compared with the next one's, in C), its keys in the file's order, its keys in its
+    own order (the next one, made from it by a copy, holds the same keys in that order:
+    compared as lists, in C, unless it says it is such a copy: ``Replaced``), its text's layout
     (each block's pieces, led by the opening or a separator, then the closing), where its
     blocks are cached, and their lengths."""
 
     value: dict[str, Any]
     keys: list[str]
     order: list[str]
-    inserted: list[Any]
     layout: list[list[str]]
     wheres: list[tuple[int, int]]
     sizes: list[int]

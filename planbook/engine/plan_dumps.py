@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from planbook.documents.serializer import Appended
+from planbook.documents.vouched import Appended
 from planbook.model.plan import ASSIGNMENTS, Approval, Plan, Revision, Step, StepResult
 from planbook.model.tracked import HOLDERS, Prefix, TrackedList, holds_itself
 
