@@ -216,6 +216,7 @@ def apply_metadata_changes(root: Any, changes: Mapping[MetadataPath, Any]) -> di
 
 
 def _put(node: dict[str, Any], key: str, value: Any) -> None:
+    """``node[key] = value``, noted by a node that says which entries were set in it."""
     if type(node) is Replaced:
         node.put(key, value)
     else:
