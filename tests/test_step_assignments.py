@@ -129,7 +129,7 @@ def test_a_list_seen_still_starts_with_what_was_seen_only_after_changes_at_its_e
     """A reader that saw a plan's steps (the projection, the open steps, the plan's dumps)
     asks whether they are still the first ones without a look at each (``Prefix``): only an
     append, an extend or ``+=`` leaves that so, and every other change says no, even one
-    that leaves the same items in the same places (``*=``: a sort of sorted items)."""
+    that leaves the first items where they were (``*=`` repeats them after)."""
     items = TrackedList([1, 2, 3])
     seen = Prefix(items)
     change(items)  # type: ignore[arg-type]
