@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from planbook.documents.file import FileNotebook
 from planbook.engine.plan_dumps import PlanDumps
+from planbook.model import tracked as tracked_module
 from planbook.model.plan import ASSIGNMENTS, Plan, Revision, Step, StepResult
 from planbook.model.tracked import HOLDERS, KEPT, Journal, Prefix, TrackedList
 from planbook.sessions.session import Session
@@ -214,6 +215,50 @@ def test_a_prefix_is_never_said_to_stand_when_it_does_not(changes: list[tuple[st
             assert plain_look.starts(plain) is really, (how, was)
             if only_appended:
                 assert tracked_look.starts(tracked_items), (how, was)
+
+
+def test_a_rewrite_stored_late_never_brings_back_the_mark_a_reader_saw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three threads rewrite one list. The first is held in the middle of its rewrite, once
+    the change is made and before its mark is stored; meanwhile a second rewrites, a reader
+    takes a ``Prefix``, and a third rewrites. When the first stores its mark at last, the
+    reader must not be told the list is as it saw it: a mark made as the last one plus one
+    came back to the very mark the reader saw."""
+    items: TrackedList[int] = TrackedList([1, 2, 3])
+    holding, release = threading.Event(), threading.Event()
+    late: list[threading.Thread] = []
+    real_note, real_rewrites = HOLDERS.note, tracked_module.rewrites
+
+    def held_once() -> None:
+        if threading.current_thread() in late and not holding.is_set():
+            holding.set()
+            assert release.wait(10)
+
+    def note(changed: object) -> int:
+        number = real_note(changed)
+        held_once()
+        return number
+
+    def rewrites(of: TrackedList[Any]) -> int:
+        mark = real_rewrites(of)
+        held_once()
+        return mark
+
+    # wherever the rewrite reads what it stores: the journal's number, or the last mark
+    monkeypatch.setattr(HOLDERS, "note", note)
+    monkeypatch.setattr(tracked_module, "rewrites", rewrites)
+    first = threading.Thread(target=items.__setitem__, args=(0, 9))
+    late.append(first)
+    first.start()
+    assert holding.wait(10)
+    items[1] = 8  # the second
+    seen = Prefix(items)
+    items[2] = 7  # the third, after the reader looked
+    release.set()
+    first.join(10)
+    assert items == [9, 8, 7]
+    assert not seen.starts(items)
 
 
 def test_a_plans_lists_are_tracked_however_they_are_set() -> None:

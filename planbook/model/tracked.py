@@ -37,10 +37,13 @@ class Journal(Generic[_T]):
         # preview) is between the two updates; and ``+=`` alone can lose a count between threads
         self._lock = threading.Lock()
 
-    def note(self, changed: _T) -> None:
+    def note(self, changed: _T) -> int:
+        """Note a change of ``changed``; its number (the count it brought), which no other
+        change has."""
         with self._lock:
             self.count += 1
             self._recent.append(changed)
+            return self.count
 
     def since(self, then: int) -> tuple[int, list[_T] | None]:
         """The count now, and the objects changed since it was ``then`` (an object may be
@@ -68,7 +71,7 @@ def holds_itself(items: Iterable[object], one: object) -> bool:
 
 class TrackedList(list[_T]):
     """A list that notes each change in place in ``HOLDERS``: a plan's revisions, approvals
-    and results, and a revision's steps. Reading costs what a list's does. It also counts its
+    and results, and a revision's steps. Reading costs what a list's does. It also marks its
     *rewrites*, the changes anywhere but at its end (all but an append, an extend and
     ``+=``), so a reader that saw its first items knows they are still there without a look
     at each (``Prefix``)."""
@@ -76,8 +79,10 @@ class TrackedList(list[_T]):
     __slots__ = ("_rewrites",)
 
     def _rewrote(self) -> None:
-        self._rewrites = rewrites(self) + 1
-        HOLDERS.note(self)
+        # the journal's number for this change, not the last mark plus one: two threads
+        # rewriting at once each store a number of their own, so a late store never brings
+        # back the mark a reader saw (a count read, then stored, could)
+        self._rewrites = HOLDERS.note(self)
 
     def append(self, item: _T) -> None:
         super().append(item)
@@ -132,8 +137,9 @@ class TrackedList(list[_T]):
 
 
 def rewrites(items: TrackedList[Any]) -> int:
-    """How many times ``items`` was changed anywhere but at its end (a list made by copying
-    one, ``copy.copy``, starts with that one's count: it is another list all the same)."""
+    """The mark of ``items``'s last change anywhere but at its end (the journal's number for
+    it; 0: none). A list made by copying one, ``copy.copy``, starts with that one's mark: it
+    is another list all the same."""
     return getattr(items, "_rewrites", 0)
 
 
