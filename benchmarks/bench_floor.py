@@ -6,7 +6,9 @@ does the same job, in the same run, rounds interleaved; see ``floors.py``.
    edit step (one save), and a step that runs code (two saves: before and after its code, so
    a crash never runs it twice) against two durable saves.
 2. Staging: step 500 against step 10 of one plan, naming cells by id and by position, on 10
-   and 2,000 cells; and one staged step on 2,000 cells against one durable save of the file.
+   and 2,000 cells, each in a session opened 10 steps before; one staged step on 2,000 cells
+   against one durable save of the file; and step 500 in a session that staged all 500
+   against the same step in one just opened (the session's age, apart from the plan's length).
 3. ``%load_ext planbook`` in a fresh kernel on notebooks of 10 KB, 11 MB and 50 MB, against
    ``%load_ext`` of a trivial extension (compiled modules, as an installed package has them).
 4. Peak memory (tracemalloc) opening a session on an 11 MB notebook, staging and approving
@@ -144,26 +146,38 @@ MARKS = (10, 100, 500)
 BLOCK = 8
 
 
+#: Steps staged untimed in a freshly opened session before each sample is timed.
+WARM = 10
+
+
 class _StagedPlan:
-    """A notebook whose plan stands at ``mark`` staged steps (staged untimed), and each
-    ``sample`` the next ``BLOCK`` steps timed (per step: wall clock, CPU time of this process)
-    with, right after, ``BLOCK`` durable saves of the file's bytes as that staging left them
-    (the floor at that plan length: the file grows by about 400 bytes a staged step, which
-    its save writes). At mark 10 each sample stages on a fresh copy, so it is step 10 every
-    time; the longer plans go on from where the last sample left them (step 500, 508...)."""
+    """A notebook whose plan stands at ``mark`` staged steps, and each ``sample`` the next
+    ``BLOCK`` steps timed (per step: wall clock, CPU time of this process) with, right after,
+    ``BLOCK`` durable saves of the file's bytes as that staging left them (the floor at that
+    plan length: the file grows by about 500 bytes a staged step, which its save writes).
 
-    def __init__(self, folder: Path, cells: int, by: str, mark: int, template: Path) -> None:
-        self.folder, self.by, self.mark, self.template = folder, by, mark, template
+    Each sample opens the notebook as it stood ``WARM`` steps before ``mark``, stages those
+    untimed, then times steps ``mark`` to ``mark + BLOCK - 1``: every mark is measured in a
+    session of the same age, so the rows compare plan lengths and nothing else. A session
+    that has itself staged hundreds of steps costs a few percent more a step than one just
+    opened, at any plan length (the Python it runs is the same, line for line: its heap is
+    not); ``long_lived`` keeps one session open from the start instead, going on from where
+    the last sample left it (step 500, 508...), and its row measures that age apart."""
+
+    def __init__(
+        self, folder: Path, cells: int, by: str, mark: int, template: Path, long_lived: bool = False
+    ) -> None:
+        self.folder, self.by, self.mark, self.long_lived = folder, by, mark, long_lived
         self.config = (cells, by)
-        self.path = folder / f"{template.stem}-{by}-{mark}.ipynb"
-        self._open()
-
-    def _open(self) -> None:
-        shutil.copyfile(self.template, self.path)
+        self.path = folder / f"{template.stem}-{by}-{mark}{'-long' if long_lived else ''}.ipynb"
+        shutil.copyfile(template, self.path)
         self.session = open_session(self.path)
         self.ids = [c.id for c in self.session.cells()]
         self.k = 0
-        self._stage(self.mark)
+        self._stage(mark if long_lived else mark - WARM)
+        if not long_lived:  # the notebook WARM steps before the mark, opened again per sample
+            self.session.close()
+            self.start = self.path.read_bytes()
 
     def _stage(self, n: int) -> None:
         for j in range(self.k, self.k + n):
@@ -172,9 +186,11 @@ class _StagedPlan:
         self.k += n
 
     def sample(self, out: dict[str, dict[int, list[float]]]) -> None:
-        if self.mark == MARKS[0] and self.k > self.mark:
-            self.close()
-            self._open()
+        if not self.long_lived:
+            self.path.write_bytes(self.start)
+            self.session = open_session(self.path)
+            self.k = self.mark - WARM
+            self._stage(WARM)
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()
         self._stage(BLOCK)
@@ -185,9 +201,12 @@ class _StagedPlan:
         floor_cpu = time.process_time() - floor_cpu
         for kind, value in zip(WHAT, (wall, cpu, floor, floor_cpu), strict=True):
             out[kind][self.mark].append(value / BLOCK)
+        if not self.long_lived:
+            self.session.close()
 
     def close(self) -> None:
-        self.session.close()
+        if self.long_lived:
+            self.session.close()
         self.path.unlink()
 
 
@@ -369,13 +388,25 @@ def staging(folder: Path, rounds: int) -> list[Row]:
         for cells, by in configs
         for mark in MARKS
     ]
+    # step 500 in a session that staged the 500 itself, beside the same step in one just
+    # opened (``plans``' own): the session's age apart from the plan's length
+    aged = {
+        cells: _StagedPlan(folder, cells, "id", 500, templates[cells], long_lived=True)
+        for cells in (10, 2000)
+    }
+    aged_runs = {cells: {k: {500: []} for k in WHAT} for cells in aged}
     for _ in range(rounds):
         for plan in plans:
             plan.sample(runs[plan.config])
-    for plan in plans:
+        for cells, plan in aged.items():
+            plan.sample(aged_runs[cells])
+    for plan in [*plans, *aged.values()]:
         plan.close()
     rows = []
-    print(f"2. staging: step N of a plan, ms per staged step ({rounds} samples of {BLOCK} steps)")
+    print(
+        f"2. staging: step N of a plan, ms per staged step ({rounds} samples of {BLOCK} steps, "
+        f"each in a session opened {WARM} steps before)"
+    )
     for (cells, by), at in runs.items():
         for m in MARKS:
             print(
@@ -447,6 +478,21 @@ def staging(folder: Path, rounds: int) -> list[Row]:
                         1.5,
                     )
                 )
+    for cells, at in aged_runs.items():
+        print(
+            f"   {cells:>5} cells, by id, step 500 on, in a session that staged them all: "
+            f"wall {text(at['wall'][500])}  cpu {text(at['cpu'][500])}"
+        )
+        rows.append(
+            row(
+                f"staging step 500, {cells:,} cells, by id, in a session that staged all 500 "
+                f"/ in one opened {WARM} steps before, CPU time",
+                at["cpu"][500],
+                runs[(cells, "id")]["cpu"][500],
+                f"the same step in a session opened {WARM} steps before, CPU time",
+                1.2,
+            )
+        )
     return rows
 
 
