@@ -13,7 +13,8 @@ does the same job, in the same run, rounds interleaved; see ``floors.py``.
    ``%load_ext`` of a trivial extension (compiled modules, as an installed package has them).
 4. Peak memory (tracemalloc) opening a session on an 11 MB notebook, staging and approving
    one step, against ``nbformat.read`` of it.
-5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells.
+5. The text of a plan of 1,000 and 10,000 edit steps, against difflib over the same cells,
+   beside the text nbdime's ``nbdiff`` prints for the same change at 1,000 steps.
 
 Run: ``python benchmarks/run.py floor`` (all: ``python benchmarks/run.py``; the text of a plan
 alone: ``python benchmarks/bench_floor.py plan_text``).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import gc
+import io
 import json
 import os
 import shutil
@@ -691,6 +693,48 @@ def memory(folder: Path, rounds: int) -> list[Row]:
 
 
 # --- 5. the text of a plan -------------------------------------------------------------------
+# The baseline a user knows for the text of a notebook's changes. Optional, and not in the
+# test extras: it installs a Jupyter server extension and a JupyterLab one, which the test
+# servers and pages would load (`pip install "nbdime>=4,<5"` before running the benchmarks).
+try:
+    from nbdime import diff_notebooks
+    from nbdime.prettyprint import PrettyPrintConfig, pretty_print_notebook_diff
+
+    NBDIME = True
+except ImportError:
+    NBDIME = False
+#: The longest plan nbdime's text is measured for: one diff of 10,000 changed cells took 57
+#: s here (2.9 s for 1,000: its matching of cells grows faster than their number), so six
+#: rounds of it would be most of the benchmark's time.
+NBDIME_STEPS = 1_000
+#: What the nbdime column measures.
+NBDIFF = "nbdime, as `nbdiff` diffs and prints the two notebooks (read already)"
+
+
+def _nbdiff_text(path: Path, pairs: list[tuple[str, str]]) -> Callable[[], float]:
+    """The text nbdime's ``nbdiff`` prints for the notebook at ``path`` against the same with
+    each cell's source replaced (``pairs``: before, after), with nbdiff's own settings (each
+    changed source shown by ``git diff``, as ``nbdiff`` does where git is installed); the two
+    notebooks are read before the clock starts (planbook's side reads none either)."""
+    before = nbformat.read(path, as_version=4)
+    after = nbformat.read(path, as_version=4)
+    for cell, (_, source) in zip(after.cells, pairs, strict=True):
+        cell.source = source
+
+    def measure() -> float:
+        start = time.perf_counter()
+        out = io.StringIO()
+        diff = diff_notebooks(before, after)
+        pretty_print_notebook_diff(
+            "before.ipynb", "after.ipynb", before, diff, PrettyPrintConfig(out=out)
+        )
+        seconds = time.perf_counter() - start
+        assert out.getvalue().count("modified") >= len(pairs), "nbdime saw fewer changes"
+        return seconds
+
+    return measure
+
+
 def plan_text(folder: Path, rounds: int) -> list[Row]:
     from planbook.model.operations import EditCell
     from planbook.model.plan import Plan, Step
@@ -732,9 +776,21 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
         n = rounds if steps < 5000 else 5  # 3 rounds: one slow moment moved the median 50%
         times = interleaved({"planbook": ours, "difflib": floor}, n)
         cpu = {name: values[-n:] for name, values in cpu.items()}  # the warm-up left out
+        if NBDIME and steps <= NBDIME_STEPS:
+            # after the rounds above, not between them: its thousand git processes a round
+            # left planbook and difflib a machine whose caches it had filled (both read
+            # slower the round after, and their ratio moved with it)
+            times["nbdime"] = interleaved({"nbdime": _nbdiff_text(path, pairs)}, 3)["nbdime"]
         print(f"5. the text of a plan of {steps:,} edit steps (min / median / max ms)")
         for name, values in times.items():
-            print(f"   {name:<9}: wall {text(values)}  cpu {text(cpu[name])}")
+            print(
+                f"   {name:<9}: wall {text(values)}"
+                + (f"  cpu {text(cpu[name])}" if name in cpu else "")
+            )
+        if not NBDIME:
+            print("   (nbdime is not installed: its column is left out)")
+        elif steps > NBDIME_STEPS:
+            print(f"   (nbdime: left out past {NBDIME_STEPS:,} steps, see NBDIME_STEPS)")
         rows.append(
             row(
                 f"text of a {steps:,}-step plan",
@@ -742,6 +798,8 @@ def plan_text(folder: Path, rounds: int) -> list[Row]:
                 times["difflib"],
                 "difflib over the same cells",
                 2.0,
+                baseline=times.get("nbdime"),
+                baseline_name=NBDIFF,
                 x={"plot": "length", "series": "plan text", "steps": steps},
             )
         )
