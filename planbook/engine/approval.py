@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from planbook.engine.hashing import canonical_json, sha256
 from planbook.errors import ApprovalMismatch, UnknownStep, UsageMistake
@@ -135,8 +136,11 @@ def approval_hash(steps: Sequence[Step]) -> str:
 #: How many step texts are remembered: more than the steps of the longest plan checked at
 #: once (a plan of 10,000 steps emptied a cache of 10,000 at every check and hashed afresh).
 _TEXTS_KEPT = 100_000
-#: id(step) -> (the step, what its text was made from, the text); see ``_payload_text``.
-_TEXTS: dict[int, tuple[Step, tuple[object, ...], bytes]] = {}
+#: id(step) -> (the step, weakly, what its text was made from, the text); see
+#: ``_payload_text``. The step is held weakly and its entry goes with it: held strongly, the
+#: steps of every notebook a process had closed stayed (up to 100,000 of them, each with its
+#: operation: a file step's whole content).
+_TEXTS: dict[int, tuple[weakref.ref[Step], tuple[object, ...], bytes]] = {}
 
 
 def _payload_text(step: Step) -> bytes:
@@ -144,14 +148,26 @@ def _payload_text(step: Step) -> bytes:
     (pydantic ``frozen``, its parts too), so the same operation object always dumps the same;
     the other parts are compared by value, so any assignment to them makes a fresh text."""
     made_of = (step.operation, step.id, step.base, step.run_at_approval)
-    hit = _TEXTS.get(id(step))
-    if hit is not None and hit[0] is step and hit[1][0] is made_of[0] and hit[1] == made_of:
+    key = id(step)
+    hit = _TEXTS.get(key)
+    if hit is not None and hit[0]() is step and hit[1][0] is made_of[0] and hit[1] == made_of:
         return hit[2]
     text = canonical_json(step_payload(step))
-    if len(_TEXTS) > _TEXTS_KEPT:  # steps of plans long gone: start afresh
+    if len(_TEXTS) > _TEXTS_KEPT:  # more steps alive than any check needs: start afresh
         _TEXTS.clear()
-    _TEXTS[id(step)] = (step, made_of, text)
+    # the entry goes when the step does, before its id can be another object's (an entry
+    # replaced meanwhile dropped its reference, and with it the call)
+    _TEXTS[key] = (weakref.ref(step, _forgetting(key)), made_of, text)
     return text
+
+
+def _forgetting(key: int) -> Callable[[weakref.ref[Step]], None]:
+    """What drops ``_TEXTS``'s entry ``key`` when its step goes."""
+
+    def forget(_: weakref.ref[Step]) -> None:
+        _TEXTS.pop(key, None)
+
+    return forget
 
 
 def steps_for(plan: Plan, step_ids: Sequence[str]) -> list[Step]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
@@ -27,11 +28,18 @@ KEPT = 1024
 class Journal(Generic[_T]):
     """How many changes some objects have had, all together, and which objects changed last
     (one entry per change, the last ``KEPT``): the steps' assignments (``ASSIGNMENTS`` in
-    model/plan.py), the changes of plans' holders (``HOLDERS``)."""
+    model/plan.py), the changes of plans' holders (``HOLDERS``).
+
+    The journal is the process's, and it holds its objects weakly: held strongly, its last
+    1,024 entries kept every record they were part of alive after its session closed (a
+    notebook's list of plans holds them all), and a process that opened a notebook with
+    1,000 past plans again and again kept 29,000 more objects each time, until 1,024 changes
+    later. A reader compares what it is told with objects it holds itself, by identity, so an
+    object gone is one no reader holds: it is left out of ``since``."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._recent: deque[_T] = deque(maxlen=KEPT)
+        self._recent: deque[weakref.ref[_T]] = deque(maxlen=KEPT)
         # ``count`` and ``_recent`` change together: a reader takes the last k entries as the
         # changes since k ago, which holds only when no thread (another notebook's session, a
         # preview) is between the two updates; and ``+=`` alone can lose a count between threads
@@ -40,9 +48,10 @@ class Journal(Generic[_T]):
     def note(self, changed: _T) -> int:
         """Note a change of ``changed``; its number (the count it brought), which no other
         change has."""
+        held = weakref.ref(changed)  # CPython makes one per object, then hands out that one
         with self._lock:
             self.count += 1
-            self._recent.append(changed)
+            self._recent.append(held)
             return self.count
 
     def since(self, then: int) -> tuple[int, list[_T] | None]:
@@ -56,7 +65,8 @@ class Journal(Generic[_T]):
                 return now, None
             # from the right end: islice from the left walked the whole deque (1,024 entries)
             # at every save to reach the last few
-            return now, list(islice(reversed(self._recent), now - then))
+            held = islice(reversed(self._recent), now - then)
+            return now, [found for ref in held if (found := ref()) is not None]
 
 
 #: The one journal of the plans' holders (a plan, a revision, a tracked list).
@@ -76,7 +86,8 @@ class TrackedList(list[_T]):
     ``+=``), so a reader that saw its first items knows they are still there without a look
     at each (``Prefix``)."""
 
-    __slots__ = ("_rewrites",)
+    # weakly referable: the journal (``HOLDERS``) must not keep a list, and all it holds, alive
+    __slots__ = ("__weakref__", "_rewrites")
 
     def _rewrote(self) -> None:
         # the journal's number for this change, not the last mark plus one: two threads
