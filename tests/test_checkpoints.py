@@ -62,6 +62,29 @@ def test_rollback_without_argument_undoes_the_last_step_only(
         session.rollback()
 
 
+def test_a_checkpoint_is_named_by_its_number_as_an_int_too(session: Session, nb_path: Path) -> None:
+    """``rollback(2)`` is ``rollback("2")``, as ``approve(2)`` is step 2; what names no
+    checkpoint (a bool, a float, a list) is refused in one line and nothing moves: it was an
+    AttributeError calling itself a planbook bug."""
+    session.propose.edit_cell("c1", "import os", reason="a")
+    session.propose.edit_cell("c2", "x = 2", reason="b")
+    assert session.approve().ok
+    before = nb_path.read_bytes()
+    for bad in (True, 2.0, ["2"], {"id": "2"}):
+        with pytest.raises(UsageMistake, match=r"does not name a checkpoint: give its number") as e:
+            session.rollback(bad)  # type: ignore[arg-type]
+        assert "\n" not in str(e.value) and "planbook bug" not in str(e.value)
+        with pytest.raises(UsageMistake, match=r"does not name a checkpoint"):
+            session.rollback_preview(bad)  # type: ignore[arg-type]
+    assert nb_path.read_bytes() == before
+    as_int, as_text = session.rollback_preview(2), session.rollback_preview("2")
+    assert [c.id for c in as_int.undo] == [c.id for c in as_text.undo] != []
+    session.rollback(2)
+    assert [s for _, s in sources(nb_path)][:2] == ["import os", "x = 1"]
+    with pytest.raises(UnknownCheckpoint):
+        session.rollback(7)
+
+
 def test_a_rollback_can_be_rolled_back(session: Session, nb_path: Path) -> None:
     session.propose.edit_cell("c2", "x = 2", reason="b")
     session.propose.write_file("f.txt", "v2", reason="f")

@@ -20,14 +20,23 @@ from planbook.model.operations import target_of
 from planbook.model.plan import Step
 
 
-def find_checkpoint(store: Store, ref: str | None) -> Checkpoint:
-    """``None``: the newest active step checkpoint; else an id, id prefix or 1-based number."""
+def find_checkpoint(store: Store, ref: str | int | None) -> Checkpoint:
+    """``None``: the newest active step checkpoint; else an id, id prefix or 1-based number
+    (as ``%checkpoints`` numbers them: ``rollback(2)`` and ``rollback("2")`` are one)."""
     checkpoints = store.state.checkpoints
     if ref is None:
         for cp in reversed(checkpoints):
             if cp.active and cp.kind == "step":
                 return cp
         raise NothingToDo("nothing to roll back: no step has run since the last rollback")
+    # bool is an int to Python, but rollback(True) meaning "checkpoint 1" would be a trap
+    if type(ref) is int:
+        ref = str(ref)
+    if not isinstance(ref, str):
+        raise UsageMistake(
+            f"a {type(ref).__name__} does not name a checkpoint: give its number in "
+            "`%checkpoints` (e.g. 2) or its id (cp-...)"
+        )
     ref = ref.strip()
     if ref.isdigit() and 1 <= int(ref) <= len(checkpoints):
         return checkpoints[int(ref) - 1]

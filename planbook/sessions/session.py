@@ -386,7 +386,7 @@ class Session(PreviewingSession, PersonQuestions):
                 return None
             return self.approve(again, by="answer to step question")
 
-    def rollback_preview(self, checkpoint: str | None = None) -> RollbackPreview:
+    def rollback_preview(self, checkpoint: str | int | None = None) -> RollbackPreview:
         """What ``rollback(checkpoint)`` would write (files and cells), what it refuses to, and
         whether it rests on checkpoints recorded elsewhere (then it needs ``confirm=True``):
         the surfaces show it before rolling back."""
@@ -396,7 +396,7 @@ class Session(PreviewingSession, PersonQuestions):
         return preview_rollback(self.store, find_checkpoint(self.store, checkpoint))
 
     def rollback(
-        self, checkpoint: str | None = None, *, force: bool = False, confirm: bool = False
+        self, checkpoint: str | int | None = None, *, force: bool = False, confirm: bool = False
     ) -> Checkpoint:
         """Undo the last executed step, or everything after ``checkpoint``; recorded, undoable.
         A checkpoint recorded elsewhere (not signed here) is restored only with ``confirm``;
