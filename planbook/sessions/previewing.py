@@ -14,6 +14,7 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 
+from planbook.engine.approval import check_step_number
 from planbook.engine.preview import preview_shell, shell_step
 from planbook.errors import UsageMistake
 from planbook.model.operations import Shell
@@ -64,6 +65,7 @@ class PreviewingSession(ReadingSession):
     def _begin_preview(self, number: int) -> tuple[str, Shell]:
         """The step's id and command, marked as being previewed; a preview of it already
         running is refused in one line."""
+        check_step_number(number)
         with self._editing():
             step, op = shell_step(self._require_plan(), number)
         flight = self.attached(_InFlight)

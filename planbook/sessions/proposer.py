@@ -7,7 +7,7 @@ A cell is named as a person sees it: an id, a unique id prefix, a position (``"#
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ from planbook.model.operations import (
     WriteFile,
 )
 from planbook.model.plan import Plan, Step
+from planbook.sessions import arguments
 from planbook.sessions.already_staged import OpenSteps, same_insert
 from planbook.sessions.page_advice import PageAdvice
 from planbook.workspace.files import Workspace
@@ -98,6 +99,7 @@ class Proposer:
         return self._workspace.relative(path)
 
     def _stage(self, op: AnyOperation, reason: str, run: bool = False) -> Step:
+        _check(reason, run)
         open_steps = self._open_steps.of(self._current_plan())
         if not isinstance(op, InsertCell):
             self._refuse_denied(op)
@@ -164,6 +166,7 @@ class Proposer:
     ) -> Step:
         """Propose a new cell after/before a cell (id, id prefix, ``"#N"`` or tag); at the end
         with neither. Several inserts after one cell land in the order they were staged."""
+        _check(reason, run)  # before an open insert is given back for it
         proj = self._projection()
         after, before = self._maybe(after, proj), self._maybe(before, proj)
         # The cell as asked for (no id, no validation: only compared with the open inserts).
@@ -228,7 +231,7 @@ class Proposer:
         self, path: str, edits: Sequence[Mapping[str, str] | TextEdit], *, reason: str = ""
     ) -> Step:
         """Propose search/replace edits: ``[{"search": old, "replace": new}, ...]``."""
-        if isinstance(edits, (Mapping, str)):
+        if isinstance(edits, (Mapping, str, bytes)) or not isinstance(edits, Iterable):
             raise UsageMistake('`edits` is a list of {"search": ..., "replace": ...} objects')
         return self._stage(build(EditFile, path=self._path(path), edits=tuple(edits)), reason)
 
@@ -238,6 +241,8 @@ class Proposer:
     def shell(self, command: str, *, reason: str = "", timeout: float = 60.0) -> Step:
         """Stage a shell command; a short, local one is previewed at once (engine/preview.py,
         ``[preview] auto`` in planbook.toml)."""
+        # a str, not what pydantic would make one of (bytes decoded): a command runs as given
+        arguments.text(command, "command")
         step = self._stage(build(Shell, command=command, timeout=timeout), reason)
         root = self._workspace.root
         plan = self._current_plan()
@@ -279,3 +284,9 @@ def _keep_plan_order(proj: Projection, after: str) -> tuple[str | None, str | No
         return after, None
     following = next((c.id for c in proj.cells[at + 1 :] if c.id not in proj.created_by), None)
     return None, following
+
+
+def _check(reason: object, run: object) -> None:
+    """A step's ``reason`` and ``run``, as every proposal takes them."""
+    arguments.text(reason, "reason")
+    arguments.flag(run, "run")

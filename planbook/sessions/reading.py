@@ -14,6 +14,7 @@ from planbook.model.words import count
 from planbook.present.safe import md_text, visible
 from planbook.present.text import checkpoints_text, plan_markdown, plan_text, revision_diff
 from planbook.present.views import StepView, step_views
+from planbook.sessions import arguments
 from planbook.sessions.core import SessionCore
 
 
@@ -39,6 +40,7 @@ class ReadingSession(SessionCore):
 
     def render_markdown(self, *, shown_to: str | None = None) -> str:
         """The plan as markdown; ``shown_to``: the surface showing it (``mark_shown``)."""
+        arguments.optional_text(shown_to, "shown_to")
         plan = self.current_plan()
         if shown_to is not None:
             self.mark_shown(shown_to, plan.steps if plan else [])
@@ -55,6 +57,7 @@ class ReadingSession(SessionCore):
 
     def render_text(self, *, color: bool = False, shown_to: str | None = None) -> str:
         """The plan as text; ``shown_to``: the surface showing it (``mark_shown``)."""
+        arguments.optional_text(shown_to, "shown_to")
         plan = self.current_plan()
         if shown_to is not None:
             self.mark_shown(shown_to, plan.steps if plan else [])

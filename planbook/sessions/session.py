@@ -49,6 +49,7 @@ from planbook.model.plan import (
     Step,
     approved_by_mode,
 )
+from planbook.sessions import arguments
 from planbook.sessions.previewing import PreviewingSession
 from planbook.sessions.proposer import Proposer
 from planbook.sessions.questions import PersonQuestions
@@ -189,6 +190,9 @@ class Session(PreviewingSession, PersonQuestions):
         Another process may be running other steps of the plan at the same time: each process
         runs only the steps it approved, and a step is approved (so run) by one process only."""
         check_selection_argument(steps, first)
+        arguments.flag(dry_run, "dry_run")
+        arguments.optional_text(by, "by")
+        arguments.shown_hashes(shown)
         # coalesced: the approval is written with the first step's save (documents/file.py)
         with self._lock, coalesced_saves(self.document):
             with self._editing():
@@ -255,6 +259,7 @@ class Session(PreviewingSession, PersonQuestions):
     def retry(self, number: int) -> tuple[Step, bool]:
         """Retry failed step ``number`` of the current plan (``planbook.engine.retry``): the new
         step, and whether it should run at once (its change is in place, only code runs)."""
+        check_step_number(number)
         plan = self._require_plan()
         if not 1 <= number <= len(plan.steps):
             raise UsageMistake(f"there is no step {number}; see `%plan`")
@@ -321,6 +326,7 @@ class Session(PreviewingSession, PersonQuestions):
         )
 
     def revise(self, feedback: str) -> Revision:
+        arguments.text(feedback, "feedback")
         return self._edit_plan(lambda p: planning.revise(p, feedback), f"revise: {feedback}")  # type: ignore[no-any-return]
 
     def restore_revision(self, number: int) -> Revision:
@@ -426,6 +432,8 @@ class Session(PreviewingSession, PersonQuestions):
     def gc(self, keep_checkpoints: int | None = None, keep_plans: int | None = None) -> GcReport:
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
+        arguments.optional_count(keep_checkpoints, "keep_checkpoints")
+        arguments.optional_count(keep_plans, "keep_plans")
         configured = Retention.load(self.workspace.root)
         # `is None`, not `or`: a 0 given is refused in one line (Retention), never ignored
         retention = Retention(
@@ -446,6 +454,8 @@ class Session(PreviewingSession, PersonQuestions):
         ``confirm`` only what taking it over means (one line to ask with); with it, settled
         here as interrupted so it can be approved again (engine/takeover.py). Refused while its
         process is on this host and alive."""
+        check_step_number(number)
+        arguments.flag(confirm, "confirm")
         with self._editing():
             plan = self._require_plan()
             taken = take_over(plan, number, self.executor, self.store, confirm=confirm)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from planbook.errors import UsageMistake
+from planbook.sessions import arguments
 from planbook.sessions.session import Session
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class PlanHandle:
         # heavy: the agent loads when first asked, not with `%load_ext planbook` (issue 10)
         from planbook.agent.run import plan_task
 
+        arguments.text(task, "task")
         return plan_task(self._session, task, model=model)
 
     def _repr_markdown_(self) -> str:

@@ -1,0 +1,56 @@
+"""What a caller of the Python API passes, checked before anything is read or written: an
+argument of the wrong type is a one-line `UsageMistake` that says what it takes. Unchecked,
+``reason=1`` was a pydantic error calling itself a planbook bug, ``plan(task=1)`` an
+AttributeError, and ``shell(b"ls")`` staged its step, then failed on it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from planbook.errors import UsageMistake
+
+
+def _given(value: object) -> str:
+    """What was given, short enough for one line (a long string or list is not repeated)."""
+    shown = repr(value)
+    return f"a {type(value).__name__}" if len(shown) > 40 else f"{shown} (a {type(value).__name__})"
+
+
+def text(value: Any, name: str) -> str:
+    """``value`` when it is a str."""
+    if not isinstance(value, str):
+        raise UsageMistake(f"`{name}` is text (a str), not {_given(value)}")
+    return value
+
+
+def optional_text(value: Any, name: str) -> str | None:
+    return None if value is None else text(value, name)
+
+
+def flag(value: Any, name: str) -> bool:
+    """``value`` when it is True or False (1 or "yes" would be a guess)."""
+    if not isinstance(value, bool):
+        raise UsageMistake(f"`{name}` is True or False, not {_given(value)}")
+    return value
+
+
+def optional_count(value: Any, name: str) -> int | None:
+    """``value`` when it is None or a whole number (not a bool)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise UsageMistake(f"`{name}` is a whole number, e.g. 10, not {_given(value)}")
+    return value
+
+
+def shown_hashes(value: Any) -> str | Mapping[str, str] | None:
+    """``approve(shown=...)``: the hash of the chosen steps, or each shown step's hash by id."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return value
+    raise UsageMistake(
+        "`shown` is the hash of the chosen steps (`hash_of`) or each shown step's hash by id "
+        f"(`step_hashes`), not {_given(value)}"
+    )
