@@ -522,3 +522,34 @@ def test_a_late_edit_of_a_code_step_s_cell_is_a_conflict_before_its_code_runs(
     assert other.sources()[1] == "y = 'theirs'"
     assert live.cells()[1].source == "y = 'theirs'"
     assert session.step_views()[0].status == "conflict"
+
+
+def test_a_closed_live_notebook_and_its_session_are_let_go(
+    server: RunningServer, notebook: str
+) -> None:
+    """A process that opens notebooks live again and again (an MCP endpoint, a kernel whose
+    page reconnects) keeps nothing of one it closed: pycrdt holds the shared copy's observers
+    on its Rust side, out of the garbage collector's sight, and they kept the room, the
+    notebook and the session on it alive (about 200 objects and the shared document each)."""
+    import gc
+    import weakref
+
+    from planbook.documents.live.document import open_live
+    from planbook.sessions.session import Session
+    from planbook.workspace.files import Workspace
+
+    def open_approve_close() -> list[weakref.ref[Any]]:
+        doc = open_live(server.url, server.token, notebook)
+        session = Session(doc, Workspace(server.root))
+        session.propose.edit_cell("c2", "x = 2", reason="r")
+        assert session.approve().ok
+        held = [weakref.ref(o) for o in (doc, doc._room, doc._room.doc, session, session.store)]
+        session.close()
+        doc.close()  # a second close is harmless
+        return held
+
+    held = open_approve_close()
+    gc.collect()
+    assert [ref() for ref in held] == [None] * len(held)
+    with open_live(server.url, server.token, notebook) as again:  # the step is in the room
+        assert [c.source for c in again.cells()][1] == "x = 2"

@@ -335,6 +335,9 @@ class Room(SharedCopy):
             self.cond.notify_all()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(5)
+        if not self._thread.is_alive():  # (else its sync may still apply an update)
+            with self.cond:
+                self.stop_observing()
 
     # -- the sync thread ---------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ class SharedCopy:
         #: The updates of the transactions of a change made here, while it is under way
         #: (``own_change``), as pycrdt encodes them at their commit.
         self._own_updates: list[bytes] | None = None
-        self.doc.observe(self._on_transaction)
+        self._doc_subscription = self.doc.observe(self._on_transaction)
         self.cells = self.doc.get("cells", type=Array)
         self.meta = self.doc.get("meta", type=Map)
         #: Grows with every change of the cells (not of metadata or state): a cache key.
@@ -66,6 +66,20 @@ class SharedCopy:
         # (pycrdt drops an observer with the Python object of its map: keep both)
         self.state = self.doc.get("state", type=Map)
         self._state_subscription = self.state.observe(self._on_state)
+        self._observing = True
+
+    def stop_observing(self) -> None:
+        """Drop the copy's observers, once nothing changes it any more (the room closed).
+        pycrdt holds them on its Rust side, where Python's garbage collector cannot follow:
+        a closed room, its notebook and the session on it stayed alive through them, about
+        200 objects and the shared document at each notebook a process opened live."""
+        if not self._observing:  # (closed twice)
+            return
+        self._observing = False
+        self.doc.unobserve(self._doc_subscription)
+        self.cells.unobserve(self._cells_subscription)
+        self.meta.unobserve(self._meta_subscription)
+        self.state.unobserve(self._state_subscription)
 
     def _on_transaction(self, event: Any) -> None:
         # called only for transactions that changed something (never read the doc in it)
@@ -120,16 +134,18 @@ class SharedCopy:
         # the collector held off from the first change of the document to the last (the
         # observers' too): see documents/collector.py
         with collector_paused():
-            doc = self.doc
-            self.cells.unobserve(self._cells_subscription)
-            self.meta.unobserve(self._meta_subscription)
+            doc, observing = self.doc, self._observing
+            if observing:  # (a closed room observes nothing)
+                self.cells.unobserve(self._cells_subscription)
+                self.meta.unobserve(self._meta_subscription)
             updates: list[bytes] = []
             self._own_updates = updates
             try:
                 yield updates
             finally:
                 self._own_updates = None
-                if self.doc is doc:  # (a copy made since by a reload observes on its own)
+                # (a copy made since by a reload observes on its own)
+                if self.doc is doc and observing and self._observing:
                     self._cells_subscription = self.cells.observe_deep(self._cells_observer)
                     self._meta_subscription = self.meta.observe_deep(self._meta_observer)
                 self.cells_version += 1
