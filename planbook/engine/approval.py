@@ -163,9 +163,10 @@ def _payload_text(step: Step) -> bytes:
 
 def _forgetting(key: int) -> Callable[[weakref.ref[Step]], None]:
     """What drops ``_TEXTS``'s entry ``key`` when its step goes."""
+    texts = _TEXTS  # held here: at the interpreter's exit a module's names may go first
 
     def forget(_: weakref.ref[Step]) -> None:
-        _TEXTS.pop(key, None)
+        texts.pop(key, None)
 
     return forget
 

@@ -28,10 +28,10 @@ class PlanHandle:
 
     def __call__(self, task: str, *, model: Any = None) -> AgentRun:
         """Ask the configured agent (or ``model``) to plan ``task``; returns an awaitable run."""
+        arguments.text(task, "task")  # before the agent loads for nothing
         # heavy: the agent loads when first asked, not with `%load_ext planbook` (issue 10)
         from planbook.agent.run import plan_task
 
-        arguments.text(task, "task")
         return plan_task(self._session, task, model=model)
 
     def _repr_markdown_(self) -> str:
