@@ -7,6 +7,7 @@ planbook.toml), for example ``keep_checkpoints = 50`` and ``keep_plans = 20``.
 
 from __future__ import annotations
 
+import reprlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +34,15 @@ class Retention:
     keep_plans: int | None = None
 
     def __post_init__(self) -> None:
-        # A count under 1 would drop every checkpoint (a negative one sliced from the end).
+        # A count under 1 would drop every checkpoint (a negative one sliced from the end);
+        # one that is not a whole number (2.5, [1], "3") would fail half-way through the gc.
         for key in ("keep_checkpoints", "keep_plans"):
             value = getattr(self, key)
-            if value is not None and (isinstance(value, bool) or value < 1):
-                raise UsageMistake(f"{key}={value!r}: give a count of 1 or more")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                # reprlib: one short line, whatever was given
+                raise UsageMistake(f"{key}={reprlib.repr(value)}: give a count of 1 or more")
 
     @classmethod
     def load(cls, root: str | Path) -> Retention:

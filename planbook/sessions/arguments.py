@@ -35,13 +35,6 @@ def flag(value: Any, name: str) -> bool:
     return value
 
 
-def optional_count(value: Any, name: str) -> int | None:
-    """``value`` when it is None or a whole number (not a bool)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise UsageMistake(f"`{name}` is a whole number, e.g. 10, not {_given(value)}")
-    return value
-
-
 def shown_hashes(value: Any) -> str | Mapping[str, str] | None:
     """``approve(shown=...)``: the hash of the chosen steps, or each shown step's hash by id."""
     if value is None or isinstance(value, str):

@@ -432,8 +432,6 @@ class Session(PreviewingSession, PersonQuestions):
     def gc(self, keep_checkpoints: int | None = None, keep_plans: int | None = None) -> GcReport:
         """Keep the newest checkpoints and closed plans (limits from ``[tool.planbook]``, or
         the arguments) and drop the blobs nobody names any more."""
-        arguments.optional_count(keep_checkpoints, "keep_checkpoints")
-        arguments.optional_count(keep_plans, "keep_plans")
         configured = Retention.load(self.workspace.root)
         # `is None`, not `or`: a 0 given is refused in one line (Retention), never ignored
         retention = Retention(
