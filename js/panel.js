@@ -14,6 +14,8 @@ import { button, EAGER_ROWS, iconButton, OPEN_LIMIT, renderStep, renderSummary }
 export const FILTERS = ["all", "pending", "skipped", "failed", "done", "rejected"];
 /** From this many steps the list scrolls inside the panel, under a toolbar that stays. */
 export const SCROLL_FROM = 8;
+/** What a panel shows with no view to show (a replaced panel's, which the kernel let go). */
+const NO_PLAN = Object.freeze({ header: null, steps: Object.freeze([]) });
 
 /**
  * @typedef {{ header: import("./sections.js").Header,
@@ -82,7 +84,9 @@ export function createPanel({ model, el }) {
    * @returns {View}
    */
   const view = () => {
-    const base = model.get("view") || { header: null, steps: [] };
+    const got = model.get("view");
+    // A replaced panel's view is {}: the kernel lets it go. Shown as no plan, never a crash.
+    const base = got && Array.isArray(got.steps) ? got : NO_PLAN;
     const live = model.get("live") || {};
     if (mergeCache && mergeCache.view === base && mergeCache.live === live) return mergeCache.merged;
     const merged = merge(base, live);

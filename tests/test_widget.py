@@ -4,17 +4,21 @@ carried out through the Session, or refused with a clear error and nothing appli
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from planbook.agent.state import state_of
+from planbook.documents.file import FileNotebook
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel
-from tests.conftest import sources
+from planbook.workspace.files import Workspace
+from tests.conftest import make_notebook, sources
 
 
 @pytest.fixture
@@ -446,14 +450,59 @@ def test_a_newer_panel_supersedes_the_older_one_which_stops_growing(staged: Sess
     second = ReviewPanel.for_session(staged)
     assert second is not first and first.superseded and not second.superseded
     assert second.deselected == first.deselected, "the unticked steps carry over"
-    shown = len(first.state["steps"])
+    assert first.state == {}, "the old panel lets its view go: its page shows one line"
+    shown = len(second.state["steps"])
     staged.propose.write_file("later.txt", "x\n", reason="a later step")
-    assert len(first.state["steps"]) == shown, "the old panel no longer follows the plan"
+    assert first.state == {}, "the old panel no longer follows the plan"
     assert len(second.state["steps"]) == shown + 1
     first.close()
     second.close()
     third = ReviewPanel.for_session(staged)
     assert third is not second and third.state["steps"]
+
+
+def test_showing_a_long_plan_again_and_again_does_not_keep_a_copy_each_time(tmp_path: Path):
+    """Each ``%plan`` shows a new panel and replaces the last: a kernel that showed a 100-step
+    plan twenty times held twenty copies of its view (about 1.9 MB each) before."""
+    nb = make_notebook(tmp_path / "long.ipynb", [f"x{i} = {i}\n" * 20 for i in range(50)])
+    session = Session(FileNotebook(nb), Workspace(tmp_path, protected=(nb,)), notebook_path=nb)
+    for i in range(100):
+        session.propose.edit_cell(f"#{i % 50 + 1}", f"y{i} = {i}\n" * 20, reason=f"step {i}")
+    ReviewPanel.for_session(session)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        ReviewPanel.for_session(session)  # the view of the panel shown now, traced
+        gc.collect()
+        one_view = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            latest = ReviewPanel.for_session(session)
+        gc.collect()
+        twenty_more = tracemalloc.get_traced_memory()[0] - one_view
+    finally:
+        tracemalloc.stop()
+    assert len(latest.state["steps"]) == 100
+    assert one_view > 500_000, "the plan's view is big enough to tell"
+    assert twenty_more < one_view / 4, (twenty_more, one_view)
+
+
+def test_a_replaced_panel_still_carries_out_a_late_message_and_keeps_no_view(
+    staged: Session, nb_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """A click sent before the page heard of the newer panel is carried out (it names the
+    hashes it was shown); its result shows in the newer panel, never in a view rebuilt in
+    the old one, and a refusal goes to the kernel's log."""
+    first = ReviewPanel.for_session(staged)
+    edit, *_ = ids(first)
+    sent = {"action": "approve", "step_ids": [edit], "revision": rev(first), "shown": shown(first)}
+    second = ReviewPanel.for_session(staged)
+    first.handle(sent)
+    assert statuses(second)[0] == "done"
+    assert sources(nb_path)[1] == ("c2", "x = 2")
+    first.handle({"action": "approve", "step_ids": ["nope"], "revision": 1, "shown": {}})
+    assert first.state == {}
+    assert "a replaced review panel's action" in caplog.text
+    assert statuses(second)[1:] == ["pending", "pending"]
 
 
 def test_while_a_panel_runs_steps_showing_the_plan_again_reuses_it(staged: Session):

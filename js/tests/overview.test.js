@@ -70,6 +70,23 @@ test("a superseded panel shrinks to one line and stops showing the plan", (t) =>
   assert.match(p.$(".pb-superseded").textContent, /replaced by a newer one/);
 });
 
+test("a replaced panel lets its view go: emptied, and mounted again empty, it is one line", (t) => {
+  const p = mount();
+  t.after(p.close);
+  // The kernel sends the three together; whichever the page applies first, nothing throws.
+  p.model.set("view", {});
+  p.model.set("live", {});
+  p.model.set("superseded", true);
+  assert.equal(p.$$(".pb-step").length, 0);
+  assert.match(p.$(".pb-superseded").textContent, /replaced by a newer one/);
+  const model = new FakeModel({});
+  model.state.superseded = true;
+  const again = mount({}, model);  // the page loaded again from the kernel's state
+  t.after(again.close);
+  assert.equal(again.$$(".planbook-panel > *").length, 1);
+  assert.match(again.$(".pb-superseded").textContent, /replaced by a newer one/);
+});
+
 test("a failed step offers go to cell, retry and roll back this step", (t) => {
   const p = mount(thirty());
   t.after(p.close);

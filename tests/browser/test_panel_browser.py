@@ -275,3 +275,72 @@ def test_stop_ends_the_run_between_steps(
         raise
     finally:
         page.close()
+
+
+SHOW_FIRST = """\
+import planbook
+s = planbook.session()
+s.propose.write_file("a.txt", "1\\n", reason="the first note")
+s.review()"""
+SHOW_AGAIN = """\
+s.propose.write_file("b.txt", "2\\n", reason="the second note")
+s.review()"""
+
+
+@pytest.fixture
+def shown_twice_server(tmp_path: Path) -> Iterator[RunningServer]:
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    for cell_id, source in [("c1", "x = 1"), ("c2", SHOW_FIRST), ("c3", SHOW_AGAIN)]:
+        cell = nbformat.v4.new_code_cell(source)
+        cell["id"] = cell_id
+        nb.cells.append(cell)
+    nbformat.write(nb, root / "twice.ipynb")
+    with start_jupyter(root, lab=True, collaboration=True) as running:
+        yield running
+
+
+def test_a_panel_shown_again_replaces_the_one_above_which_stays_one_line_after_a_reload(
+    shown_twice_server: RunningServer, browser: Any, artifacts: Path
+) -> None:
+    """The older panel keeps no view in the kernel (each ``%plan`` used to keep a whole copy):
+    its page shows the one line, before and after the page loads again from the kernel's
+    widget state, and the newer panel shows the whole plan."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    server = shown_twice_server
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+
+    def check_both() -> None:
+        panels = page.locator(".planbook-panel")
+        expect(panels).to_have_count(2)
+        expect(panels.first.locator(".pb-superseded")).to_contain_text("replaced by a newer one")
+        expect(panels.first.locator(".pb-step")).to_have_count(0)
+        expect(panels.nth(1).locator(".pb-step")).to_have_count(2)
+        expect(panels.nth(1).locator(".pb-header")).to_contain_text("2 pending")
+
+    try:
+        page.goto(f"{server.url}lab/tree/twice.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        run_first_cell(page)
+        page.keyboard.press("Shift+Enter")
+        expect(page.locator(".planbook-panel .pb-step")).to_have_count(1)
+        page.keyboard.press("Control+Enter")  # the last cell, in place: no new empty cell
+        check_both()
+        page.reload()
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        check_both()
+    except BaseException:
+        page.screenshot(path=str(artifacts / "panel-shown-twice-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+    assert not (server.root / "a.txt").exists() and not (server.root / "b.txt").exists()

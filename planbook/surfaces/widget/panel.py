@@ -128,11 +128,21 @@ class ReviewPanel(anywidget.AnyWidget):
         return panel
 
     def supersede(self) -> None:
-        """A newer panel took over: stop following the session; the page shows one line."""
+        """A newer panel took over: stop following the session; the page shows one line.
+
+        Its view is let go in the same message: the page shows none of it, and a kernel
+        that ran ``%plan`` twenty times on a 200-step plan held twenty copies of it (3.8 MB
+        each, in the kernel and in the page). What stays is the widget and its comm, so the
+        line still shows after the page reloads."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        self.superseded = True
+        with self._lock, self.hold_sync():
+            self.superseded = True
+            self.view = {}
+            self.live = {}
+            self._agent = {}
+            self._compare = None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The panel, plus the plan as markdown and text: what a frontend without widgets
@@ -171,6 +181,8 @@ class ReviewPanel(anywidget.AnyWidget):
             self._refresh()
 
     def _refresh(self) -> None:
+        if self.superseded:  # its page shows one line: a view would only be held, never seen
+            return
         session = self._session
         try:
             plan = session.current_plan()
@@ -205,13 +217,19 @@ class ReviewPanel(anywidget.AnyWidget):
 
     def _patch_live(self, **changes: Any) -> None:
         with self._lock:
-            self.live = {**self.live, **changes}
+            if not self.superseded:  # a run it started shows in the newer panel instead
+                self.live = {**self.live, **changes}
 
     def _show_error(self, message: str | None) -> None:
         """Show (or clear) the panel's error; during a run without touching the Session."""
         with self._lock:
             self._error = message
-            if self.running:
+            if self.superseded:
+                # Only a message sent before its page heard of the newer panel gets here; the
+                # page shows one line, so the kernel's log is where its refusal can be read.
+                if message:
+                    log.warning("planbook: a replaced review panel's action: %s", message)
+            elif self.running:
                 self._patch_live(error=message)
             else:
                 self._refresh()
