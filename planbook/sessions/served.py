@@ -3,18 +3,27 @@ notebooks (the workspace either way).
 
 Reading opens the notebook as a file document, which never writes it (a notebook without
 planbook metadata stays byte for byte as it was). Proposing goes through one Session per
-notebook, kept for the server's life, over the same file document the CLI uses; it writes the
-file only when a step is staged. Every notebook and file name is confined to the workspace by
-the Workspace's own resolution.
+notebook, over the same file document the CLI uses; it writes the file only when a step is
+staged. Every notebook and file name is confined to the workspace by the Workspace's own
+resolution.
+
+A server on a folder may be asked about every notebook in it, and a parsed notebook takes
+about twice its file's size in memory: only the ``KEEP`` notebooks read last, and the ``KEEP``
+file sessions used last, stay open. One let go is opened again from its file when it is next
+named; everything a session knows is in the file (a session that is still answering a call
+finishes it, and two sessions on one file are as safe as two processes). A session through a
+collaboration room holds a websocket and is what its notebook is read through: it stays.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from planbook.documents.base import NotebookDocument
+from planbook.documents.file import FileNotebook
 from planbook.engine.anchors import resolve
 from planbook.engine.received import bind
 from planbook.engine.store import METADATA_KEY
@@ -31,6 +40,8 @@ from planbook.workspace.walk import folder_listing, walk_files
 ServedDocument = NotebookDocument
 #: How a document names itself in its description.
 TOOL = "planbook MCP"
+#: How many notebooks read, and how many file sessions, stay open (the ones used last).
+KEEP = 8
 
 
 class ServedNotebooks:
@@ -49,8 +60,8 @@ class ServedNotebooks:
             raise UsageMistake(f"{str(path)!r} is not a notebook (.ipynb) or a folder")
         #: Confines every name a client gives; the notebook files are changed by cell steps only.
         self.workspace = Workspace(self.root)
-        self._reading: dict[Path, NotebookDocument] = {}
-        self._sessions: dict[Path, Session] = {}
+        self._reading: OrderedDict[Path, NotebookDocument] = OrderedDict()
+        self._sessions: OrderedDict[Path, Session] = OrderedDict()
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -92,6 +103,9 @@ class ServedNotebooks:
             if doc is None:
                 doc = reading_document(path, TOOL)
                 self._reading[path] = doc
+            self._reading.move_to_end(path)
+            while len(self._reading) > KEEP:
+                self._reading.popitem(last=False)  # a file document holds nothing to release
         return doc
 
     def signature(self, path: Path) -> object:
@@ -139,15 +153,23 @@ class ServedNotebooks:
             if session is None:
                 session = self.open_session(path)
                 self._sessions[path] = session
+            self._sessions.move_to_end(path)
+            files = [
+                p for p, kept in self._sessions.items() if isinstance(kept.document, FileNotebook)
+            ]
+            for old in files[: max(0, len(files) - KEEP)]:
+                # Not closed: a call may still be using it, and a file session holds nothing
+                # closing would release (it never runs a step).
+                del self._sessions[old]
         return session
 
     def open_session(self, path: Path) -> Session:
-        """A new Session that edits the notebook ``path`` (called once per notebook)."""
+        """A new Session that edits the notebook ``path`` (again after it was let go)."""
         return file_session(self.root, path, TOOL)
 
     def close(self) -> None:
         """Let go of every session (a live one holds a websocket and a thread)."""
         with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
+            sessions, self._sessions = list(self._sessions.values()), OrderedDict()
         for session in sessions:
             session.close()

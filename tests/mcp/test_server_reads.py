@@ -4,11 +4,15 @@ Each test drives the real server in a subprocess with the SDK's own client."""
 from __future__ import annotations
 
 import base64
+import gc
+import os
+import tracemalloc
 from pathlib import Path
 
 import anyio
 import nbformat
 
+from planbook.sessions.served import KEEP, ServedNotebooks
 from tests.support.mcp_client import connect, images, ok, text
 
 #: A 1x1 PNG, as Jupyter stores it (base64, ending in a newline).
@@ -135,3 +139,97 @@ def test_a_folder_lists_its_notebooks_and_each_is_named(tmp_path: Path) -> None:
             assert result.is_error and "say which notebook" in text(result)
 
     anyio.run(main)
+
+
+def numbered_notebooks(folder: Path, count: int, output_bytes: int = 0) -> list[str]:
+    """``count`` notebooks n00.ipynb... of one cell each; ``output_bytes`` of incompressible
+    base64 in the cell's output (what an image weighs)."""
+    names = []
+    for i in range(count):
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell(f"x = {i}")
+        cell["id"] = "only"
+        if output_bytes:
+            blob = base64.b64encode(os.urandom(output_bytes * 3 // 4)).decode()
+            cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": blob})]
+        nb.cells = [cell]
+        name = f"n{i:02}.ipynb"
+        nbformat.write(nb, folder / name)
+        names.append(name)
+    return names
+
+
+def test_a_notebook_let_go_among_many_is_opened_again_as_it_stands(tmp_path: Path) -> None:
+    """A server on a folder keeps only the notebooks used last open: one it let go, named
+    again, goes on with its plan and reads what the file holds now."""
+    names = numbered_notebooks(tmp_path, KEEP + 4)
+    first = tmp_path / names[0]
+
+    async def main() -> None:
+        async with connect(tmp_path) as session:
+            staged = await ok(
+                session,
+                "propose_edit_cell",
+                notebook=names[0],
+                cell="only",
+                source="x = 100",
+                reason="the first",
+            )
+            assert staged.startswith(f"Staged step 1 of the plan in {names[0]}")
+            for name in names[1:]:  # every other notebook read and proposed to, in turn
+                assert "x = " in await ok(session, "read_notebook", notebook=name)
+                await ok(
+                    session,
+                    "propose_edit_cell",
+                    notebook=name,
+                    cell="only",
+                    source="y = 1",
+                    reason="another",
+                )
+            # meanwhile the person edits the first notebook's cell in the file
+            nb = nbformat.read(first, as_version=4)
+            nb.cells[0].source = "x = 0  # the person's"
+            nbformat.write(nb, first)
+            assert "x = 0  # the person's" in await ok(session, "read_notebook", notebook=names[0])
+            again = await ok(
+                session,
+                "propose_insert_cell",
+                notebook=names[0],
+                source="print(x)",
+                reason="the second",
+            )
+            assert again.startswith(f"Staged step 2 of the plan in {names[0]}"), again
+            plan = await ok(session, "read_plan", notebook=names[0])
+            assert "the first" in plan and "the second" in plan
+
+    anyio.run(main)
+    steps = nbformat.read(first, as_version=4).metadata["planbook"]["plans"]
+    (plan,) = steps.values()
+    assert [s["reason"] for s in plan["revisions"][-1]["steps"]] == ["the first", "the second"]
+
+
+def test_reading_every_notebook_of_a_big_folder_keeps_only_the_last_ones(tmp_path: Path) -> None:
+    """Memory, in the server's own process: reading 3 x KEEP notebooks of 1 MB each holds
+    about KEEP of them, not all (a parsed notebook takes about twice its file's size)."""
+    names = numbered_notebooks(tmp_path, 3 * KEEP, output_bytes=1_000_000)
+    served = ServedNotebooks(tmp_path)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for name in names[:KEEP]:
+            served.cells(served.notebook_path(name))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+        for name in names[KEEP:]:
+            served.cells(served.notebook_path(name))
+            session = served.session(name)
+            session.propose.edit_cell("only", "x = 1", reason="r")
+        gc.collect()
+        more = tracemalloc.get_traced_memory()[0] - kept
+    finally:
+        tracemalloc.stop()
+        served.close()
+    per_notebook = kept / KEEP
+    assert per_notebook > 1_000_000, "each notebook read is held while it is among the last"
+    # the sessions opened on the way hold their own KEEP copies; nothing beyond
+    assert more < (KEEP + 2) * per_notebook, (more, per_notebook)
