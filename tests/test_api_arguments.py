@@ -48,6 +48,15 @@ CASES: list[tuple[str, Callable[[Any], object]]] = [
     ("render_markdown shown_to=1", lambda pb: pb.render_markdown(shown_to=1)),
     ("rollback True", lambda pb: pb.rollback(True)),
     ("plan(task=1)", lambda pb: pb.plan(1)),
+    ("hash_of 1", lambda pb: pb.hash_of(1)),
+    ("hash_of [1]", lambda pb: pb.hash_of([1])),
+    ("step_hashes 'ab'", lambda pb: pb.step_hashes("ab")),
+    ("mark_shown surface=1", lambda pb: pb.mark_shown(1)),
+    ("mark_shown steps=[{}]", lambda pb: pb.mark_shown("cli", [{}])),
+    ("last_shown [1]", lambda pb: pb.last_shown(["cli"])),
+    ("step_views plan=5", lambda pb: pb.step_views(5)),
+    ("step_views revision='1'", lambda pb: pb.step_views(revision="1")),
+    ("step_views revision=True", lambda pb: pb.step_views(revision=True)),
 ]
 
 

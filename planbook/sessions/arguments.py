@@ -5,10 +5,11 @@ AttributeError, and ``shell(b"ls")`` staged its step, then failed on it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planbook.errors import UsageMistake
+from planbook.model.plan import Plan, Step
 
 
 def _given(value: object) -> str:
@@ -47,3 +48,23 @@ def shown_hashes(value: Any) -> str | Mapping[str, str] | None:
         "`shown` is the hash of the chosen steps (`hash_of`) or each shown step's hash by id "
         f"(`step_hashes`), not {_given(value)}"
     )
+
+
+def steps(value: Any) -> Sequence[Step]:
+    """``value`` when it is a list or tuple of a plan's steps (``plan.steps``, or some of them)."""
+    if isinstance(value, list | tuple) and all(isinstance(s, Step) for s in value):
+        return value
+    raise UsageMistake(f"`steps` is a list of a plan's steps (`plan.steps`), not {_given(value)}")
+
+
+def optional_plan(value: Any) -> Plan | None:
+    if value is None or isinstance(value, Plan):
+        return value
+    raise UsageMistake(f"`plan` is a plan (`pb.current_plan()`) or None, not {_given(value)}")
+
+
+def optional_number(value: Any, name: str) -> int | None:
+    """``value`` when it is None or a whole number of 1 or more (not True)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise UsageMistake(f"`{name}` is a number from 1, or None, not {_given(value)}")

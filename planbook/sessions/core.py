@@ -36,6 +36,7 @@ from planbook.model.plan import (
     Step,
 )
 from planbook.model.store import Mode
+from planbook.sessions import arguments
 from planbook.sessions.mcp_client import McpClient
 from planbook.sessions.page_advice import PageAdvice
 from planbook.workspace.files import Workspace
@@ -102,7 +103,7 @@ class SessionCore:
     def step_hashes(steps: Sequence[Step]) -> Shown:
         """Each step's ``hash_of([step])`` by id: what a view carries of the steps it shows, and
         what an approval from that view sends back as ``shown``."""
-        return step_hashes(steps)
+        return step_hashes(arguments.steps(steps))
 
     def mark_shown(
         self, surface: str, steps: Sequence[Step] | None = None, *, adding: bool = False
@@ -110,9 +111,11 @@ class SessionCore:
         """Remember that ``surface`` ("magics", "cli", ...) just showed ``steps`` (default: the
         current plan's) to the person: what its next approval is compared with. ``adding``
         keeps what it showed before (``%%propose`` shows the one step it staged)."""
+        arguments.text(surface, "surface")
         if steps is None:
             plan = self.current_plan()
             steps = plan.steps if plan else []
+        arguments.steps(steps)
         hashes = step_hashes(steps)
         if adding:
             hashes = {**self._shown.get(surface, {}), **hashes}
@@ -121,14 +124,14 @@ class SessionCore:
 
     def last_shown(self, surface: str) -> Shown | None:
         """What ``surface`` last showed (``mark_shown``), or None when it showed nothing yet."""
-        found = self._shown.get(surface)
+        found = self._shown.get(arguments.text(surface, "surface"))
         return None if found is None else dict(found)
 
     @staticmethod
     def hash_of(steps: Sequence[Step]) -> str:
         """The approval hash of ``steps`` as they are now: what a surface keeps when it shows
         them, so that a step changed since is refused instead of run."""
-        return approval_hash(steps)
+        return approval_hash(arguments.steps(steps))
 
     @property
     def headless(self) -> bool:

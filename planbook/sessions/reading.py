@@ -27,7 +27,8 @@ class ReadingSession(SessionCore):
         return self.document.cells()
 
     def step_views(self, plan: Plan | None = None, revision: int | None = None) -> list[StepView]:
-        plan = plan or self.current_plan()
+        arguments.optional_number(revision, "revision")
+        plan = arguments.optional_plan(plan) or self.current_plan()
         if plan is None:
             return []
         if revision is not None and revision != plan.current.number:
