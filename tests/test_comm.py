@@ -29,11 +29,10 @@ class Page:
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
         self.kc.shell_channel.send(self.kc.session.msg(msg_type, content))
 
-    def open(self) -> None:
-        self._send(
-            "comm_open",
-            {"comm_id": self.comm_id, "target_name": "planbook", "data": {"protocol": 1}},
-        )
+    def open(self, page: Any = None) -> None:
+        """``page``: the browser tab and load of it the page says it is (connection.ts)."""
+        data = {"protocol": 1} if page is None else {"protocol": 1, "page": page}
+        self._send("comm_open", {"comm_id": self.comm_id, "target_name": "planbook", "data": data})
 
     def decide(self, **data: Any) -> None:
         self._send("comm_msg", {"comm_id": self.comm_id, "data": data})
@@ -279,3 +278,54 @@ def test_a_run_sends_the_page_one_plan_a_step(nb: Path) -> None:
             [],
         ], shown
         assert plans[-1]["plan"]["state"] != "executing" and statuses(nb) == ["done"] * 3
+
+
+def heard_until_idle(k: Kernel, code: str) -> tuple[str, set[str]]:
+    """Run ``code``; its stdout, and the comms the kernel closed meanwhile (any request's)."""
+    msg_id = k.kc.execute(code)
+    out, closed = "", set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        msg = k.kc.get_iopub_msg(timeout=60)
+        if msg["msg_type"] == "comm_close":
+            closed.add(msg["content"]["comm_id"])
+        elif msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == msg_id:
+            out += msg["content"]["text"]
+        elif (
+            msg["msg_type"] == "status"
+            and msg["parent_header"].get("msg_id") == msg_id
+            and msg["content"]["execution_state"] == "idle"
+        ):
+            return out, closed
+    raise AssertionError("the kernel did not answer")
+
+
+def test_a_new_load_of_a_browser_tab_closes_what_its_earlier_loads_left_open(nb: Path) -> None:
+    """A reload does not always get its comm's close out; the next load of the same tab says
+    which tab it is, and the kernel closes the earlier loads' links (it sent each the whole
+    plan after every change). Another tab, a second notebook of the same load, and a page that
+    says nothing readable keep theirs."""
+    with kernel(nb.parent, JPY_SESSION_NAME=str(nb)) as k:
+        k.run("%load_ext planbook")
+        pages = {name: Page(k) for name in ("first", "sibling", "other tab", "reloaded")}
+        pages["first"].open({"tab": "t1", "load": "l1"})
+        pages["sibling"].open({"tab": "t1", "load": "l1"})  # a second notebook panel
+        pages["other tab"].open({"tab": "t2", "load": "l1"})
+        hostile = [
+            "t1",
+            {"tab": "t1"},
+            {"tab": "t1" * 100, "load": "l9"},
+            {"tab": 1, "load": 2},
+            {"tab": "", "load": "l9"},
+            ["t1", "l9"],
+        ]
+        for said in hostile:
+            Page(k).open(said)
+        count = "from planbook.surfaces.comm import channel\nprint(len(channel._LINKS))"
+        assert heard_until_idle(k, count)[0].strip() == str(3 + len(hostile))
+        pages["reloaded"].open({"tab": "t1", "load": "l2"})
+        out, closed = heard_until_idle(k, count)
+        assert out.strip() == str(2 + len(hostile))
+        assert closed == {pages["first"].comm_id, pages["sibling"].comm_id}
+        pages["reloaded"].run('%%propose --after c1 --reason "a note"\ny = 1')
+        assert len(pages["reloaded"].plan(lambda m: len(m["steps"]) == 1)["steps"]) == 1

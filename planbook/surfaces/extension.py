@@ -98,4 +98,4 @@ def page_opened(comm: Any, msg: dict[str, Any]) -> None:
     # heavy: pydantic, the Session and the engine (the first page, not the load)
     from planbook.surfaces.comm.channel import link_page
 
-    link_page(comm)
+    link_page(comm, msg.get("content", {}).get("data") if isinstance(msg, dict) else None)

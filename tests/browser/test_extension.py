@@ -229,3 +229,45 @@ def test_nothing_shows_where_the_kernel_has_not_loaded_planbook(
     with contextlib.suppress(PlaywrightTimeout):  # JupyterLab may ask first
         page.locator(".jp-Dialog .jp-mod-accept").click(timeout=5_000)
     expect(panel.locator(".pb-cell-review")).to_have_count(0)
+
+
+#: The pages the kernel sends the plan to after every change: one per open link.
+OPEN_LINKS = "from planbook.surfaces.comm import channel\nprint(len(channel._LINKS))"
+#: A page whose own close on the way out never reaches the kernel, as under load it may not.
+LOST_CLOSE = "window.addEventListener('pagehide', e => e.stopImmediatePropagation(), true)"
+
+
+def test_a_reloaded_page_leaves_the_kernel_one_page_to_tell(
+    server: RunningServer, notebook: str, browser_page: Any
+) -> None:
+    """Each reload used to leave the old page's comm open in the kernel, which went on
+    building and sending it the whole plan after every change: after a day of reloads, one
+    staged step did that work once per reload. The page closes its comm as it goes, and a new
+    load of the same tab has the kernel close what earlier loads left, even when their close
+    was lost. A second tab is a page of its own: both are told."""
+    page = browser_page
+    page.add_init_script(LOST_CLOSE)
+    panel = open_notebook(page, server, notebook, "lab")
+    kernel = page_kernel(server, notebook)
+    run(server, kernel, STAGE)
+    expect(box(panel, 1)).to_be_visible()
+    assert run(server, kernel, OPEN_LINKS).strip() == "1"
+    for _ in range(3):
+        page.reload()
+        panel = page.locator(".jp-NotebookPanel")
+        expect(box(panel, 3)).to_be_visible(timeout=90_000)
+    run(server, kernel, "s.propose.insert_cell('w = 2', after='c1', reason='one more')")
+    expect(box(panel, 4)).to_be_visible()
+    assert run(server, kernel, OPEN_LINKS).strip() == "1"
+
+    second = page.context.new_page()
+    try:
+        other = second.locator(".jp-NotebookPanel")
+        second.goto(f"{server.url}lab/tree/{notebook}?token={server.token}")
+        expect(box(other, 4)).to_be_visible(timeout=90_000)
+        assert run(server, kernel, OPEN_LINKS).strip() == "2"
+        run(server, kernel, "s.propose.insert_cell('v = 3', after='c1', reason='and one more')")
+        expect(box(other, 5)).to_be_visible()
+        expect(box(panel, 5)).to_be_visible()
+    finally:
+        second.close()

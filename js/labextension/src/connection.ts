@@ -17,6 +17,35 @@ import {
   PROTOCOL
 } from './protocol';
 
+/** Where this browser tab keeps its identity across reloads. */
+const TAB_KEY = 'planbook:tab';
+
+/**
+ * This browser tab across its reloads, and this load of it. The kernel closes the links an
+ * earlier load of the same tab left open: a reload does not always get its comm's close out
+ * before the page goes (`onPageHide`), and each link left open had the kernel send the whole
+ * plan once more after every change. A tab opened anew or duplicated is a tab of its own.
+ */
+export const PAGE = pageIdentity();
+
+function pageIdentity(): { tab: string; load: string } {
+  const load = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
+  let tab = load;
+  try {
+    const navigation = performance.getEntriesByType('navigation')[0] as
+      | PerformanceNavigationTiming
+      | undefined;
+    const kept = window.sessionStorage.getItem(TAB_KEY);
+    if (navigation?.type === 'reload' && kept) {
+      tab = kept;
+    }
+    window.sessionStorage.setItem(TAB_KEY, tab);
+  } catch {
+    // no session storage (a privacy setting): each load is a tab of its own
+  }
+  return { tab, load };
+}
+
 export class KernelLink {
   constructor(
     private readonly context: ISessionContext,
@@ -25,6 +54,7 @@ export class KernelLink {
   ) {
     context.kernelChanged.connect(this.onKernelChanged, this);
     context.statusChanged.connect(this.onStatus, this);
+    window.addEventListener('pagehide', this.onPageHide);
     void context.ready.then(() => this.attach(context.session?.kernel ?? null));
   }
 
@@ -42,10 +72,23 @@ export class KernelLink {
   }
 
   dispose(): void {
+    window.removeEventListener('pagehide', this.onPageHide);
     this.context.kernelChanged.disconnect(this.onKernelChanged, this);
     this.context.statusChanged.disconnect(this.onStatus, this);
     this.drop();
   }
+
+  /**
+   * The page is going away (a reload, the browser tab closed): close the comm, so the kernel
+   * stops sending this page the plan after every change. Nothing else tells it: a comm left
+   * open by each reload had the kernel build and send the whole plan once more per event.
+   * A page kept for going back (`persisted`) keeps its link.
+   */
+  private readonly onPageHide = (event: PageTransitionEvent): void => {
+    if (!event.persisted) {
+      this.drop();
+    }
+  };
 
   private onKernelChanged(
     _: ISessionContext,
@@ -76,7 +119,7 @@ export class KernelLink {
   private open(kernel: Kernel.IKernelConnection): void {
     const comm = kernel.createComm(COMM_TARGET);
     this.adopt(comm);
-    comm.open({ protocol: PROTOCOL } as any);
+    comm.open({ protocol: PROTOCOL, page: PAGE } as any);
   }
 
   /**

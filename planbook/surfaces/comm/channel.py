@@ -17,11 +17,12 @@ without the extension (VS Code, Colab) ignore the kernel's comm.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from planbook.errors import PlanbookError, UsageMistake, read_message
 from planbook.model.base import DEFERRED, PlanbookModel
@@ -94,6 +95,26 @@ def parse(content: object) -> AnyDecision:
     )
 
 
+class PageLoad(PlanbookModel):
+    """The browser tab that opened a comm, kept across its reloads, and which load of it
+    (js/labextension connection.ts ``PAGE``): a new load closes what earlier ones left open."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tab: str = Field(min_length=1, max_length=64)
+    load: str = Field(min_length=1, max_length=64)
+
+    @classmethod
+    def said(cls, opened: object) -> PageLoad | None:
+        """What the page's open message says of it; None from a page that says nothing (an
+        older extension) or something unreadable: its links are left as they were."""
+        page = opened.get("page") if isinstance(opened, dict) else None
+        try:
+            return cls.model_validate(page) if isinstance(page, dict) else None
+        except ValidationError:
+            return None
+
+
 class CellReviewLink:
     """One page's comm: the plan out, the person's decisions in."""
 
@@ -107,9 +128,12 @@ class CellReviewLink:
         session: Session,
         comm: Any,
         home: asyncio.AbstractEventLoop | None = None,
+        page: PageLoad | None = None,
     ) -> None:
         self.session = session
         self.comm = comm
+        #: The browser tab and the load of it that opened this comm, when the page said.
+        self.page = page
         self._home = home or running_main_loop()
         #: runs under way in the session (a step's code may approve and run another plan)
         self._runs = 0
@@ -334,8 +358,14 @@ class CellReviewLink:
 _LINKS: set[CellReviewLink] = set()
 
 
-def open_link(session: Session, comm: Any) -> CellReviewLink:
-    link = CellReviewLink(session, comm)
+def open_link(session: Session, comm: Any, page: PageLoad | None = None) -> CellReviewLink:
+    if page is not None:  # a new load of a tab: the links its earlier loads left lead nowhere
+        earlier = [o for o in _LINKS if o.page is not None and o.page.tab == page.tab]
+        for other in [o for o in earlier if o.page != page]:
+            other.close()
+            with contextlib.suppress(Exception):  # the comm's kernel side: nobody to tell
+                other.comm.close()
+    link = CellReviewLink(session, comm, page=page)
     document = link.page_document()
     if document is not None:
         # The page opening a comm is the page now. A reloaded page never closed its old comm:
@@ -356,12 +386,12 @@ def _follow_kernel_session(session: Session) -> None:
         link.follow(session)
 
 
-def link_page(comm: Any) -> None:
-    """A page opened ``comm`` (the target surfaces/extension.py registered): link it to the
-    kernel's session, which is opened now if this is its first use; a session that cannot open
-    closes the comm with one line saying why."""
+def link_page(comm: Any, opened: object = None) -> None:
+    """A page opened ``comm`` (the target surfaces/extension.py registered) and said ``opened``:
+    link it to the kernel's session, which is opened now if this is its first use; a session
+    that cannot open closes the comm with one line saying why."""
     api.follow_kernel_session(_follow_kernel_session)
     try:
-        open_link(api.session(), comm).heard()
+        open_link(api.session(), comm, PageLoad.said(opened)).heard()
     except PlanbookError as exc:
         comm.close({"type": "error", "message": str(exc), "step_id": None})
