@@ -355,6 +355,7 @@ def test_a_fresh_session_closes_the_previous_document(
     import planbook
     from planbook.documents.file import FileNotebook
 
+    planbook.unload_ipython_extension(None)  # what earlier tests in this process left open
     closed: list[Path] = []
     monkeypatch.setattr(FileNotebook, "close", lambda self: closed.append(self.path), raising=False)
     first = planbook.session(notebook=nb_path, fresh=True)
@@ -367,6 +368,24 @@ def test_a_fresh_session_closes_the_previous_document(
     assert planbook.session() is second
     planbook.unload_ipython_extension(None)
     assert closed == [nb_path, nb_path]
+
+
+def test_a_closed_session_is_not_handed_back(nb_path: Path) -> None:
+    """``pb.close()``, then ``planbook.session(nb)``: a session that can still read and stage,
+    not the closed one (a live one's room is gone with it). Closed sessions also stayed in
+    the process's registry, so ``%unload_ext`` closed them a second time."""
+    import planbook
+
+    pb = planbook.session(notebook=nb_path, fresh=True)
+    pb.close()
+    again = planbook.session(notebook=nb_path)
+    assert again is not pb
+    again.propose.edit_cell("c2", "x = 5", reason="after a close")
+    assert [s.status for s in again.current_plan().steps] == ["pending"]
+    kernels = planbook.session(notebook=nb_path, kernel=True)
+    kernels.close()
+    assert planbook.session(notebook=nb_path) is not kernels
+    planbook.unload_ipython_extension(None)
 
 
 def test_an_insert_next_to_an_edited_cell_does_not_need_that_edit(session: Session) -> None:

@@ -43,6 +43,13 @@ class NotebookSession(Session):
         if plan is not None and plan.is_open:
             self.opened_with = plan.id, sum(1 for s in plan.steps if s.status == "pending")
 
+    def close(self) -> None:
+        """Let go of the document and the listeners; ``planbook.session()`` opens the notebook
+        again next time instead of handing back this closed session (a live one's room is
+        gone)."""
+        super().close()
+        _forget(self)
+
     @property
     def plan(self) -> PlanHandle:
         """The current plan: shown in Jupyter; ``await pb.plan(task)`` asks the agent."""
@@ -183,11 +190,21 @@ def _become_kernels(new: NotebookSession) -> NotebookSession:
     return new
 
 
+def _forget(closed: NotebookSession) -> None:
+    """``closed`` is no longer the kernel's session nor a caller's."""
+    global _kernel
+    with _lock:
+        if _kernel is closed:
+            _kernel = None
+        for path in [p for p, kept in _others.items() if kept is closed]:
+            del _others[path]
+
+
 def close() -> None:
     """Let go of every session (``%unload_ext planbook``)."""
     global _kernel
     with _lock:
-        for other in _others.values():
+        for other in list(_others.values()):
             other.close()
         _others.clear()
         if _kernel is not None:
