@@ -36,18 +36,23 @@ s.propose.write_file("skipped.txt", "no\\n", reason="this one gets skipped")
 s.review()"""
 
 
-def write_notebook(path: Path) -> None:
+def write_cells(path: Path, cells: list[tuple[str, str]]) -> None:
+    """A notebook of code cells (id, source) for the python3 kernel."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
     }
-    for cell_id, source in [("c1", "x = 1"), ("c2", "print('x is', x)"), ("c3", STAGE)]:
+    for cell_id, source in cells:
         cell = nbformat.v4.new_code_cell(source)
         cell["id"] = cell_id
         nb.cells.append(cell)
     nbformat.write(nb, path)
+
+
+def write_notebook(path: Path) -> None:
+    write_cells(path, [("c1", "x = 1"), ("c2", "print('x is', x)"), ("c3", STAGE)])
 
 
 def cells(path: Path) -> list[tuple[str, str]]:
@@ -220,18 +225,8 @@ s.review()"""
 def slow_server(tmp_path: Path) -> Iterator[RunningServer]:
     root = tmp_path / "root"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
     slow = SLOW.replace("{flag}", str(tmp_path / "release.flag"))
-    for cell_id, source in [("c1", "x = 1"), ("c2", slow)]:
-        cell = nbformat.v4.new_code_cell(source)
-        cell["id"] = cell_id
-        nb.cells.append(cell)
-    nbformat.write(nb, root / "slow.ipynb")
+    write_cells(root / "slow.ipynb", [("c1", "x = 1"), ("c2", slow)])
     with start_jupyter(root, lab=True, collaboration=True) as running:
         yield running
 
@@ -291,17 +286,7 @@ s.review()"""
 def shown_twice_server(tmp_path: Path) -> Iterator[RunningServer]:
     root = tmp_path / "root"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    for cell_id, source in [("c1", "x = 1"), ("c2", SHOW_FIRST), ("c3", SHOW_AGAIN)]:
-        cell = nbformat.v4.new_code_cell(source)
-        cell["id"] = cell_id
-        nb.cells.append(cell)
-    nbformat.write(nb, root / "twice.ipynb")
+    write_cells(root / "twice.ipynb", [("c1", "x = 1"), ("c2", SHOW_FIRST), ("c3", SHOW_AGAIN)])
     with start_jupyter(root, lab=True, collaboration=True) as running:
         yield running
 
