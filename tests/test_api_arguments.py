@@ -57,6 +57,13 @@ CASES: list[tuple[str, Callable[[Any], object]]] = [
     ("step_views plan=5", lambda pb: pb.step_views(5)),
     ("step_views revision='1'", lambda pb: pb.step_views(revision="1")),
     ("step_views revision=True", lambda pb: pb.step_views(revision=True)),
+    # a long value is not repeated in the line (each was 350 to 410 characters long)
+    ("retry long text", lambda pb: pb.retry("x" * 300)),
+    ("skip long text", lambda pb: pb.skip("x" * 300)),
+    ("approve first=long text", lambda pb: pb.approve(first="x" * 300)),
+    ("approve a long dict", lambda pb: pb.approve({"a": "x" * 300})),
+    ("approve [long text]", lambda pb: pb.approve(["x" * 300])),
+    ("step_views revision=long text", lambda pb: pb.step_views(revision="x" * 300)),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import reprlib
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -50,15 +51,18 @@ def parse_numbers(spec: str | Sequence[int], count: int) -> list[int]:
 def _step_number(value: object) -> int:
     # bool is an int to Python, but approve(False) meaning "step 0" or "all" would be a trap.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageMistake(f"`{value!r}` is not a step number: {_HOW}")
+        raise UsageMistake(f"`{reprlib.repr(value)}` is not a step number: {_HOW}")
     return value
 
 
 def check_step_number(value: object, what: str = "a step number") -> int:
     """A single step number given to the API (``skip``, ``move``): an int, not a bool, a float
-    or a string; anything else is a one-line `UsageMistake`."""
+    or a string; anything else is a one-line `UsageMistake`, the value shown short (reprlib:
+    a long string or list is not repeated)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageMistake(f"`{value!r}` is not {what}: give the number `%plan` shows, e.g. 2")
+        raise UsageMistake(
+            f"`{reprlib.repr(value)}` is not {what}: give the number `%plan` shows, e.g. 2"
+        )
     return value
 
 
@@ -67,16 +71,18 @@ def check_selection_argument(spec: object, first: object = None) -> None:
     each is a one-line `UsageMistake` that says what a selection looks like."""
     if first is not None:
         if isinstance(first, bool) or not isinstance(first, int):
-            raise UsageMistake(f"first={first!r} is not a count: give a whole number, e.g. first=3")
+            raise UsageMistake(
+                f"first={reprlib.repr(first)} is not a count: give a whole number, e.g. first=3"
+            )
         if first < 1:
             raise UsageMistake(f"first={first}: give a count of 1 or more")
         if spec is not None:
-            raise UsageMistake(f"give either steps or first, not both (steps={spec!r})")
+            raise UsageMistake(f"give either steps or first, not both (steps={reprlib.repr(spec)})")
         return
     if spec is None or isinstance(spec, str):
         return
     if isinstance(spec, bool) or not isinstance(spec, (int, Sequence)):
-        raise UsageMistake(f"`{spec!r}` is not a step selection: {_HOW}")
+        raise UsageMistake(f"`{reprlib.repr(spec)}` is not a step selection: {_HOW}")
     if isinstance(spec, Sequence):
         for n in spec:
             _step_number(n)

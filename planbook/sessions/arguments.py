@@ -61,10 +61,3 @@ def optional_plan(value: Any) -> Plan | None:
     if value is None or isinstance(value, Plan):
         return value
     raise UsageMistake(f"`plan` is a plan (`pb.current_plan()`) or None, not {_given(value)}")
-
-
-def optional_number(value: Any, name: str) -> int | None:
-    """``value`` when it is None or a whole number of 1 or more (not True)."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        return value
-    raise UsageMistake(f"`{name}` is a number from 1, or None, not {_given(value)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from planbook.documents.base import outline
 from planbook.documents.collector import collector_paused
+from planbook.engine.approval import check_step_number
 from planbook.model.cell import Cell
 from planbook.model.checkpoint import Checkpoint
 from planbook.model.plan import (
@@ -27,7 +28,8 @@ class ReadingSession(SessionCore):
         return self.document.cells()
 
     def step_views(self, plan: Plan | None = None, revision: int | None = None) -> list[StepView]:
-        arguments.optional_number(revision, "revision")
+        if revision is not None:
+            check_step_number(revision, "a revision number")
         plan = arguments.optional_plan(plan) or self.current_plan()
         if plan is None:
             return []
