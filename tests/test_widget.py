@@ -13,12 +13,10 @@ from typing import Any
 import pytest
 
 from planbook.agent.state import state_of
-from planbook.documents.file import FileNotebook
 from planbook.model.events import Event
 from planbook.sessions.session import Session
 from planbook.surfaces.widget.panel import ReviewPanel
-from planbook.workspace.files import Workspace
-from tests.conftest import make_notebook, sources
+from tests.conftest import make_notebook, reopen, sources
 
 
 @pytest.fixture
@@ -465,7 +463,7 @@ def test_showing_a_long_plan_again_and_again_does_not_keep_a_copy_each_time(tmp_
     """Each ``%plan`` shows a new panel and replaces the last: a kernel that showed a 100-step
     plan twenty times held twenty copies of its view (about 1.9 MB each) before."""
     nb = make_notebook(tmp_path / "long.ipynb", [f"x{i} = {i}\n" * 20 for i in range(50)])
-    session = Session(FileNotebook(nb), Workspace(tmp_path, protected=(nb,)), notebook_path=nb)
+    session = reopen(nb)
     for i in range(100):
         session.propose.edit_cell(f"#{i % 50 + 1}", f"y{i} = {i}\n" * 20, reason=f"step {i}")
     ReviewPanel.for_session(session)
