@@ -14,7 +14,11 @@ import pytest
 
 import planbook
 from planbook.errors import PlanbookError, UsageMistake
+from planbook.model.questions import PersonQuestion
 from tests.conftest import make_notebook
+
+#: a question as an MCP client asks it (the last argument's cases pass it beside a wrong one)
+_QUESTION = PersonQuestion(id="q1", question="which file?", origin="test")
 
 #: (what is called, the call): each passes one argument of a type it does not take.
 CASES: list[tuple[str, Callable[[Any], object]]] = [
@@ -57,6 +61,12 @@ CASES: list[tuple[str, Callable[[Any], object]]] = [
     ("step_views plan=5", lambda pb: pb.step_views(5)),
     ("step_views revision='1'", lambda pb: pb.step_views(revision="1")),
     ("step_views revision=True", lambda pb: pb.step_views(revision=True)),
+    ("answered_here 'q1'", lambda pb: pb.answered_here("q1")),
+    ("answered_in question={}", lambda pb: pb.answered_in(pb.store.state, {"id": "q1"})),
+    ("answered_in state={}", lambda pb: pb.answered_in({}, _QUESTION)),
+    ("attached 'panel'", lambda pb: pb.attached("panel")),
+    ("refuse_denied 'rm -rf'", lambda pb: pb.refuse_denied("rm -rf /")),
+    ("refuse_denied a step", lambda pb: pb.refuse_denied(pb.current_plan().steps[0])),
     # a long value is not repeated in the line (each was 350 to 410 characters long)
     ("retry long text", lambda pb: pb.retry("x" * 300)),
     ("skip long text", lambda pb: pb.skip("x" * 300)),

@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planbook.errors import UsageMistake
+from planbook.model.operations import AnyOperation
 from planbook.model.plan import Plan, Step
+from planbook.model.questions import PersonQuestion
+from planbook.model.store import PlanbookState
 
 
 def _given(value: object) -> str:
@@ -61,3 +64,31 @@ def optional_plan(value: Any) -> Plan | None:
     if value is None or isinstance(value, Plan):
         return value
     raise UsageMistake(f"`plan` is a plan (`pb.current_plan()`) or None, not {_given(value)}")
+
+
+def question(value: Any) -> PersonQuestion:
+    """``value`` when it is a question an MCP client asked (``pb.person_questions()``)."""
+    if isinstance(value, PersonQuestion):
+        return value
+    raise UsageMistake(f"`question` is a question (`pb.person_questions()`), not {_given(value)}")
+
+
+def operation(value: Any) -> AnyOperation:
+    """``value`` when it is an operation (a step's ``operation``)."""
+    if isinstance(value, AnyOperation):
+        return value
+    raise UsageMistake(f"`op` is an operation (a step's `operation`), not {_given(value)}")
+
+
+def kind(value: Any) -> type:
+    """``value`` when it is a class (``attached``'s key)."""
+    if isinstance(value, type):
+        return value
+    raise UsageMistake(f"`kind` is a class, not {_given(value)}")
+
+
+def record(value: Any) -> PlanbookState:
+    """``value`` when it is a notebook's planbook record (``pb.store.state``)."""
+    if isinstance(value, PlanbookState):
+        return value
+    raise UsageMistake(f"`state` is a notebook's record (`pb.store.state`), not {_given(value)}")

@@ -150,6 +150,7 @@ class SessionCore:
         only code importing it reaches it, and typed by it. Kept here, not in a module-level
         WeakKeyDictionary, because those objects point back to the session: as values of such
         a dictionary they would keep every session alive; here they go with it."""
+        arguments.kind(kind)
         with self._attached_lock:  # not the session's lock: a run holds that one for long
             found = self._attached.get(kind)
             if not isinstance(found, kind):

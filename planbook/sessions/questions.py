@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from planbook.engine import questions
 from planbook.model.questions import PersonQuestion
 from planbook.model.store import PlanbookState
+from planbook.sessions import arguments
 from planbook.sessions.core import SessionCore
 
 
@@ -60,10 +61,12 @@ class PersonQuestions(SessionCore):
 
     def answered_here(self, question: PersonQuestion) -> bool:
         """Whether the question's answer (or withdrawal) was recorded by this person here."""
-        return self.answered_in(self.store.state, question)
+        return self.answered_in(self.store.state, arguments.question(question))
 
     @staticmethod
     def answered_in(state: PlanbookState, question: PersonQuestion) -> bool:
         """``answered_here`` for a question of ``state``, a record read without a Session
         (``ServedNotebooks.state``)."""
+        arguments.question(question)
+        arguments.record(state)
         return not question.is_open and questions.is_local(state, question)

@@ -105,6 +105,7 @@ class Session(PreviewingSession, PersonQuestions):
 
     def refuse_denied(self, op: AnyOperation) -> None:
         """Raise PolicyDenied when the rules, as their files say now, deny ``op``."""
+        arguments.operation(op)
         with self._lock:  # the rules only: no need to hold the notebook for this
             self._install_rules()
             decide(self.mode, op, self.rules.verdict(op))
