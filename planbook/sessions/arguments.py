@@ -6,6 +6,7 @@ AttributeError, and ``shell(b"ls")`` staged its step, then failed on it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import UnionType
 from typing import Any
 
 from planbook.errors import UsageMistake
@@ -66,29 +67,27 @@ def optional_plan(value: Any) -> Plan | None:
     raise UsageMistake(f"`plan` is a plan (`pb.current_plan()`) or None, not {_given(value)}")
 
 
-def question(value: Any) -> PersonQuestion:
-    """``value`` when it is a question an MCP client asked (``pb.person_questions()``)."""
-    if isinstance(value, PersonQuestion):
-        return value
-    raise UsageMistake(f"`question` is a question (`pb.person_questions()`), not {_given(value)}")
+def _require(value: Any, kind: type | UnionType, name: str, what: str) -> None:
+    """Refuse ``value`` unless it is a ``kind``, saying ``name`` is ``what``."""
+    if not isinstance(value, kind):
+        raise UsageMistake(f"`{name}` is {what}, not {_given(value)}")
 
 
-def operation(value: Any) -> AnyOperation:
-    """``value`` when it is an operation (a step's ``operation``)."""
-    if isinstance(value, AnyOperation):
-        return value
-    raise UsageMistake(f"`op` is an operation (a step's `operation`), not {_given(value)}")
+def question(value: Any) -> None:
+    """A question an MCP client asked (``pb.person_questions()``), else refused."""
+    _require(value, PersonQuestion, "question", "a question (`pb.person_questions()`)")
 
 
-def kind(value: Any) -> type:
-    """``value`` when it is a class (``attached``'s key)."""
-    if isinstance(value, type):
-        return value
-    raise UsageMistake(f"`kind` is a class, not {_given(value)}")
+def operation(value: Any) -> None:
+    """An operation (a step's ``operation``), else refused."""
+    _require(value, AnyOperation, "op", "an operation (a step's `operation`)")
 
 
-def record(value: Any) -> PlanbookState:
-    """``value`` when it is a notebook's planbook record (``pb.store.state``)."""
-    if isinstance(value, PlanbookState):
-        return value
-    raise UsageMistake(f"`state` is a notebook's record (`pb.store.state`), not {_given(value)}")
+def kind(value: Any) -> None:
+    """A class (``attached``'s key), else refused."""
+    _require(value, type, "kind", "a class")
+
+
+def record(value: Any) -> None:
+    """A notebook's planbook record (``pb.store.state``), else refused."""
+    _require(value, PlanbookState, "state", "a notebook's record (`pb.store.state`)")

@@ -61,7 +61,8 @@ class PersonQuestions(SessionCore):
 
     def answered_here(self, question: PersonQuestion) -> bool:
         """Whether the question's answer (or withdrawal) was recorded by this person here."""
-        return self.answered_in(self.store.state, arguments.question(question))
+        arguments.question(question)
+        return self.answered_in(self.store.state, question)
 
     @staticmethod
     def answered_in(state: PlanbookState, question: PersonQuestion) -> bool:
