@@ -17,7 +17,7 @@ from planbook.errors import PlanbookError, UsageMistake
 from planbook.model.questions import PersonQuestion
 from tests.conftest import make_notebook
 
-#: a question as an MCP client asks it (the last argument's cases pass it beside a wrong one)
+#: a well-formed question, passed beside a wrong `state` so that only the state is wrong
 _QUESTION = PersonQuestion(id="q1", question="which file?", origin="test")
 
 #: (what is called, the call): each passes one argument of a type it does not take.

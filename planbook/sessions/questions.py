@@ -61,8 +61,7 @@ class PersonQuestions(SessionCore):
 
     def answered_here(self, question: PersonQuestion) -> bool:
         """Whether the question's answer (or withdrawal) was recorded by this person here."""
-        arguments.question(question)
-        return self.answered_in(self.store.state, question)
+        return self.answered_in(self.store.state, question)  # which checks its arguments
 
     @staticmethod
     def answered_in(state: PlanbookState, question: PersonQuestion) -> bool:

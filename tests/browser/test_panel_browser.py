@@ -16,6 +16,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.conftest import make_notebook
 from tests.support.jupyter_server import RunningServer, start_jupyter
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -36,23 +37,8 @@ s.propose.write_file("skipped.txt", "no\\n", reason="this one gets skipped")
 s.review()"""
 
 
-def write_cells(path: Path, cells: list[tuple[str, str]]) -> None:
-    """A notebook of code cells (id, source) for the python3 kernel."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    for cell_id, source in cells:
-        cell = nbformat.v4.new_code_cell(source)
-        cell["id"] = cell_id
-        nb.cells.append(cell)
-    nbformat.write(nb, path)
-
-
 def write_notebook(path: Path) -> None:
-    write_cells(path, [("c1", "x = 1"), ("c2", "print('x is', x)"), ("c3", STAGE)])
+    make_notebook(path, ["x = 1", "print('x is', x)", STAGE])
 
 
 def cells(path: Path) -> list[tuple[str, str]]:
@@ -226,7 +212,7 @@ def slow_server(tmp_path: Path) -> Iterator[RunningServer]:
     root = tmp_path / "root"
     root.mkdir()
     slow = SLOW.replace("{flag}", str(tmp_path / "release.flag"))
-    write_cells(root / "slow.ipynb", [("c1", "x = 1"), ("c2", slow)])
+    make_notebook(root / "slow.ipynb", ["x = 1", slow])
     with start_jupyter(root, lab=True, collaboration=True) as running:
         yield running
 
@@ -286,7 +272,7 @@ s.review()"""
 def shown_twice_server(tmp_path: Path) -> Iterator[RunningServer]:
     root = tmp_path / "root"
     root.mkdir()
-    write_cells(root / "twice.ipynb", [("c1", "x = 1"), ("c2", SHOW_FIRST), ("c3", SHOW_AGAIN)])
+    make_notebook(root / "twice.ipynb", ["x = 1", SHOW_FIRST, SHOW_AGAIN])
     with start_jupyter(root, lab=True, collaboration=True) as running:
         yield running
 
