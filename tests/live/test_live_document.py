@@ -205,14 +205,26 @@ def test_the_local_view_after_commits_equals_a_fresh_read(live: LiveNotebook) ->
     assert live.cells() == after_commit
 
 
-def test_a_missing_notebook_is_a_clear_error(server: RunningServer) -> None:
+def test_a_missing_notebook_is_one_line_and_leaves_the_server_working(
+    server: RunningServer,
+) -> None:
+    """A mistyped path is refused in one line, and refused before its room is opened: a room
+    opened on a missing file often broke jupyter-collaboration's websocket server,
+    and no room opened on that server again, for any client, until it restarted."""
     from planbook.documents.live.document import open_live
     from planbook.errors import LiveConnectionError
 
-    with pytest.raises(LiveConnectionError, match="4404"):
-        open_live(server.url, server.token, "no-such.ipynb")
+    for attempt in range(12):
+        name = f"no-such-{attempt}.ipynb"
+        with pytest.raises(LiveConnectionError, match=f"has no file '{name}'") as refused:
+            open_live(server.url, server.token, name)
+        assert "\n" not in str(refused.value)
     with pytest.raises(LiveConnectionError, match="HTTP 403"):
         open_live(server.url, "wrong-token", "no-such.ipynb")
+    server.write_notebook("there.ipynb", ["x = 1"])
+    with open_live(server.url, server.token, "there.ipynb") as doc:
+        assert [c.source for c in doc.cells()] == ["x = 1"]
+    assert not (server.root / "no-such-0.ipynb").exists()
 
 
 def test_an_nbformat_4_4_notebook_gets_ids_that_survive_the_save(server: RunningServer) -> None:

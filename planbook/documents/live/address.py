@@ -11,6 +11,7 @@ import json
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,31 @@ class RoomAddress:
         return [f"{name}: {value}" for name, value in self.headers]
 
     def open_session(self) -> tuple[str, str]:
-        """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room."""
-        url = urllib.parse.urljoin(
-            self.server_url, f"api/collaboration/session/{urllib.parse.quote(self.path)}"
-        )
+        """PUT /api/collaboration/session/<path>: (fileId, sessionId) of the room.
+
+        The contents API is asked first whether the file is there (an HTTPError 404 if not):
+        jupyter-collaboration 5.0 gives a missing file a session anyway, and the room's
+        websocket then fails to load it, and that failure often breaks the server's websocket
+        server, so that no room opens on that server again, for any client, until
+        it restarts (docs/live.md, "A missing notebook")."""
+        quoted = urllib.parse.quote(self.path)
+        self._request("GET", f"api/contents/{quoted}?content=0")
         body = json.dumps({"format": "json", "type": "notebook"}).encode()
-        request = urllib.request.Request(url, data=body, method="PUT")
-        request.add_header("Content-Type", "application/json")
+        reply = self._request("PUT", f"api/collaboration/session/{quoted}", body)
+        return str(reply["fileId"]), str(reply["sessionId"])
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> Any:
+        request = urllib.request.Request(
+            urllib.parse.urljoin(self.server_url, path), data=body, method=method
+        )
+        if body is not None:
+            request.add_header("Content-Type", "application/json")
         for name, value in self.headers:
             request.add_header(name, value)
         if self.token and not request.has_header("Authorization"):
             request.add_header("Authorization", f"token {self.token}")
         with urllib.request.urlopen(request, timeout=10) as response:
-            reply = json.loads(response.read())
-        return str(reply["fileId"]), str(reply["sessionId"])
+            return json.loads(response.read())
 
     def room_url(self, file_id: str, session_id: str) -> str:
         base = self.server_url.replace("http", "ws", 1)

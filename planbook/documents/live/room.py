@@ -107,6 +107,11 @@ class Room(SharedCopy):
         try:  # fail at once on what retrying cannot fix (no such notebook, wrong token)
             self._file_id, self._session_id = address.open_session()
         except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                raise LiveConnectionError(
+                    f"the Jupyter server {address.server_url} has no file {address.path!r}; "
+                    "check the path (relative to the server's root)"
+                ) from None
             raise LiveConnectionError(
                 f"the server {address.server_url} refused the collaboration session of "
                 f"{address.path!r} (HTTP {exc.code} {exc.reason}); check the path and token"
