@@ -12,8 +12,10 @@ through; ``scripts/`` style counting reuses it (see ``count_leaks``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,18 +168,29 @@ STORED_PREVIEW = {
 }
 
 
+@functools.cache
+def _sender_notebook() -> str:
+    """The sender's notebook as they send it: made once (a session, four staged steps and a
+    sandboxed preview), then written afresh for each of the ~700 cases that poison it."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print(x)")]
+        nb.cells[0]["id"], nb.cells[1]["id"] = "c1", "c2"
+        path = root / "received.ipynb"
+        nbformat.write(nb, path)
+        sender = Session(FileNotebook(path), Workspace(root, protected=(path,)), notebook_path=path)
+        sender.new_plan("tidy up")
+        sender.propose.edit_cell("c1", "x = 2", reason="edit")
+        sender.propose.shell("ls", reason="look")
+        sender.propose.write_file("notes.md", "hello\n", reason="note")
+        sender.set_summary("a summary")
+        return path.read_text(encoding="utf-8")
+
+
 def _received_notebook(root: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print(x)")]
-    nb.cells[0]["id"], nb.cells[1]["id"] = "c1", "c2"
     path = root / "received.ipynb"
-    nbformat.write(nb, path)
-    sender = Session(FileNotebook(path), Workspace(root, protected=(path,)), notebook_path=path)
-    sender.new_plan("tidy up")
-    sender.propose.edit_cell("c1", "x = 2", reason="edit")
-    sender.propose.shell("ls", reason="look")
-    sender.propose.write_file("notes.md", "hello\n", reason="note")
-    sender.set_summary("a summary")
+    path.write_text(_sender_notebook(), encoding="utf-8")
     return path
 
 
