@@ -694,3 +694,44 @@ def test_approve_leaves_out_cells_that_build_on_planbook_cells(tmp_path: Path) -
         "planbook: cell broken raised ZeroDivisionError: division by zero (approving anyway: a "
         "step that uses what it defines will fail and stop the run)",
     ]
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules a ``python -X importtime`` run imported, from its report on stderr."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def test_the_command_reads_a_notebook_without_building_the_iri_parsers(planned: Path) -> None:
+    """jsonschema, which nbformat imports, imports rfc3987_syntax whenever it is installed (as
+    it is wherever JupyterLab is), and that built 35 parsers nothing uses: 2.4 s of the 3.4 s
+    `planbook show` took to start. The command goes without it; nothing it prints changes."""
+    import importlib.util
+
+    assert importlib.util.find_spec("rfc3987_syntax"), "JupyterLab's jsonschema extra is absent"
+    shown = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "planbook", "show", str(planned)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "# Analysis of the answer" in shown.stdout
+    imported = _imported(shown.stderr)
+    assert {"nbformat", "jsonschema"} <= imported  # it read the notebook as nbformat does
+    # (a blocked import is reported too, as a line of its own: what shows it did not load is
+    # that nothing under it did)
+    assert not {name for name in imported if name.startswith(("rfc3987_syntax.", "lark"))}
+    # In a process that only loads planbook (a kernel, a server), nothing is taken away.
+    code = (
+        "import sys, planbook.surfaces.cli.main as m; m.main(['show', sys.argv[1]]); "
+        "print('missing:', sorted(k for k, v in sys.modules.items() if v is None))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(planned)], capture_output=True, text=True, timeout=60
+    )
+    (missing,) = [line for line in loaded.stdout.splitlines() if line.startswith("missing:")]
+    assert "rfc3987_syntax" not in missing, loaded.stdout + loaded.stderr

@@ -35,6 +35,7 @@ from planbook.surfaces.cli.exit_codes import (
 )
 from planbook.surfaces.cli.parser import build_parser
 from planbook.surfaces.cli.paths import shown
+from planbook.surfaces.program import as_a_program
 from planbook.surfaces.say import say
 
 # The exit codes are part of this entry point's public face (scripts and tests read them here).
@@ -59,7 +60,11 @@ __all__ = [
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``planbook ARGV``; its exit code. A ``CliError`` is one line on stderr and its code;
-    Ctrl-C is 130; a reader that stops early (``| head``) is 141, without a traceback."""
+    Ctrl-C is 130; a reader that stops early (``| head``) is 141, without a traceback.
+    Without ``argv`` this process is the ``planbook`` command (the console script, ``python -m
+    planbook``): it goes without what it never uses (``surfaces/program.py``)."""
+    if argv is None:
+        as_a_program()
     try:
         args = build_parser().parse_args(argv)
         notebook = getattr(args, "notebook", None)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from planbook.errors import PlanbookError
 from planbook.surfaces.mcp.server import serve_stdio
+from planbook.surfaces.program import as_a_program
 
 
 def main(argv: list[str]) -> int:
@@ -22,4 +23,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    as_a_program()
     sys.exit(main(sys.argv[1:]))
