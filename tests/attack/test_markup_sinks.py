@@ -36,6 +36,7 @@ from planbook.surfaces.plan_handle import PlanHandle
 from planbook.surfaces.widget.panel import ReviewPanel
 from planbook.workspace.files import Workspace
 from tests.attack.payloads import ALL, CONTROL
+from tests.support.attack import sender_session
 from tests.support.markup import active_markup, raw_controls
 
 #: Colours planbook's own terminal output adds (``planbook show --color``).
@@ -173,13 +174,7 @@ def _sender_notebook() -> str:
     """The sender's notebook as they send it: made once (a session, four staged steps and a
     sandboxed preview), then written afresh for each of the ~700 cases that poison it."""
     with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print(x)")]
-        nb.cells[0]["id"], nb.cells[1]["id"] = "c1", "c2"
-        path = root / "received.ipynb"
-        nbformat.write(nb, path)
-        sender = Session(FileNotebook(path), Workspace(root, protected=(path,)), notebook_path=path)
+        path, sender = sender_session(Path(folder))
         sender.new_plan("tidy up")
         sender.propose.edit_cell("c1", "x = 2", reason="edit")
         sender.propose.shell("ls", reason="look")

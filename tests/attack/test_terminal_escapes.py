@@ -8,14 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from planbook.documents.file import FileNotebook
-from planbook.sessions.session import Session
-from planbook.workspace.files import Workspace
 from tests.attack.payloads import CONTROL
 from tests.kernel_helper import kernel
+from tests.support.attack import sender_session
 from tests.support.markup import raw_controls
 
 JOINED = " | ".join(payload for _, payload in CONTROL)
@@ -24,12 +21,7 @@ JOINED = " | ".join(payload for _, payload in CONTROL)
 def received_notebook(root: Path) -> Path:
     """Made by someone else's planbook: the task, the summary, a reason, a cell's new source
     and a shell command all carry the payloads."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print(x)")]
-    nb.cells[0]["id"], nb.cells[1]["id"] = "c1", "c2"
-    path = root / "received.ipynb"
-    nbformat.write(nb, path)
-    sender = Session(FileNotebook(path), Workspace(root, protected=(path,)), notebook_path=path)
+    path, sender = sender_session(root)
     sender.new_plan(JOINED)
     sender.propose.edit_cell("c1", f"x = 2  # {JOINED}", reason=JOINED)
     sender.propose.shell(f"echo '{JOINED}'", reason=JOINED)
