@@ -9,7 +9,7 @@ import sys
 UNUSED_OPTIONAL_MODULES = (
     # jsonschema (which nbformat imports) imports rfc3987_syntax whenever it is installed (the
     # "format-nongpl" extra, which jupyter-events requires), and that builds about 35 Earley
-    # parsers at import: 2.4 s of the 3.4 s `planbook show` took on the CI-like machine
+    # parsers at import: 2.4 s of the 3.4 s `planbook show` took on a 2-core machine like CI
     # (python-jsonschema issue 1428). They check only the "iri" formats: nbformat checks no
     # format at all, and jsonschema goes without them when the module is missing.
     "rfc3987_syntax",
