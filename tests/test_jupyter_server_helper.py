@@ -1,10 +1,16 @@
 """tests/support/jupyter_server.py: the fixture's server starts even when its port is taken
-between picking it and binding it (two test workers start servers and kernels at once)."""
+between picking it and binding it (two test workers start servers and kernels at once), and
+does not outlive the test process that started it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -48,3 +54,38 @@ def test_a_port_taken_at_the_last_moment_starts_the_server_on_another(
         stop.set()
         thread.join(5)
         taker.close()
+
+
+def test_a_server_stops_when_the_test_process_that_started_it_is_killed(tmp_path: Path) -> None:
+    """A test run killed from outside (a timeout, a cancelled CI job) leaves no server: one
+    left running, its collaboration broken, kept a core busy for an hour."""
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from tests.support.jupyter_server import start_jupyter; "
+            "server = start_jupyter(Path(sys.argv[1]), lab=False, collaboration=False); "
+            "print(server.pid, flush=True); time.sleep(600)",
+            str(tmp_path / "root"),
+        ],
+        cwd=Path(__file__).parent.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    pid = 0
+    try:
+        assert starter.stdout is not None
+        pid = int(starter.stdout.readline())
+        assert jupyter_server._alive(pid)
+        starter.send_signal(signal.SIGKILL)  # no teardown runs
+        starter.wait(10)
+        deadline = time.monotonic() + 30
+        while jupyter_server._alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not jupyter_server._alive(pid), "the server outlived the process that started it"
+    finally:
+        starter.kill()
+        starter.wait(10)
+        if pid and jupyter_server._alive(pid):
+            os.kill(pid, signal.SIGKILL)
