@@ -57,17 +57,18 @@ RTC_OFF = "--YDocExtension.disable_rtc=True"
 
 #: ``python -m APP ARGS`` run as ``python -c BOOT APP ARGS``, the same server with two
 #: differences that only tests need:
-#: - jsonschema's optional rfc3987_syntax is marked missing first, as planbook's own processes
-#:   do (planbook/surfaces/program.py): jupyter-events imports jsonschema, and that module
-#:   builds parsers for two string formats no Jupyter schema uses, 2.4 s of CPU per start on
-#:   the CI machine, some sixty starts in the suite;
+#: - the optional modules planbook's own processes go without are marked missing first
+#:   (``as_a_program``, planbook/surfaces/program.py): jupyter-events imports jsonschema, and
+#:   its rfc3987_syntax builds parsers for two string formats no Jupyter schema uses, 2.4 s of
+#:   CPU per start on the CI machine, some sixty starts in the suite;
 #: - the server exits once the test process that started it is gone. It runs in a session of
 #:   its own (``start``), so a test run killed from outside (a timeout, a cancelled CI job)
 #:   left it running; one whose collaboration had broken kept a core busy for an hour. Its
 #:   kernels follow it (ipykernel exits when its parent does).
 BOOT = """\
 import os, runpy, sys, threading, time
-sys.modules["rfc3987_syntax"] = None
+from planbook.surfaces.program import as_a_program
+as_a_program()
 def exit_when_orphaned(parent=os.getppid()):
     while os.getppid() == parent:
         time.sleep(1)
