@@ -209,8 +209,8 @@ def test_a_missing_notebook_is_one_line_and_leaves_the_server_working(
     server: RunningServer,
 ) -> None:
     """A mistyped path is refused in one line, and refused before its room is opened: a room
-    opened on a missing file often broke jupyter-collaboration's websocket server,
-    and no room opened on that server again, for any client, until it restarted."""
+    opened on a missing file often broke jupyter-collaboration's websocket server, and no
+    room of planbook's opened on that server again for as long as we watched (two minutes)."""
     from planbook.documents.live.document import open_live
     from planbook.errors import LiveConnectionError
 

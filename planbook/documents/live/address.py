@@ -39,8 +39,8 @@ class RoomAddress:
         The contents API is asked first whether the file is there (an HTTPError 404 if not):
         jupyter-collaboration 5.0 gives a missing file a session anyway, and the room's
         websocket then fails to load it, and that failure often breaks the server's websocket
-        server, so that no room opens on that server again, for any client, until
-        it restarts (docs/live.md, "A missing notebook")."""
+        server: no room of planbook's opened on that server again for as long as we watched
+        (docs/live.md, "A missing notebook")."""
         quoted = urllib.parse.quote(self.path)
         self._request("GET", f"api/contents/{quoted}?content=0")
         body = json.dumps({"format": "json", "type": "notebook"}).encode()
