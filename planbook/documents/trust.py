@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from planbook.documents.notary import Notary
 
 log = logging.getLogger("planbook")
 
@@ -57,10 +60,9 @@ class KeptTrust:
         try:
             signature = self._signer.signature(notary, nb)
             if signature is None:
-                _with_notary(new, "sign", notary)
-            else:
-                # what ``NotebookNotary.sign`` stores, its signature computed here
-                notary.store.store_signature(signature, notary.algorithm)
+                signature = _nbformat_signature(_whole(new), notary)
+            if signature is not None:
+                notary.store(signature)  # what ``NotebookNotary.sign`` stores
         except Exception as exc:  # a save never fails for the notary
             log.warning("planbook: the notebook's trust could not be kept (sign: %s)", exc)
 
@@ -211,26 +213,23 @@ def _scalar_bytes(value: Any) -> bytes:
     return (value if isinstance(value, str) else str(value)).encode("utf8")
 
 
-_notaries: dict[str, object] = {}
+_notaries: dict[str, Notary] = {}
 
 
-def _notary() -> Any | None:
+def _notary() -> Notary | None:
     """This person's notary, or None where none was ever set up (then nothing is trusted);
-    one per data folder for the process (making one opens its database)."""
+    one per data folder for the process (it keeps its database open)."""
     try:
         # heavy: jupyter_core
         from planbook.documents.jupyter_data import data_dir
 
         folder = data_dir()
-        # the notary's default secret file; building a notary would create its database
-        if not (Path(folder) / "notebook_secret").is_file():
-            return None
         notary = _notaries.get(folder)
         if notary is None:
-            # heavy: nbformat's notary (sqlite, traitlets)
-            from nbformat.sign import NotebookNotary
-
-            notary = _notaries[folder] = NotebookNotary()
+            notary = Notary.of(Path(folder))
+            if notary is None:  # asked again next time: Jupyter may make one meanwhile
+                return None
+            _notaries[folder] = notary
         return notary
     except Exception as exc:  # an unreadable data dir must never stop a save
         log.debug("planbook: no notebook notary (%s)", exc)
@@ -239,20 +238,50 @@ def _notary() -> Any | None:
 
 def _check(data: Data) -> bool:
     notary = _notary()
-    return notary is not None and _with_notary(data, "check_signature", notary) is True
-
-
-def _with_notary(data: Data, action: str, notary: Any) -> object:
-    """The notary's ``action`` on the notebook in ``data``, read as Jupyter reads it when it
-    opens it (so its check finds this signature); False when it failed (a save never fails
-    for it)."""
-    try:
-        # heavy: nbformat
-        import nbformat
-
-        whole = data if isinstance(data, bytes) else b"".join(data)
-        nb = nbformat.reads(whole.decode("utf-8"), as_version=4)
-        return getattr(notary, action)(nb)
-    except Exception as exc:
-        log.warning("planbook: the notebook's trust could not be kept (%s: %s)", action, exc)
+    if notary is None:
         return False
+    signature = _file_signature(data, notary)
+    return signature is not None and notary.check(signature)
+
+
+def _file_signature(data: Data, notary: Notary) -> str | None:
+    """Jupyter's signature of the notebook in ``data`` as Jupyter computes it when it opens
+    the file: from its JSON tree where that is certain to be what Jupyter reads
+    (``TreeSigner``), else from the file read by nbformat; None when it cannot be read (a
+    save never fails for it)."""
+    whole = _whole(data)
+    try:
+        tree = json.loads(whole)
+    except ValueError:
+        return None
+    if isinstance(tree, dict):
+        signature = TreeSigner().signature(notary, tree)
+        if signature is not None:
+            return signature
+    return _nbformat_signature(whole, notary)
+
+
+def _whole(data: Data) -> bytes:
+    return data if isinstance(data, bytes) else b"".join(data)
+
+
+def _nbformat_signature(whole: bytes, notary: Notary) -> str | None:
+    """The signature nbformat's notary computes of the notebook in ``whole``, read as Jupyter
+    reads it (converted, ids given): for the notebooks ``TreeSigner`` does not walk."""
+    try:
+        # heavy: nbformat (jsonschema), for the notebooks Jupyter reads differently only
+        import nbformat
+        from nbformat.sign import MemorySignatureStore, NotebookNotary
+
+        nb = nbformat.reads(whole.decode("utf-8"), as_version=4)
+        if nb.nbformat < 3:  # Jupyter trusts none (``NotebookNotary.check_signature``)
+            return None
+        computer = NotebookNotary(
+            data_dir=str(notary.db_file.parent),
+            secret=notary.secret,
+            store_factory=MemorySignatureStore,
+        )
+        return str(computer.compute_signature(nb))
+    except Exception as exc:
+        log.warning("planbook: the notebook's trust could not be kept (%s)", exc)
+        return None

@@ -7,6 +7,8 @@ import copy
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nbformat.sign import NotebookNotary
 
+from planbook.documents import trust
 from planbook.documents.file import FileNotebook
+from planbook.documents.notary import CACHE_SIZE, Notary
 from planbook.documents.trust import TreeSigner
 from planbook.model.cell import Cell
 from planbook.sessions.session import Session
@@ -154,15 +158,16 @@ def test_the_tree_signer_equals_jupyters_signature_on_awkward_values(
 def test_a_staged_step_on_a_trusted_notebook_reads_nothing_back(
     tmp_path: Path, notary: NotebookNotary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The signature of a trusted notebook comes from the tree planbook wrote: no step reads
-    the file back through nbformat (93 ms a save on 2,000 cells when it did)."""
+    """The signature of a trusted notebook comes from the tree planbook wrote, and the file's
+    trust is asked from its JSON: no step reads the file through nbformat (93 ms a save on
+    2,000 cells when it did)."""
     path = make_notebook(tmp_path / "mine.ipynb", [f"x{i} = {i}" for i in range(50)])
     notary.sign(nbformat.read(path, as_version=4))
-    session = session_on(path)
-    session.propose.edit_cell("c50", "x49 = 0", reason="trust")  # its trust asked once
     reads: list[int] = []
     real = nbformat.reads
     monkeypatch.setattr(nbformat, "reads", lambda *a, **k: reads.append(1) or real(*a, **k))
+    session = session_on(path)
+    session.propose.edit_cell("c50", "x49 = 0", reason="trust")  # its trust asked: from JSON
     for i in range(5):
         session.propose.edit_cell(f"c{i + 1}", f"x{i} = -{i}", reason="trust")
     assert reads == []
@@ -230,3 +235,99 @@ def test_the_tree_signer_equals_jupyter_on_any_metadata(
     assert signer.signature(notary_for_property, tree) == jupyter_signature_of(
         notary_for_property, tree
     )
+    # and the file's trust, asked from its bytes as a file holds them
+    ours = Notary(Path(notary_for_property.data_dir), notary_for_property.secret)
+    data = nbformat.writes(nbformat.from_dict(tree)).encode()
+    assert trust._file_signature(data, ours) == jupyter_signature_of(notary_for_property, tree)
+
+
+# --- the notary asked without nbformat -------------------------------------------------------
+
+ASK_IN_A_FRESH_PROCESS = """
+import sys
+from pathlib import Path
+from planbook.documents.file import FileNotebook
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
+
+path = Path(sys.argv[1])
+session = Session(FileNotebook(path), Workspace(path.parent))
+session.propose.edit_cell("c1", "x = 40", reason="trust")
+heavy = sorted(m for m in ("nbformat", "jsonschema", "rfc3987_syntax") if m in sys.modules)
+print("IMPORTED", ",".join(heavy) or "nothing")
+"""
+
+
+def test_a_kernels_first_save_of_a_trusted_notebook_imports_no_nbformat(
+    tmp_path: Path, notary: NotebookNotary
+) -> None:
+    """A process's first save where a notary exists asks it without importing nbformat, whose
+    import (jsonschema, its grammar parsers) made a kernel's first staged step take 2.4 to 3.2
+    s here; the notebook stays trusted, its signature found by Jupyter's own notary."""
+    path = make_notebook(tmp_path / "mine.ipynb", ["x = 41", "print(x + 1)"])
+    notary.sign(nbformat.read(path, as_version=4))
+    done = subprocess.run(
+        [sys.executable, "-c", ASK_IN_A_FRESH_PROCESS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "IMPORTED nothing" in done.stdout, done.stdout
+    assert "x = 40" in path.read_text()
+    assert trusted(notary, path)
+
+
+def test_an_unreadable_signatures_database_costs_the_trust_not_the_save(
+    tmp_path: Path, notary: NotebookNotary, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A signatures database that is not one (corrupted, another program's file): the step is
+    staged and saved, the notebook is not signed, one line says why, and the file is left as
+    it was for Jupyter to deal with (it renames it when it next opens it)."""
+    path = make_notebook(tmp_path / "mine.ipynb", ["x = 41", "print(x + 1)"])
+    notary.sign(nbformat.read(path, as_version=4))
+    db = Path(notary.db_file)
+    notary.close()
+    garbage = b"this is not a database " * 200
+    db.write_bytes(garbage)
+    trust._notaries.clear()  # (a notary kept open by an earlier test of this process)
+    session = session_on(path)
+    with caplog.at_level("WARNING", logger="planbook"):
+        step = session.propose.edit_cell("c1", "x = 40", reason="trust")
+    assert step.status == "pending"
+    assert "x = 40" in path.read_text()  # the step, in the plan saved in the file
+    assert db.read_bytes() == garbage
+    lines = [r.getMessage() for r in caplog.records if "could not be used" in r.getMessage()]
+    assert lines and str(db) in lines[0]
+    session.close()
+
+
+def test_a_full_signatures_database_is_culled_as_jupyter_culls_it(
+    tmp_path: Path, notary: NotebookNotary
+) -> None:
+    """Past 65,535 signatures the oldest quarter goes, as Jupyter's notary culls: the rows
+    planbook writes sort among Jupyter's by the same text, so the notebook it just signed is
+    kept, and older ones written by either go first."""
+    path = make_notebook(tmp_path / "mine.ipynb", ["x = 41", "print(x + 1)"])
+    notary.sign(nbformat.read(path, as_version=4))  # a row written by Jupyter, now
+    db = notary.store.db
+    rows = [
+        ("sha256", f"{n:064x}", f"2020-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}+00:00")
+        for n in range(CACHE_SIZE)
+    ]  # older than any row written today, in the order of their numbers
+    db.executemany(
+        "INSERT INTO nbsignatures (algorithm, signature, last_seen) VALUES (?, ?, ?)", rows
+    )
+    db.commit()
+    trust._notaries.clear()
+    session = session_on(path)
+    session.propose.edit_cell("c1", "x = 40", reason="trust")
+    (count,) = db.execute("SELECT Count(*) FROM nbsignatures").fetchone()
+    assert count == int(0.75 * CACHE_SIZE)
+    assert trusted(notary, path)  # planbook's new signature was kept
+    newest_old = rows[-1][1]
+    oldest = rows[0][1]
+    kept = {r[0] for r in db.execute("SELECT signature FROM nbsignatures")}
+    assert newest_old in kept and oldest not in kept
+    session.close()
