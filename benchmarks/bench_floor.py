@@ -556,6 +556,68 @@ def load_ext(folder: Path, rounds: int) -> list[Row]:
     return rows
 
 
+# --- 3a. the first staged step in a fresh kernel, where a Jupyter notary exists ---------------
+FIRST_STEP = """
+import shutil, time
+from pathlib import Path
+import planbook
+path = Path({path!r})
+shutil.copyfile({template!r}, path)
+pb = planbook.session(notebook=path, live=False)
+t = time.perf_counter()
+pb.propose.edit_cell("c3", "x = 1", reason="bench")
+print("SECONDS", time.perf_counter() - t)
+"""
+
+
+def first_step(folder: Path, rounds: int) -> list[Row]:
+    """The first staged step of a fresh kernel (its session opened, untimed), on a notebook
+    this person trusted where their Jupyter notary exists (a ``notebook_secret``: anyone who
+    has opened Jupyter), against the same step where none exists: a kernel's first save asks
+    the notary whether the file was trusted and signs what it wrote. It imported nbformat for
+    that (jsonschema, its grammar parsers): 2.3 s in a real kernel here."""
+    from bench_core import run_in_kernel
+    from nbformat.sign import NotebookNotary
+
+    template = notebook(folder / "first-template.ipynb", 20)
+    data = {"notary": folder / "data-notary", "none": folder / "data-none"}
+    for where in data.values():
+        where.mkdir()
+    with NotebookNotary(data_dir=str(data["notary"])) as notary:  # makes the secret
+        notary.sign(nbformat.read(template, as_version=4))
+    base_env = {
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "PYTHONDONTWRITEBYTECODE": "",
+        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
+    }
+
+    def side(name: str) -> Callable[[], float]:
+        def measure() -> float:
+            code = FIRST_STEP.format(
+                path=str(folder / f"first-{name}.ipynb"), template=str(template)
+            )
+            out = run_in_kernel(folder, code, {**base_env, "JUPYTER_DATA_DIR": str(data[name])})
+            if "SECONDS" not in out:
+                raise RuntimeError(out[-2000:])
+            return float(out.split("SECONDS")[1].split()[0])
+
+        return measure
+
+    times = interleaved({name: side(name) for name in data}, rounds)
+    print("3a. the first staged step in a fresh kernel (min / median / max ms)")
+    for name, values in times.items():
+        print(f"   {name:<7}: {text(values)}")
+    return [
+        row(
+            "first staged step in a fresh kernel, a notebook its person trusted",
+            times["notary"],
+            times["none"],
+            "the same step where no Jupyter notary exists",
+            1.5,
+        )
+    ]
+
+
 # --- 3b. fifty small steps in a live kernel --------------------------------------------------
 FIFTY = """
 import contextlib, io, json, os, shutil, time
@@ -854,6 +916,8 @@ def main() -> list[Row]:
             # 9 rounds: with 5, the 50 MB / 10 KB row (two medians of about 6 ms) read 0.61x,
             # 1.08x and 1.23x in three runs; %load_ext reads nothing of the notebook
             rows += load_ext(folder, 3 if QUICK else 9)
+        if wanted("first_step"):
+            rows += first_step(folder, 3 if QUICK else 7)
         if wanted("fifty_steps"):
             rows += fifty_steps(folder, 3 if QUICK else 7)
         if wanted("memory"):
