@@ -28,6 +28,8 @@ Rows (``floors.row``): 1 and 100 steps visible, and 100 steps in a notebook of `
 (a step reads its targets by id, so its cost must not grow with the notebook), each against the
 floor with the same cells, goal 2x; durable as a second row for 1 and 100 steps (goal 5x: the
 run's end writes the plan's record before its save, and the file saved holds that record).
+A last row stages single steps in a room of ``BIG`` cells against a room of one cell (issue 25
+item 2: staging flat in notebook size, goal 1.2x; ``staging``).
 Rounds alternate
 the sides (planbook, plain, planbook, plain, ...), ``ROUNDS`` each after one warm-up round;
 ``PLANBOOK_BENCH_QUICK=1`` runs 5.
@@ -154,6 +156,50 @@ def measure(server: RunningServer, rounds: int) -> dict[tuple[int, int], dict[st
     return results
 
 
+#: Steps staged and timed in each sample of ``staging``, after one not timed.
+STAGED = 5
+
+
+def staged_step(server: RunningServer, cells: int) -> float:
+    """Seconds a staged step takes (the mean of ``STAGED``) in a room of ``cells`` cells: a
+    step is in the room and the file when staging returns (the server saves the room at
+    each staged step, docs/live.md "Saved when it matters")."""
+    name = f"stage-{cells}-{next(_names)}.ipynb"
+    server.write_notebook(name, first_cells(cells))
+    doc = open_live(server.url, server.token, name)
+    try:
+        session = Session(doc, Workspace(server.root))
+        ids = [c.id for c in doc.cells()]
+        session.propose.edit_cell(ids[0], "x = 0", reason="bench")  # the record's first write
+        gc.collect()
+        start = time.perf_counter()
+        for i in range(1, STAGED + 1):
+            session.propose.edit_cell(ids[i % len(ids)], f"v{i} = {i}", reason="bench")
+        return (time.perf_counter() - start) / STAGED
+    finally:
+        doc.close()
+
+
+def staging(server: RunningServer, rounds: int) -> Row:
+    """A staged step in a room of ``BIG`` cells against the same step in a room of one cell,
+    rounds interleaved: staging must not grow with the notebook (issue 25 item 2, goal
+    1.2x). It does: each staged step asks the server to save the room, and the server's save
+    (jupyter-collaboration writing the whole notebook) grows with it."""
+    times: dict[str, list[float]] = {"big": [], "one": []}
+    for r in range(rounds + 1):
+        for side, cells in (("big", BIG), ("one", 1)):
+            seconds = staged_step(server, cells)
+            if r:
+                times[side].append(seconds)
+    return row(
+        f"staging one step, {BIG} cells / 1 cell",
+        times["big"],
+        times["one"],
+        "the same step in a room of one cell",
+        1.2,
+    )
+
+
 def main() -> list[Row]:
     load = os.getloadavg()[0]
     with (
@@ -161,6 +207,7 @@ def main() -> list[Row]:
         start_jupyter(Path(folder) / "root") as server,
     ):
         results = measure(server, ROUNDS)
+        staged = staging(server, 5 if QUICK else 10)
     rows: list[Row] = []
     for (steps, cells), sides in results.items():
         visible = {side: [t[0] for t in times] for side, times in sides.items()}
@@ -186,6 +233,7 @@ def main() -> list[Row]:
                     5.0,
                 )
             )
+    rows.append(staged)
     print(f"min / median / max of {ROUNDS} interleaved rounds (ms), load average {load:.1f}")
     for r in rows:
         print(f"{r['name']}\n  planbook {r['ours_text']}  floor {r['floor_text']}  {r['measured']}")
