@@ -78,12 +78,6 @@ class Notary:
         """Note ``signature`` as a trusted notebook's."""
         self._asked(lambda db: self._store(db, signature))
 
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
     def _asked(self, question: Callable[[sqlite3.Connection], object]) -> object:
         with self._lock:
             try:
