@@ -51,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from floors import Row, row
+from floors import Row, interleaved, row
 from live_watcher import Watcher
 
 from planbook.documents.live.document import open_live
@@ -210,17 +210,12 @@ def staging(server: RunningServer, rounds: int) -> Row:
     returns, docs/live.md "Saved when it matters"), rounds interleaved; beside it, the same
     step in a room of one cell, which shows what the server's save adds with the notebook's
     size (issue 25 item 2: within 1.5x of one durable save)."""
-    times: dict[str, list[float]] = {"planbook": [], "plain": [], "one cell": []}
     sides: dict[str, Callable[[], float]] = {
         "planbook": lambda: staged_step(server, BIG),
         "plain": lambda: plain_saved_change(server, BIG),
         "one cell": lambda: staged_step(server, 1),
     }
-    for r in range(rounds + 1):
-        for side, run in sides.items():
-            seconds = run()
-            if r:
-                times[side].append(seconds)
+    times = interleaved(sides, rounds)
     return row(
         f"staging one step, {BIG} cells",
         times["planbook"],
