@@ -252,13 +252,11 @@ def _file_signature(data: Data, notary: Notary) -> str | None:
     whole = _whole(data)
     try:
         tree = json.loads(whole)
-    except ValueError:
+        signature = TreeSigner().signature(notary, tree) if isinstance(tree, dict) else None
+    except Exception as exc:  # not JSON, or nested past what a parser follows (RecursionError)
+        log.warning("planbook: the notebook's trust could not be kept (%s)", exc)
         return None
-    if isinstance(tree, dict):
-        signature = TreeSigner().signature(notary, tree)
-        if signature is not None:
-            return signature
-    return _nbformat_signature(whole, notary)
+    return signature if signature is not None else _nbformat_signature(whole, notary)
 
 
 def _whole(data: Data) -> bytes:

@@ -331,3 +331,27 @@ def test_a_full_signatures_database_is_culled_as_jupyter_culls_it(
     kept = {r[0] for r in db.execute("SELECT signature FROM nbsignatures")}
     assert newest_old in kept and oldest not in kept
     session.close()
+
+
+def test_a_notebook_nested_past_any_parser_saves_where_a_notary_exists(
+    tmp_path: Path, notary: NotebookNotary, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Metadata nested deeper than a JSON parser follows (planbook keeps it as it was read):
+    asking the notary about the file fails, and that must cost the trust only, in one line,
+    never the save."""
+    path = make_notebook(tmp_path / "deep.ipynb", ["x = 41", "print(x + 1)"])
+    notary.sign(nbformat.read(path, as_version=4))  # (the notary's secret is made here)
+    nb = json.loads(path.read_text())
+    nb["metadata"]["deep"] = "HERE"
+    depth = 100_000
+    path.write_text(json.dumps(nb, indent=1).replace('"HERE"', "[" * depth + "]" * depth))
+    with pytest.raises(RecursionError):
+        json.loads(path.read_text())
+    session = session_on(path)
+    with caplog.at_level("WARNING", logger="planbook"):
+        step = session.propose.edit_cell("c1", "x = 40", reason="trust")
+    assert step.status == "pending"
+    assert "x = 40" in path.read_text()
+    assert path.read_text().count("[") >= depth  # the deep value kept as it was
+    assert any("trust could not be kept" in r.getMessage() for r in caplog.records)
+    session.close()
