@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -355,3 +356,55 @@ def test_a_notebook_nested_past_any_parser_saves_where_a_notary_exists(
     assert path.read_text().count("[") >= depth  # the deep value kept as it was
     assert any("trust could not be kept" in r.getMessage() for r in caplog.records)
     session.close()
+
+
+STAGE_MANY = """
+import sys
+from pathlib import Path
+from planbook.documents.file import FileNotebook
+from planbook.sessions.session import Session
+from planbook.workspace.files import Workspace
+
+path = Path(sys.argv[1])
+session = Session(FileNotebook(path), Workspace(path.parent))
+for i in range(15):
+    session.propose.edit_cell("c1", f"x = {i}", reason="trust")
+print("STAGED", len(session.current_plan().steps))
+"""
+
+
+def test_several_processes_sign_at_once_and_every_notebook_stays_trusted(
+    tmp_path: Path, notary: NotebookNotary
+) -> None:
+    """Three processes saving trusted notebooks (each save signs what it wrote) while Jupyter's
+    own notary writes to the same database: sqlite takes turns, no save fails or warns, and
+    every notebook is trusted at the end, as Jupyter's notary checks it."""
+    paths = []
+    for n in range(3):
+        path = make_notebook(tmp_path / f"mine{n}.ipynb", ["x = 41", "print(x + 1)"])
+        notary.sign(nbformat.read(path, as_version=4))
+        paths.append(path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STAGE_MANY, str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for path in paths
+    ]
+    for n in range(100):  # Jupyter signing other notebooks meanwhile, as it opens them
+        notary.store.store_signature(f"{n:064x}", notary.algorithm)
+        # (paced: a writer committing in a tight loop starves sqlite's other writers, whose
+        # busy handler sleeps between tries; Jupyter signs a notebook as a person opens one)
+        time.sleep(0.01)
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+        assert "STAGED 15" in out
+        assert "could not" not in err, err[-2000:]
+    for path in paths:
+        assert "x = 14" in path.read_text()
+        assert trusted(notary, path)
