@@ -894,7 +894,8 @@ scripted = Scripted([
     ("present_plan", {"summary": "One new cell: mean flipper length per species."}),
 ])
 model = os.environ.get("PLANBOOK_MODEL") or scripted
-print("using", model if isinstance(model, str) else "the scripted agent (PLANBOOK_MODEL is not set)")
+print("using", model if isinstance(model, str) else
+      "the scripted agent (PLANBOOK_MODEL is not set)")
 """,
         ),
         md(
