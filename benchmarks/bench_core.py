@@ -191,6 +191,26 @@ def run_in_kernel(folder: Path, code: str, env: dict[str, str] | None = None) ->
         km.shutdown_kernel(now=True)
 
 
+def installed_env(folder: Path) -> dict[str, str]:
+    """The environment of a kernel that imports planbook (and modules in ``folder``) as an
+    installed package has them: compiled (pip compiles on install), where a source checkout run
+    with PYTHONDONTWRITEBYTECODE would compile planbook's source in every kernel. The compiled
+    files are kept in ``folder``, out of the repository; a first round (not counted) fills it."""
+    return {
+        "PYTHONPATH": os.pathsep.join([str(folder), *sys.path]),
+        "PYTHONDONTWRITEBYTECODE": "",
+        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
+    }
+
+
+def seconds_printed(out: str) -> float:
+    """The figure a kernel printed after ``SECONDS``; RuntimeError with the end of what it
+    printed (its traceback) when it printed none."""
+    if "SECONDS" not in out:
+        raise RuntimeError(out[-2000:])
+    return float(out.split("SECONDS")[1].split()[0])
+
+
 def planbook_50(path: Path) -> float:
     code = f"""
 import time, planbook
@@ -339,21 +359,13 @@ def load_ext(folder: Path) -> Row:
         "get_ipython().run_line_magic('load_ext', {name!r})\n"
         "print('SECONDS', time.perf_counter() - t)\n"
     )
-    env = {
-        "JPY_SESSION_NAME": str(nb),
-        "PYTHONPATH": os.pathsep.join([str(folder), *sys.path]),
-        # Compiled modules, as an installed package has them (pip compiles on install): a
-        # source checkout run with PYTHONDONTWRITEBYTECODE would compile planbook's source in
-        # every kernel. Kept out of the repository; the first round (not counted) fills it.
-        "PYTHONDONTWRITEBYTECODE": "",
-        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
-    }
+    env = {"JPY_SESSION_NAME": str(nb), **installed_env(folder)}
     ours, plain = [], []
     for r in range(ROUNDS + 1):
         for name, into in (("planbook", ours), ("trivial_ext", plain)):
             text = run_in_kernel(folder, code.format(name=name), env)
             if r:
-                into.append(float(text.split("SECONDS")[1].split()[0]))
+                into.append(seconds_printed(text))
     median = statistics.median(ours)
     print("5. %load_ext in a fresh kernel (the notebook found through JPY_SESSION_NAME)")
     print(f"   %load_ext planbook           : {spread(ours)}")

@@ -500,7 +500,7 @@ def staging(folder: Path, rounds: int) -> list[Row]:
 
 # --- 3. %load_ext ----------------------------------------------------------------------------
 def load_ext(folder: Path, rounds: int) -> list[Row]:
-    from bench_core import run_in_kernel
+    from bench_core import installed_env, run_in_kernel, seconds_printed
 
     (folder / "trivial_ext.py").write_text("def load_ipython_extension(ip):\n    pass\n")
     code = (
@@ -510,17 +510,11 @@ def load_ext(folder: Path, rounds: int) -> list[Row]:
     )
     sizes = (0.01, 11.0) if QUICK else (0.01, 11.0, 50.0)
     books = {mb: notebook(folder / f"ext{mb:g}.ipynb", 1200 if mb > 1 else 20, mb) for mb in sizes}
-    base_env = {
-        "PYTHONPATH": os.pathsep.join([str(folder), *sys.path]),
-        "PYTHONDONTWRITEBYTECODE": "",
-        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
-    }
 
     def side(name: str, book: Path) -> Any:
         def measure() -> float:
-            env = {**base_env, "JPY_SESSION_NAME": str(book)}
-            out = run_in_kernel(folder, code.format(name=name), env)
-            return float(out.split("SECONDS")[1].split()[0])
+            env = {**installed_env(folder), "JPY_SESSION_NAME": str(book)}
+            return seconds_printed(run_in_kernel(folder, code.format(name=name), env))
 
         return measure
 
@@ -576,7 +570,7 @@ def first_step(folder: Path, rounds: int) -> list[Row]:
     has opened Jupyter), against the same step where none exists: a kernel's first save asks
     the notary whether the file was trusted and signs what it wrote. It imported nbformat for
     that (jsonschema, its grammar parsers): 2.3 s in a real kernel here."""
-    from bench_core import run_in_kernel
+    from bench_core import installed_env, run_in_kernel, seconds_printed
     from nbformat.sign import NotebookNotary
 
     template = notebook(folder / "first-template.ipynb", 20)
@@ -585,21 +579,14 @@ def first_step(folder: Path, rounds: int) -> list[Row]:
         where.mkdir()
     with NotebookNotary(data_dir=str(data["notary"])) as notary:  # makes the secret
         notary.sign(nbformat.read(template, as_version=4))
-    base_env = {
-        "PYTHONPATH": os.pathsep.join(sys.path),
-        "PYTHONDONTWRITEBYTECODE": "",
-        "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
-    }
 
     def side(name: str) -> Callable[[], float]:
         def measure() -> float:
             code = FIRST_STEP.format(
                 path=str(folder / f"first-{name}.ipynb"), template=str(template)
             )
-            out = run_in_kernel(folder, code, {**base_env, "JUPYTER_DATA_DIR": str(data[name])})
-            if "SECONDS" not in out:
-                raise RuntimeError(out[-2000:])
-            return float(out.split("SECONDS")[1].split()[0])
+            env = {**installed_env(folder), "JUPYTER_DATA_DIR": str(data[name])}
+            return seconds_printed(run_in_kernel(folder, code, env))
 
         return measure
 
