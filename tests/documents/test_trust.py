@@ -331,6 +331,11 @@ def test_a_full_signatures_database_is_culled_as_jupyter_culls_it(
     oldest = rows[0][1]
     kept = {r[0] for r in db.execute("SELECT signature FROM nbsignatures")}
     assert newest_old in kept and oldest not in kept
+    # today's rows, Jupyter's and planbook's, in the one text the cull sorts them by (read as
+    # text: Jupyter's connection parses a timestamp column, and fails on the text it writes)
+    seen = "SELECT CAST(last_seen AS TEXT) FROM nbsignatures WHERE substr(last_seen, 1, 4) > '2020'"
+    today = [r[0] for r in db.execute(seen)]
+    assert len(today) >= 2 and {t[10] for t in today} == {"T"}
     session.close()
 
 
