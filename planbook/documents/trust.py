@@ -44,7 +44,13 @@ class KeptTrust:
     def was_trusted(self, data: Data) -> bool:
         key = _digest(data)
         if key not in self._known:
-            self._known = {key: _check(data)}  # only the last file content matters
+            try:
+                trusted = _check(data)
+            except Exception as exc:  # a save never fails for the notary: untrusted then
+                # (a file that is not JSON, or nested past what a parser follows)
+                log.warning("planbook: the notebook's trust could not be kept (check: %s)", exc)
+                trusted = False
+            self._known = {key: trusted}  # only the last file content matters
         return self._known[key]
 
     def signed(self, nb: dict[str, Any], new: Data) -> None:
@@ -247,15 +253,11 @@ def _check(data: Data) -> bool:
 def _file_signature(data: Data, notary: Notary) -> str | None:
     """Jupyter's signature of the notebook in ``data`` as Jupyter computes it when it opens
     the file: from its JSON tree where that is certain to be what Jupyter reads
-    (``TreeSigner``), else from the file read by nbformat; None when it cannot be read (a
-    save never fails for it)."""
+    (``TreeSigner``), else from the file read by nbformat; None for a notebook Jupyter trusts
+    none of."""
     whole = _whole(data)
-    try:
-        tree = json.loads(whole)
-        signature = TreeSigner().signature(notary, tree) if isinstance(tree, dict) else None
-    except Exception as exc:  # not JSON, or nested past what a parser follows (RecursionError)
-        log.warning("planbook: the notebook's trust could not be kept (%s)", exc)
-        return None
+    tree = json.loads(whole)
+    signature = TreeSigner().signature(notary, tree) if isinstance(tree, dict) else None
     return signature if signature is not None else _nbformat_signature(whole, notary)
 
 
@@ -265,21 +267,18 @@ def _whole(data: Data) -> bytes:
 
 def _nbformat_signature(whole: bytes, notary: Notary) -> str | None:
     """The signature nbformat's notary computes of the notebook in ``whole``, read as Jupyter
-    reads it (converted, ids given): for the notebooks ``TreeSigner`` does not walk."""
-    try:
-        # heavy: nbformat (jsonschema), for the notebooks Jupyter reads differently only
-        import nbformat
-        from nbformat.sign import MemorySignatureStore, NotebookNotary
+    reads it (converted, ids given): for the notebooks ``TreeSigner`` does not walk. None for
+    a format before 3, which Jupyter never trusts (``NotebookNotary.check_signature``)."""
+    # heavy: nbformat (jsonschema), for the notebooks Jupyter reads differently only
+    import nbformat
+    from nbformat.sign import MemorySignatureStore, NotebookNotary
 
-        nb = nbformat.reads(whole.decode("utf-8"), as_version=4)
-        if nb.nbformat < 3:  # Jupyter trusts none (``NotebookNotary.check_signature``)
-            return None
-        computer = NotebookNotary(
-            data_dir=str(notary.db_file.parent),
-            secret=notary.secret,
-            store_factory=MemorySignatureStore,
-        )
-        return str(computer.compute_signature(nb))
-    except Exception as exc:
-        log.warning("planbook: the notebook's trust could not be kept (%s)", exc)
+    nb = nbformat.reads(whole.decode("utf-8"), as_version=4)
+    if nb.nbformat < 3:
         return None
+    computer = NotebookNotary(
+        data_dir=str(notary.db_file.parent),
+        secret=notary.secret,
+        store_factory=MemorySignatureStore,
+    )
+    return str(computer.compute_signature(nb))
